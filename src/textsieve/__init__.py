@@ -1,0 +1,77 @@
+"""textsieve: clean, searchable text from any pile of documents.
+
+>>> import textsieve
+>>> doc = textsieve.extract("report.pdf")
+>>> doc.status, doc.text[:80]
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Metadata, Page, Status
+from .options import Options
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Document",
+    "ErrorInfo",
+    "ErrorKind",
+    "ExtractionError",
+    "Metadata",
+    "Options",
+    "Page",
+    "Status",
+    "__version__",
+    "detect",
+    "extract",
+]
+
+Input = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
+
+
+def _source(obj: Input, name: str | None, options: Options):  # -> Source
+    from .source import Source
+
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return Source.from_bytes(bytes(obj), name=name)
+    if isinstance(obj, (str, os.PathLike)):
+        src = Source.from_path(obj, max_size=options.max_file_size)
+        if name:
+            src.name = name
+        return src
+    if hasattr(obj, "read"):
+        data = obj.read(options.max_file_size + 1)
+        guessed = name or Path(getattr(obj, "name", "") or "").name or None
+        return Source.from_bytes(data, name=guessed)
+    raise TypeError(f"cannot extract from {type(obj).__name__}")
+
+
+def extract(source: Input, *, name: str | None = None, options: Options | None = None,
+            isolate: bool = False, **option_values: Any) -> Document:
+    """Extract text, structure and metadata from a path, bytes or a binary file object.
+
+    Keyword options are the fields of :class:`Options` (``password=``, ``timeout=``, ...).
+    With ``isolate=True`` the work runs in a separate process under the timeout and memory
+    limit, so a hang or a native crash in a parser becomes an error record instead of
+    taking the caller down. Bad input never raises: look at ``Document.status``.
+    """
+    opts = (options or Options()).with_(**option_values) if option_values else (
+        options or Options())
+    if isolate:
+        from .run.pool import extract_many
+
+        return next(iter(extract_many([source], opts, names=[name])))
+    from .core import extract_source
+
+    return extract_source(_source(source, name, opts), opts)
+
+
+def detect(source: Input, *, name: str | None = None) -> str:
+    """The MIME type of an input, decided by its content (the name is only a hint)."""
+    from .detection import detect as _detect
+
+    return _detect(_source(source, name, Options())).mime

@@ -1,0 +1,109 @@
+"""Extract one input, in this process: detect, dispatch, render, classify.
+
+This is the function every entry point ends in (the isolated worker pool, the API, nested
+members of archives). It never raises for a bad input: failures become the Document's
+status and typed error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+
+from . import detection as d
+from .extractors import _FALLBACK_KINDS, UNSUPPORTED, Context, extractors_for
+from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
+from .options import Options
+from .render import Builder
+from .source import Source
+
+
+def _sha256(src: Source) -> str:
+    h = hashlib.sha256()
+    if src.data_ is not None:
+        h.update(src.data_)
+    else:
+        with src.open() as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def extract_source(src: Source, options: Options, ctx: Context | None = None) -> Document:
+    ctx = ctx or Context(options)
+    doc = Document(name=src.name)
+    t0 = time.perf_counter()
+    try:
+        doc.size = src.size
+        src.check_size()
+        doc.sha256 = _sha256(src)
+        if doc.sha256 in ctx.ancestors:
+            raise ExtractionError(ErrorKind.CORRUPT, "container contains itself")
+        ctx.ancestors = (*ctx.ancestors, doc.sha256)
+        det = d.detect(src)
+        doc.mime_type = det.mime
+        doc.metadata.extra["detected_by"] = det.how
+        if det.note:
+            doc.warnings.append(det.note)
+        doc.timings["detect"] = time.perf_counter() - t0
+        _dispatch(src, ctx, doc, det)
+    except ExtractionError as exc:
+        doc.status, doc.error = Status.ERROR, ErrorInfo(exc.kind, exc.message)
+    except FileNotFoundError as exc:
+        doc.status, doc.error = Status.ERROR, ErrorInfo(ErrorKind.NOT_FOUND, str(exc))
+    except MemoryError:
+        doc.status = Status.ERROR
+        doc.error = ErrorInfo(ErrorKind.TOO_LARGE, "ran out of memory (memory limit)")
+    except RecursionError:
+        doc.status = Status.ERROR
+        doc.error = ErrorInfo(ErrorKind.CORRUPT, "structure nested too deeply to parse")
+    except Exception as exc:  # a parser bug or an unexpected library error: record it
+        doc.status = Status.ERROR
+        doc.error = ErrorInfo(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
+        doc.warnings.append(traceback.format_exc(limit=6))
+    doc.timings["total"] = time.perf_counter() - t0
+    return doc
+
+
+def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> None:
+    if det.mime == d.EMPTY:
+        doc.status = Status.EMPTY
+        return
+    extractors = extractors_for(det.mime)
+    if not extractors:
+        msg = UNSUPPORTED.get(det.mime, f"no extractor for {det.mime}")
+        raise ExtractionError(ErrorKind.UNSUPPORTED, f"{msg} ({det.note})" if det.note else msg)
+    last: ExtractionError | None = None
+    for fn in extractors:
+        out = Builder()
+        trial = Document(name=doc.name, mime_type=doc.mime_type, metadata=doc.metadata,
+                         warnings=list(doc.warnings))
+        t = time.perf_counter()
+        try:
+            fn(src, ctx, trial, out)
+        except ExtractionError as exc:
+            if exc.kind not in _FALLBACK_KINDS:
+                raise
+            if last is None or last.kind is ErrorKind.MISSING_TOOL:
+                last = exc  # keep the most telling error (a parser's over "not installed")
+            continue
+        trial.text, trial.markdown, trial.pages = out.build()
+        trial.timings.update(doc.timings)
+        trial.timings["extract"] = time.perf_counter() - t
+        doc.__dict__.update({k: v for k, v in trial.__dict__.items()
+                             if k not in ("size", "sha256")})
+        doc.status = _status(doc)
+        return
+    assert last is not None
+    raise last
+
+
+def _status(doc: Document) -> Status:
+    if doc.status is Status.ERROR:
+        return doc.status
+    if doc.text.strip():
+        return Status.OK
+    if any(c.status is Status.OK for c in doc.children):
+        return Status.OK
+    return Status.EMPTY

@@ -1,0 +1,174 @@
+"""The registry: MIME type -> ordered extractors, and the context they run in.
+
+Each extractor is ``extract(src, ctx, doc, out) -> None``: it reads ``src``, fills ``doc``
+(title, metadata, children) and describes the content to ``out`` (a ``Builder``). It raises
+``ExtractionError`` with a kind when it cannot. For a MIME type with several extractors
+(DOC: antiword, then catdoc, then LibreOffice) the first that succeeds wins; a later one is
+tried only after a failure that another parser might overcome (``corrupt``,
+``unsupported``, ``missing_tool``), never after ``encrypted`` or ``too_large``.
+
+Modules are imported on first use, so ``textsieve --help`` does not load pypdfium2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .. import detection as d
+from ..model import Document, ErrorKind, ExtractionError
+from ..options import Options
+
+if TYPE_CHECKING:
+    from ..render import Builder
+    from ..source import Source
+
+Extractor = Callable[["Source", "Context", Document, "Builder"], None]
+
+_P = "textsieve.extractors."
+_ODF = [f"{_P}odf:extract"]
+_SHEET = [f"{_P}sheets:extract"]
+
+REGISTRY: dict[str, list[str]] = {
+    d.PDF: [f"{_P}pdf:extract"],
+    d.DOCX: [f"{_P}docx:extract"],
+    d.DOCM: [f"{_P}docx:extract"],
+    d.DOTX: [f"{_P}docx:extract"],
+    d.DOTM: [f"{_P}docx:extract"],
+    d.PPTX: [f"{_P}pptx:extract"],
+    d.PPTM: [f"{_P}pptx:extract"],
+    d.PPSX: [f"{_P}pptx:extract"],
+    d.POTX: [f"{_P}pptx:extract"],
+    d.XLSX: _SHEET,
+    d.XLSM: _SHEET,
+    d.XLTX: _SHEET,
+    d.XLSB: _SHEET,
+    d.XLS: _SHEET,
+    d.ODS: _SHEET,
+    d.ODS + "-template": _SHEET,
+    d.DOC: [f"{_P}legacy:extract_doc_antiword", f"{_P}legacy:extract_doc_catdoc",
+            f"{_P}legacy:extract_libreoffice"],
+    d.PPT: [f"{_P}legacy:extract_ppt_catppt", f"{_P}legacy:extract_libreoffice"],
+    d.RTF: [f"{_P}rtf:extract", f"{_P}legacy:extract_libreoffice"],
+    d.OOXML_ENCRYPTED: [f"{_P}encrypted:extract"],
+    d.MSG: [f"{_P}mail:extract_msg"],
+    d.EML: [f"{_P}mail:extract_eml"],
+    d.MBOX: [f"{_P}mail:extract_mbox"],
+    d.EPUB: [f"{_P}epub:extract"],
+    d.HTML: [f"{_P}html:extract_html"],
+    d.XML: [f"{_P}html:extract_xml"],
+    d.TEXT: [f"{_P}text:extract_text"],
+    d.CSV: [f"{_P}text:extract_csv"],
+    d.TSV: [f"{_P}text:extract_csv"],
+    d.ZIP: [f"{_P}archive:extract_zip"],
+    d.TAR: [f"{_P}archive:extract_tar"],
+    d.GZIP: [f"{_P}archive:extract_compressed"],
+    d.BZIP2: [f"{_P}archive:extract_compressed"],
+    d.XZ: [f"{_P}archive:extract_compressed"],
+    d.PNG: [f"{_P}image:extract"],
+    d.JPEG: [f"{_P}image:extract"],
+    d.GIF: [f"{_P}image:extract"],
+    d.TIFF: [f"{_P}image:extract"],
+    d.BMP: [f"{_P}image:extract"],
+    d.WEBP: [f"{_P}image:extract"],
+    d.JP2: [f"{_P}image:extract"],
+}
+# Every OpenDocument type (text, presentation, drawing, master, web, and templates).
+for _kind in ("text", "presentation", "graphics", "text-master", "text-web", "chart",
+              "formula", "text-template", "presentation-template", "graphics-template",
+              "text-master-template"):
+    REGISTRY[d.ODF_PREFIX + _kind] = _ODF
+
+_FALLBACK_KINDS = {ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED, ErrorKind.MISSING_TOOL}
+
+# Formats we recognise and deliberately do not read: a typed answer, not a guess.
+UNSUPPORTED = {
+    d.WORDPERFECT: "WordPerfect documents are not supported",
+    d.SEVENZ: "7-Zip archives are not supported",
+    d.RAR: "RAR archives are not supported",
+    d.ZSTD: "zstd-compressed files are not supported",
+    d.HEIC: "HEIC/AVIF images are not supported",
+    d.PSD: "Photoshop files are not supported",
+    d.OLE_OTHER: "OLE2 file of an application textsieve does not read",
+    d.OCTET: "unrecognised binary format",
+}
+
+
+def extractors_for(mime: str) -> list[Extractor]:
+    return [_load(spec) for spec in REGISTRY.get(mime, [])]
+
+
+_cache: dict[str, Extractor] = {}
+
+
+def _load(spec: str) -> Extractor:
+    fn = _cache.get(spec)
+    if fn is None:
+        mod, _, attr = spec.partition(":")
+        fn = getattr(importlib.import_module(mod), attr)
+        _cache[spec] = fn
+    return fn
+
+
+@dataclass
+class Budget:
+    """Shared by a top-level file and everything unpacked from it (bomb protection)."""
+
+    unpacked: int = 0
+    members: int = 0
+
+
+@dataclass
+class Context:
+    """What an extractor may use besides its input: options, limits, nested extraction."""
+
+    options: Options
+    depth: int = 0
+    budget: Budget = field(default_factory=Budget)
+    ancestors: tuple[str, ...] = ()  # sha256 of the containers we are inside (loops)
+
+    def child(self, data: bytes, name: str | None) -> Document:
+        """Extract a member/attachment/embedded file as a child Document.
+
+        Depth and the unpacked-size budget are shared with the whole tree, so a zip of zips
+        (or a zip that contains itself) stops with a typed error instead of running away.
+        """
+        from ..core import extract_source
+        from ..source import Source
+
+        if self.depth + 1 > self.options.max_depth:
+            return Document.failed(ErrorKind.TOO_LARGE,
+                                   f"nesting deeper than {self.options.max_depth} levels",
+                                   name=name)
+        return extract_source(Source.from_bytes(data, name=name), self.options,
+                              ctx=Context(self.options, self.depth + 1, self.budget,
+                                          self.ancestors))
+
+    def account(self, nbytes: int, what: str = "archive") -> None:
+        """Charge unpacked bytes to the budget; raises too_large when it is spent."""
+        self.budget.unpacked += nbytes
+        self.budget.members += 1
+        if self.budget.unpacked > self.options.max_unpacked:
+            raise ExtractionError(
+                ErrorKind.TOO_LARGE,
+                f"{what} unpacks to more than {self.options.max_unpacked} bytes in total",
+            )
+
+    def run_tool(self, args: Sequence[str], *, input: bytes | None = None,
+                 timeout: float | None = None, env: dict[str, str] | None = None,
+                 ) -> subprocess.CompletedProcess[bytes]:
+        """Run an external program with a deadline; missing program -> missing_tool."""
+        exe = shutil.which(args[0])
+        if exe is None:
+            raise ExtractionError(ErrorKind.MISSING_TOOL, f"{args[0]} is not installed")
+        try:
+            return subprocess.run([exe, *args[1:]], input=input, capture_output=True,
+                                  timeout=timeout or self.options.tool_timeout, env=env,
+                                  check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise ExtractionError(ErrorKind.TIMEOUT,
+                                  f"{args[0]} did not finish in {exc.timeout:.0f} s") from exc

@@ -1,0 +1,39 @@
+"""All knobs of an extraction in one typed, immutable object.
+
+It flows unchanged from the CLI / API / server into every stage; no stage reads the
+environment or a global instead.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+@dataclass(frozen=True)
+class Options:
+    password: str | None = None  # for encrypted PDFs / office files
+    timeout: float = 120.0  # seconds per top-level file (isolated runs)
+    memory_limit: int = 4 * GiB  # address-space cap per worker process (isolated runs)
+    workers: int = 0  # 0: one per core
+    max_file_size: int = 2 * GiB  # larger inputs are refused with too_large
+    # Containers (ZIP/TAR/GZ, mail attachments, embedded files).
+    max_depth: int = 8  # nesting levels below the top file
+    max_members: int = 10_000  # members of one container
+    max_unpacked: int = 1 * GiB  # total bytes unpacked under one top-level file
+    max_ratio: float = 250.0  # uncompressed/compressed ratio above which a member is a bomb
+    # Content choices.
+    comments: bool = False  # include DOCX/ODT comments
+    libreoffice: bool = True  # use LibreOffice headless as a last resort when installed
+    tool_timeout: float = 60.0  # seconds for one external helper program (antiword, ...)
+
+    def with_(self, **changes: Any) -> Options:
+        return replace(self, **changes)
+
+    @property
+    def worker_count(self) -> int:
+        return self.workers if self.workers > 0 else (os.cpu_count() or 1)

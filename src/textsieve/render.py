@@ -1,0 +1,146 @@
+"""One place where structure becomes plain text and Markdown.
+
+Extractors describe what they find (headings, paragraphs, list items, tables, pages) to a
+``Builder``; the builder renders both outputs in one pass, so every format gets the same
+conventions: plain text is the words with blank lines between blocks and tab-separated
+table rows; Markdown keeps headings, lists and tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from .model import Page
+
+_MD_BULLET_START = re.compile(r"^(\s*)([#>+\-*])(\s)")
+_MD_NUMBER_START = re.compile(r"^(\s*)(\d+)([.)])(\s)")
+_WS = re.compile(r"[ \t\u00a0]+")
+
+
+def clean_inline(text: str) -> str:
+    """Collapse runs of spaces and strip; keeps line breaks inside the text."""
+    lines = [_WS.sub(" ", ln).strip() for ln in text.replace("\r\n", "\n").split("\n")]
+    return "\n".join(ln for ln in lines if ln)
+
+
+def _md_escape_line(line: str) -> str:
+    # A paragraph that happens to start like a heading or list must not become one.
+    line = _MD_BULLET_START.sub(r"\1\\\2\3", line)
+    return _MD_NUMBER_START.sub(r"\1\2\\\3\4", line)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>").strip()
+
+
+class Builder:
+    """Collects blocks; ``build()`` returns (text, markdown, pages)."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._md: list[str] = []
+        self._pages: list[tuple[int, int, int]] = []  # (number, start block, end block)
+        self._page_start: int | None = None
+        self._page_no = 0
+        self._list_open = False
+
+    # -- blocks -------------------------------------------------------------------------
+    def _add(self, text: str, md: str, *, is_list: bool = False) -> None:
+        if not text.strip():
+            return
+        if self._list_open and not is_list:
+            self._list_open = False
+        self._text.append(text)
+        self._md.append(md)
+        self._list_open = is_list
+
+    def heading(self, text: str, level: int = 1) -> None:
+        text = clean_inline(text).replace("\n", " ")
+        level = min(max(level, 1), 6)
+        self._add(text, f"{'#' * level} {text}")
+
+    def paragraph(self, text: str) -> None:
+        text = clean_inline(text)
+        md = "\n".join(_md_escape_line(ln) for ln in text.split("\n"))
+        self._add(text, md)
+
+    def preformatted(self, text: str) -> None:
+        """Text whose line layout matters (plain text files, code, PDF pages)."""
+        text = text.strip("\n")
+        if not text.strip():
+            return
+        self._add(text, "\n".join(_md_escape_line(ln) for ln in text.split("\n")))
+
+    def code(self, text: str, language: str = "") -> None:
+        text = text.strip("\n")
+        fence = "````" if "```" in text else "```"
+        self._add(text, f"{fence}{language}\n{text}\n{fence}")
+
+    def list_item(self, text: str, level: int = 0, ordered: bool = False, number: int = 1) -> None:
+        text = clean_inline(text).replace("\n", " ")
+        marker = f"{number}." if ordered else "-"
+        indent = "  " * max(level, 0)
+        self._add(f"{indent}{text}", f"{indent}{marker} {text}", is_list=True)
+
+    def quote(self, text: str) -> None:
+        text = clean_inline(text)
+        self._add(text, "\n".join(f"> {ln}" for ln in text.split("\n")))
+
+    def table(self, rows: Sequence[Sequence[str | None]], header: bool = True) -> None:
+        """A table; the first row is the header in Markdown (an empty one if not ``header``)."""
+        grid = [[("" if c is None else str(c)) for c in r] for r in rows]
+        grid = [r for r in grid if any(c.strip() for c in r)]
+        if not grid:
+            return
+        width = max(len(r) for r in grid)
+        grid = [r + [""] * (width - len(r)) for r in grid]
+        text = "\n".join("\t".join(c.replace("\n", " ").strip() for c in r).rstrip() for r in grid)
+        md_rows = [[_md_cell(c) for c in r] for r in grid]
+        if not header:
+            md_rows.insert(0, [""] * width)
+        lines = ["| " + " | ".join(md_rows[0]) + " |", "|" + "---|" * width]
+        lines += ["| " + " | ".join(r) + " |" for r in md_rows[1:]]
+        self._add(text, "\n".join(lines))
+
+    def rule(self) -> None:
+        self._text.append("")
+        self._md.append("---")
+
+    # -- pages --------------------------------------------------------------------------
+    def start_page(self, number: int | None = None) -> None:
+        """Blocks added from here on belong to a new page (PDF page, slide, sheet)."""
+        self.end_page()
+        self._page_no = number if number is not None else self._page_no + 1
+        self._page_start = len(self._text)
+
+    def end_page(self) -> None:
+        if self._page_start is not None:
+            self._pages.append((self._page_no, self._page_start, len(self._text)))
+            self._page_start = None
+
+    # -- output -------------------------------------------------------------------------
+    def build(self) -> tuple[str, str, list[Page]]:
+        self.end_page()
+        pages = [
+            Page(number=n, text=_join(self._text[a:b])) for n, a, b in self._pages
+        ]
+        return _join(self._text), _join_md(self._md), pages
+
+
+def _join(blocks: Iterable[str]) -> str:
+    return "\n\n".join(b for b in blocks if b.strip())
+
+
+def _join_md(blocks: list[str]) -> str:
+    out: list[str] = []
+    prev_list = False
+    for b in blocks:
+        if not b.strip():
+            continue
+        is_list = bool(re.match(r"^\s*(-|\d+\.) ", b)) and "\n" not in b
+        if out:
+            out.append("\n" if (is_list and prev_list) else "\n\n")
+        out.append(b)
+        prev_list = is_list
+    return "".join(out)

@@ -1,0 +1,73 @@
+"""What an extractor reads: a file path or bytes, behind one small interface.
+
+Paths stay paths as long as possible (pypdfium2 and zipfile read from disk without loading
+the whole file); bytes are read at most once, with a size cap.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from .model import ErrorKind, ExtractionError
+
+
+@dataclass
+class Source:
+    name: str | None = None  # a file name hint (extension used only as a hint)
+    path: Path | None = None
+    data_: bytes | None = field(default=None, repr=False)
+    max_size: int | None = None
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str], max_size: int | None = None) -> Source:
+        p = Path(path)
+        return cls(name=p.name, path=p, max_size=max_size)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str | None = None) -> Source:
+        return cls(name=name, data_=data)
+
+    @property
+    def size(self) -> int:
+        if self.data_ is not None:
+            return len(self.data_)
+        assert self.path is not None
+        return self.path.stat().st_size
+
+    def check_size(self) -> None:
+        if self.max_size is not None and self.size > self.max_size:
+            raise ExtractionError(
+                ErrorKind.TOO_LARGE,
+                f"input is {self.size} bytes, above the limit of {self.max_size}",
+            )
+
+    def read(self) -> bytes:
+        """All bytes (cached). Callers that can stream should prefer ``open()``/``path``."""
+        if self.data_ is None:
+            self.check_size()
+            assert self.path is not None
+            self.data_ = self.path.read_bytes()
+        return self.data_
+
+    def head(self, n: int = 65536) -> bytes:
+        if self.data_ is not None:
+            return self.data_[:n]
+        assert self.path is not None
+        with open(self.path, "rb") as f:
+            return f.read(n)
+
+    def open(self) -> BinaryIO:
+        if self.data_ is not None:
+            return io.BytesIO(self.data_)
+        assert self.path is not None
+        return open(self.path, "rb")
+
+    @property
+    def extension(self) -> str:
+        if not self.name or "." not in self.name:
+            return ""
+        return self.name.rsplit(".", 1)[1].lower()
