@@ -11,6 +11,7 @@ inputs there are.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import multiprocessing as mp
 import os
 import resource
@@ -29,6 +30,8 @@ from ..options import Options
 def _worker_main(conn: Connection, options: Options) -> None:
     # The parent handles Ctrl-C; a worker must not die mid-file on the same signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A native crash is reported as a typed record; a C traceback on stderr is noise.
+    faulthandler.disable()
     if options.memory_limit > 0:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))

@@ -1,0 +1,7 @@
+"""``python -m textsieve`` is the ``textsieve`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

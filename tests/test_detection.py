@@ -1,0 +1,80 @@
+"""Detection by content: the extension and declared type are hints only."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from textsieve import detect, extract
+from textsieve import detection as d
+from textsieve.model import ErrorKind
+
+
+def _docx_bytes() -> bytes:
+    docx = pytest.importorskip("docx")
+    document = docx.Document()
+    document.add_paragraph("A word processing file in disguise")
+    buf = io.BytesIO()
+    document.save(buf)
+    return buf.getvalue()
+
+
+def test_docx_named_doc_is_read_as_docx(tmp_path: Path) -> None:
+    p = tmp_path / "report.doc"
+    p.write_bytes(_docx_bytes())
+    assert detect(p) == d.DOCX
+
+
+def test_wordperfect_named_doc_is_not_fed_to_a_word_parser(tmp_path: Path) -> None:
+    p = tmp_path / "letter.doc"
+    p.write_bytes(b"\xffWPC" + b"\x10\x00\x00\x00\x01\x0a\x02\x01" + b"\x00" * 200)
+    assert detect(p) == d.WORDPERFECT
+    doc = extract(p)
+    assert doc.error is not None and doc.error.kind is ErrorKind.UNSUPPORTED
+    assert "WordPerfect" in doc.error.message
+
+
+@pytest.mark.parametrize(("content", "name", "mime"), [
+    (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "notes.txt", d.PDF),
+    (b"plain words only\nsecond line\n", "scan.pdf", d.TEXT),
+    (b"\xef\xbb\xbf<!DOCTYPE html><html><body>x</body></html>", "page.txt", d.HTML),
+    (b"<?xml version='1.0'?><feed xmlns='http://www.w3.org/2005/Atom'/>", "f.dat", d.XML),
+    (b"From: a@example.org\r\nTo: b@example.org\r\nSubject: s\r\n\r\nbody", "m.txt", d.EML),
+    (b"From a@example.org Sat Jan  3 01:05:34 1996\nFrom: a@example.org\nSubject: x\n\nb\n",
+     "box", d.MBOX),
+    (b"id;name;score\n1;ann;3\n2;bob;4\n3;cid;5\n", "data.txt", d.CSV),
+    (b"\x89PNG\r\n\x1a\n" + b"\x00" * 32, "photo.jpg", d.PNG),
+    (b"\x1f\x8b\x08\x00" + b"\x00" * 16, "x.zip", d.GZIP),
+    ("grüße".encode("utf-16"), "u16.csv", d.CSV),  # BOM'd UTF-16 text, told CSV by name
+    (b"", "empty.pdf", d.EMPTY),
+])
+def test_content_beats_extension(tmp_path: Path, content: bytes, name: str, mime: str) -> None:
+    p = tmp_path / name
+    p.write_bytes(content)
+    assert detect(p) == mime
+
+
+def test_zip_flavours_are_told_apart(tmp_path: Path) -> None:
+    def make(entries: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            for n, data in entries.items():
+                zf.writestr(n, data)
+        return buf.getvalue()
+
+    epub = make({"mimetype": b"application/epub+zip", "META-INF/container.xml": b"<c/>"})
+    odt = make({"mimetype": b"application/vnd.oasis.opendocument.text", "content.xml": b"<x/>"})
+    plain = make({"notes/a.txt": b"hello"})
+    assert detect(epub, name="book.zip") == d.EPUB
+    assert detect(odt, name="x.docx") == d.ODT
+    assert detect(plain, name="a.docx") == d.ZIP
+
+
+def test_truncated_docx_is_still_recognised_as_docx() -> None:
+    data = _docx_bytes()[:3000]
+    assert detect(data, name="cut.docx") == d.DOCX
+    doc = extract(data, name="cut.docx")
+    assert doc.error is not None and doc.error.kind is ErrorKind.CORRUPT
