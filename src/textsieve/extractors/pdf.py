@@ -1,0 +1,350 @@
+"""PDF: the text layer via PDFium (pypdfium2), page by page, in reading order.
+
+PDFium is a C++ parser that is fast and recovers most damaged files; we open from the path
+when we have one (PDFium reads lazily, the file is never loaded whole) and close every page
+and text page as soon as its text is out, so memory stays flat on long documents.
+
+A PDF with no text layer is not "empty": when its pages hold images the text needs OCR, and
+we say so (``needs_ocr``, or ``pages_needing_ocr`` for mixed documents).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import stringprep
+import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as c
+
+from ..model import Document, ErrorKind, ExtractionError
+from ..render import Builder
+from ..source import Source
+from . import Context
+
+# Control characters PDFium or broken fonts leave in the text (NUL, form feed, ...). PDFium
+# marks a hyphen it removed at a line end with U+FFFE and has already joined the word
+# ("com\ufffepile"), so dropping U+FFFE is the whole, free, dehyphenation.
+_JUNK = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]+")
+_PDF_DATE = re.compile(
+    r"D?:?\s*(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?\s*(?:([Zz])|([+-])(\d{2})'?(\d{2})?'?)?"
+)
+_SHOWN_FIELD_TYPES = {c.FPDF_FORMFIELD_TEXTFIELD, c.FPDF_FORMFIELD_COMBOBOX,
+                      c.FPDF_FORMFIELD_LISTBOX}
+
+
+def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    with _open(src, ctx.options.password) as pdf, _forms(pdf) as forms:
+        _metadata(pdf, doc)
+        n_pages = len(pdf)
+        doc.metadata.page_count = n_pages
+        image_only: list[int] = []
+        seen_fields: set[tuple[str, str]] = set()
+        any_text = False
+        for i in range(n_pages):
+            out.start_page(i + 1)
+            text, has_images, fields = _page(pdf, i, forms, seen_fields, doc)
+            if text:
+                out.preformatted(text)
+                any_text = True
+            elif has_images:
+                image_only.append(i + 1)
+            if fields:
+                out.preformatted("\n".join(fields))
+                any_text = True
+        _attachments(pdf, ctx, doc)
+    _classify_scans(doc, image_only, any_text)
+
+
+def _classify_scans(doc: Document, image_only: list[int], any_text: bool) -> None:
+    """Never an empty success for scans: all-image -> needs_ocr, some -> a warning."""
+    if not image_only:
+        return
+    n = len(image_only)
+    if not any_text and not doc.children:
+        what = "pages have" if n > 1 else "page has"
+        raise ExtractionError(ErrorKind.NEEDS_OCR, f"{n} {what} only images; OCR needed")
+    doc.metadata.extra["pages_needing_ocr"] = image_only
+    shown = ", ".join(map(str, image_only[:20])) + (" ..." if n > 20 else "")
+    doc.warnings.append(f"{n} page(s) have only images and need OCR: {shown}")
+
+
+# -- opening ---------------------------------------------------------------------------------
+
+@contextmanager
+def _open(src: Source, password: str | None) -> Iterator[pdfium.PdfDocument]:
+    """Open with the raw API so we can read PDFium's error code and retry the password."""
+    data = None if src.path is not None else src.read()
+    candidates = _password_bytes(password)
+    raw, err = None, c.FPDF_ERR_UNKNOWN
+    for pw in candidates:
+        if data is None:
+            assert src.path is not None
+            raw = c.FPDF_LoadDocument(str(src.path).encode("utf-8", "surrogateescape") + b"\0",
+                                      pw)
+        else:
+            raw = c.FPDF_LoadMemDocument64(data, len(data), pw)
+        if raw:
+            break
+        err = c.FPDF_GetLastError()
+        if err != c.FPDF_ERR_PASSWORD:
+            break
+    if not raw:
+        raise _open_error(err, password, src)
+    pdf = pdfium.PdfDocument(raw)  # ``data`` stays referenced here until close
+    try:
+        if len(pdf) < 1:
+            raise ExtractionError(ErrorKind.CORRUPT, f"PDF has no readable pages ({_why(src)})")
+        yield pdf
+    finally:
+        pdf.close()
+
+
+def _password_bytes(password: str | None) -> list[bytes | None]:
+    """The encodings a password may need; PDFium takes bytes as they are.
+
+    AES-256 (R5/R6) wants SASLprep'd UTF-8 cut to 127 bytes; older handlers want
+    PDFDocEncoding (~Latin-1). Trying each costs one cheap reopen, only for encrypted files.
+    """
+    if password is None:
+        return [None]
+    out = [password.encode("utf-8"), _saslprep(password).encode("utf-8")[:127]]
+    with suppress(UnicodeEncodeError):
+        out.append(password.encode("latin-1"))
+    return [pw + b"\0" for pw in dict.fromkeys(out)]
+
+
+def _saslprep(text: str) -> str:
+    """RFC 4013 mapping + NFKC (enough for passwords; prohibited chars are left alone)."""
+    mapped = "".join(" " if stringprep.in_table_c12(ch) else ch
+                     for ch in text if not stringprep.in_table_b1(ch))
+    return unicodedata.normalize("NFKC", mapped)
+
+
+def _open_error(err: int, password: str | None, src: Source) -> ExtractionError:
+    if err == c.FPDF_ERR_PASSWORD:
+        if password is None:
+            return ExtractionError(ErrorKind.ENCRYPTED, "encrypted PDF: password required")
+        return ExtractionError(ErrorKind.ENCRYPTED, "encrypted PDF: wrong password")
+    if err == c.FPDF_ERR_SECURITY:
+        return ExtractionError(ErrorKind.UNSUPPORTED,
+                               "PDF is encrypted with an unsupported security handler")
+    if err == c.FPDF_ERR_FILE and src.path is not None and not src.path.is_file():
+        return ExtractionError(ErrorKind.NOT_FOUND, f"cannot open {src.path}")
+    if b"%PDF-" not in src.head(1024):
+        return ExtractionError(ErrorKind.CORRUPT, "not a PDF: no %PDF header")
+    return ExtractionError(ErrorKind.CORRUPT, f"damaged PDF: {_why(src)}")
+
+
+def _why(src: Source) -> str:
+    """A best guess at why PDFium gave up; this reads the file, so only on failure."""
+    tail = b""
+    with src.open() as f:
+        for _ in range(256):  # at most 256 MiB scanned
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            if b"/BrotliDecode" in tail + chunk:
+                return "uses the BrotliDecode stream filter, which is not supported"
+            tail = chunk[-16:]
+    return "PDFium cannot parse its cross-reference table, trailer or page tree"
+
+
+# -- pages ------------------------------------------------------------------------------------
+
+def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None,
+          seen_fields: set[tuple[str, str]], doc: Document,
+          ) -> tuple[str, bool, list[str]]:
+    """(clean text, page has images, form field values) of one page; closes what it opens."""
+    page = c.FPDF_LoadPage(pdf.raw, index)
+    if not page:
+        doc.warnings.append(f"page {index + 1} could not be loaded (damaged)")
+        return "", False, []
+    try:
+        if forms is not None:
+            c.FORM_OnAfterLoadPage(page, forms)
+        text = _page_text(page)
+        has_images = False if text else _has_images(page)
+        fields = _field_values(page, forms, seen_fields) if forms is not None else []
+        if forms is not None:
+            c.FORM_OnBeforeClosePage(page, forms)
+        return text, has_images, fields
+    finally:
+        c.FPDF_ClosePage(page)
+
+
+def _page_text(page: c.FPDF_PAGE) -> str:
+    textpage = c.FPDFText_LoadPage(page)
+    if not textpage:
+        return ""
+    try:
+        n = c.FPDFText_CountChars(textpage)
+        if n <= 0:
+            return ""
+        # PDFium may emit a few more UTF-16 units than chars (surrogates); leave room.
+        size = n * 2 + 2
+        buf = (ctypes.c_ushort * size)()
+        got = c.FPDFText_GetText(textpage, 0, n, buf)
+        if got <= 1:
+            return ""
+        raw = ctypes.string_at(buf, (min(got, size) - 1) * 2).decode("utf-16-le", "replace")
+    finally:
+        c.FPDFText_ClosePage(textpage)
+    return _clean(raw)
+
+
+def _clean(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if _JUNK.search(text):
+        text = _JUNK.sub("", text)
+    text = text.strip("\n")
+    return text if text.strip() else ""
+
+
+def _has_images(page: c.FPDF_PAGE) -> bool:
+    """Image objects on the page, also inside form XObjects (a scan is often wrapped)."""
+    return _any_image(c.FPDFPage_CountObjects(page),
+                      lambda i: c.FPDFPage_GetObject(page, i), depth=0)
+
+
+def _any_image(count: int, get: object, depth: int) -> bool:
+    for i in range(max(count, 0)):
+        obj = get(i)  # type: ignore[operator]
+        if not obj:
+            continue
+        kind = c.FPDFPageObj_GetType(obj)
+        if kind == c.FPDF_PAGEOBJ_IMAGE:
+            return True
+        if kind == c.FPDF_PAGEOBJ_FORM and depth < 8 and _any_image(
+                c.FPDFFormObj_CountObjects(obj),
+                lambda j, o=obj: c.FPDFFormObj_GetObject(o, j), depth + 1):
+            return True
+    return False
+
+
+# -- forms --------------------------------------------------------------------------------------
+
+@contextmanager
+def _forms(pdf: pdfium.PdfDocument) -> Iterator[c.FPDF_FORMHANDLE | None]:
+    """A form-fill environment, only for documents with form fields (costs a little).
+
+    Raw API rather than ``init_forms()``: that one logs a warning on every XFA file.
+    """
+    if c.FPDF_GetFormType(pdf.raw) == c.FORMTYPE_NONE:
+        yield None
+        return
+    config = c.FPDF_FORMFILLINFO(version=2)  # must outlive the handle
+    handle = c.FPDFDOC_InitFormFillEnvironment(pdf.raw, config)
+    try:
+        yield handle or None
+    finally:
+        if handle:
+            c.FPDFDOC_ExitFormFillEnvironment(handle)
+
+
+def _field_values(page: c.FPDF_PAGE, forms: c.FPDF_FORMHANDLE,
+                  seen: set[tuple[str, str]]) -> list[str]:
+    """Filled values of text/choice fields; checkboxes ("Off"/"Yes") carry no words."""
+    values: list[str] = []
+    for i in range(max(c.FPDFPage_GetAnnotCount(page), 0)):
+        annot = c.FPDFPage_GetAnnot(page, i)
+        if not annot:
+            continue
+        try:
+            if (c.FPDFAnnot_GetSubtype(annot) != c.FPDF_ANNOT_WIDGET
+                    or c.FPDFAnnot_GetFormFieldType(forms, annot) not in _SHOWN_FIELD_TYPES):
+                continue
+            value = _clean(_wide(c.FPDFAnnot_GetFormFieldValue, forms, annot)).strip()
+            if not value:
+                continue
+            key = (_wide(c.FPDFAnnot_GetFormFieldName, forms, annot), value)
+            if key not in seen:  # one field may have a widget on several pages
+                seen.add(key)
+                values.append(value)
+        finally:
+            c.FPDFPage_CloseAnnot(annot)
+    return values
+
+
+def _wide(fn: object, *args: object) -> str:
+    """Call a PDFium getter that fills a UTF-16LE buffer (size query, then fill)."""
+    n = fn(*args, None, 0)  # type: ignore[operator]
+    if n <= 2:
+        return ""
+    buf = ctypes.create_string_buffer(n)
+    fn(*args, ctypes.cast(buf, ctypes.POINTER(ctypes.c_ushort)), n)  # type: ignore[operator]
+    return buf.raw[: n - 2].decode("utf-16-le", "replace")
+
+
+# -- metadata ---------------------------------------------------------------------------------
+
+def _metadata(pdf: pdfium.PdfDocument, doc: Document) -> None:
+    info = {k: _clean(v).strip() for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
+    md = doc.metadata
+    doc.title = info.get("Title") or None
+    md.author = info.get("Author") or None
+    md.subject = info.get("Subject") or None
+    md.keywords = info.get("Keywords") or None
+    md.created = pdf_date(info.get("CreationDate", ""))
+    md.modified = pdf_date(info.get("ModDate", ""))
+    for key in ("Creator", "Producer"):
+        if info.get(key):
+            md.extra[key.lower()] = info[key]
+    md.extra["pdf_version"] = _version(pdf)
+    lang = _wide(c.FPDFCatalog_GetLanguage, pdf.raw).strip()
+    if lang:
+        md.language = lang
+
+
+def _version(pdf: pdfium.PdfDocument) -> str | None:
+    v = ctypes.c_int()
+    return f"{v.value // 10}.{v.value % 10}" if c.FPDF_GetFileVersion(pdf.raw, v) else None
+
+
+def pdf_date(value: str) -> str | None:
+    """``D:YYYYMMDDHHmmSS+HH'mm'`` (any tail optional) -> ISO 8601; None if unparseable."""
+    m = _PDF_DATE.match(value.strip())
+    if not m:
+        return None
+    y, mo, d, h, mi, s, z, sign, th, tm = m.groups()
+    mo, d = mo or "01", d or "01"
+    if not ("01" <= mo <= "12" and "01" <= d <= "31"):
+        return None
+    out = f"{y}-{mo}-{d}"
+    if h is None:
+        return out
+    if h > "23" or (mi or "00") > "59" or (s or "00") > "59":
+        return out
+    out += f"T{h}:{mi or '00'}:{s or '00'}"
+    if z:
+        out += "Z"
+    elif sign and th is not None and th <= "23":
+        out += f"{sign}{th}:{tm or '00'}"
+    return out
+
+
+# -- attachments ------------------------------------------------------------------------------
+
+def _attachments(pdf: pdfium.PdfDocument, ctx: Context, doc: Document) -> None:
+    """Embedded files become children, extracted like any other input (with budgets)."""
+    for i in range(max(pdf.count_attachments(), 0)):
+        name = f"attachment-{i + 1}"
+        try:
+            att = pdf.get_attachment(i)
+            name = att.get_name() or name
+            data = att.get_data()
+        except pdfium.PdfiumError as exc:
+            child = Document.failed(ErrorKind.CORRUPT,
+                                    f"embedded file cannot be read: {exc}", name=name)
+            doc.children.append(child)
+            continue
+        data = bytes(data)
+        try:
+            ctx.account(len(data), "PDF attachments")
+        except ExtractionError as exc:
+            doc.warnings.append(f"attachment {name} skipped: {exc.message}")
+            return
+        doc.children.append(ctx.child(data, name))
