@@ -1,0 +1,247 @@
+"""PDF extractor: generated round trips (text, pages, metadata, scans, forms, attachments)
+and every dev-corpus PDF giving text or a typed error."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from reportlab.lib.utils import ImageReader
+from reportlab.pdfgen import canvas
+
+import textsieve
+from textsieve.extractors.pdf import pdf_date
+from textsieve.model import ErrorKind, Status
+
+PDF_DIR = "pdf"
+
+
+def _image() -> ImageReader:
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (200, 100), "white")
+    ImageDraw.Draw(img).rectangle((20, 20, 180, 80), fill="black")
+    return ImageReader(img)
+
+
+def make_pdf(pages: list[str | None], *, title: str | None = None,
+             author: str | None = None, encrypt: object = None) -> bytes:
+    """One page per entry: a string is drawn as text lines, None draws an image only."""
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, encrypt=encrypt)
+    if title:
+        c.setTitle(title)
+    if author:
+        c.setAuthor(author)
+    c.setSubject("Testing subject")
+    c.setKeywords("alpha, beta")
+    for content in pages:
+        if content is None:
+            c.drawImage(_image(), 50, 400, width=400, height=200)
+        else:
+            y = 750
+            for line in content.split("\n"):
+                c.drawString(72, y, line)
+                y -= 16
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def test_pages_text_and_metadata() -> None:
+    pages = [f"Page {i} first line of words\nsecond line number {i}" for i in range(1, 5)]
+    doc = textsieve.extract(make_pdf(pages, title="Round Trip Title", author="Ada Lovelace"))
+    assert doc.status is Status.OK, doc.error
+    assert doc.mime_type == "application/pdf"
+    assert doc.metadata.page_count == 4
+    assert [p.number for p in doc.pages] == [1, 2, 3, 4]
+    for i, page in enumerate(doc.pages, 1):
+        assert page.text == f"Page {i} first line of words\nsecond line number {i}"
+    assert doc.text.index("Page 1") < doc.text.index("Page 2") < doc.text.index("Page 4")
+    assert "\r" not in doc.text
+    assert doc.title == "Round Trip Title"
+    assert doc.metadata.author == "Ada Lovelace"
+    assert doc.metadata.subject == "Testing subject"
+    assert doc.metadata.keywords == "alpha, beta"
+    assert doc.metadata.created and doc.metadata.created[:2] in ("19", "20")
+    assert doc.metadata.extra["producer"]
+    assert "second line number 3" in doc.markdown
+
+
+def test_from_path_equals_from_bytes(tmp_path: Path) -> None:
+    data = make_pdf(["hello from a file path"])
+    path = tmp_path / "x.pdf"
+    path.write_bytes(data)
+    assert textsieve.extract(path).text == textsieve.extract(data).text == (
+        "hello from a file path")
+
+
+def test_image_only_needs_ocr() -> None:
+    doc = textsieve.extract(make_pdf([None, None]))
+    assert doc.status is Status.ERROR
+    assert doc.error is not None and doc.error.kind is ErrorKind.NEEDS_OCR
+    assert "2 pages" in doc.error.message
+
+
+def test_mixed_pages_list_pages_needing_ocr() -> None:
+    doc = textsieve.extract(make_pdf(["real text here", None, "more text", None]))
+    assert doc.status is Status.OK
+    assert doc.metadata.extra["pages_needing_ocr"] == [2, 4]
+    assert any("OCR" in w for w in doc.warnings)
+    assert "real text here" in doc.text and "more text" in doc.text
+
+
+def test_blank_pdf_is_empty() -> None:
+    doc = textsieve.extract(make_pdf([""]))
+    assert doc.status is Status.EMPTY
+    assert doc.metadata.page_count == 1
+
+
+def test_user_password_generated() -> None:
+    from reportlab.lib.pdfencrypt import StandardEncryption
+
+    enc = StandardEncryption("s3cret", ownerPassword="owner", strength=128)
+    data = make_pdf(["locked words"], encrypt=enc)
+    doc = textsieve.extract(data)
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert "password required" in doc.error.message
+    wrong = textsieve.extract(data, password="nope")
+    assert wrong.error is not None and wrong.error.kind is ErrorKind.ENCRYPTED
+    assert "wrong password" in wrong.error.message
+    assert textsieve.extract(data, password="s3cret").text == "locked words"
+
+
+def test_owner_password_only_opens() -> None:
+    from reportlab.lib.pdfencrypt import StandardEncryption
+
+    enc = StandardEncryption("", ownerPassword="owner", canPrint=0, canCopy=0)
+    doc = textsieve.extract(make_pdf(["restricted but readable"], encrypt=enc))
+    assert doc.status is Status.OK
+    assert doc.text == "restricted but readable"
+
+
+def test_form_field_values() -> None:
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf)
+    c.drawString(72, 750, "Application form")
+    c.acroForm.textfield(name="applicant", value="Grace Hopper", x=72, y=650,
+                         width=200, height=20)
+    c.showPage()
+    c.save()
+    doc = textsieve.extract(buf.getvalue())
+    assert doc.status is Status.OK
+    assert "Application form" in doc.text
+    assert "Grace Hopper" in doc.text
+
+
+def test_attachment_becomes_child() -> None:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(make_pdf(["the container page"]))
+    att = pdf.new_attachment("notes.txt")
+    att.set_data(b"words inside the attachment\n")
+    out = io.BytesIO()
+    pdf.save(out)
+    pdf.close()
+    doc = textsieve.extract(out.getvalue())
+    assert doc.text == "the container page"
+    assert [c.name for c in doc.children] == ["notes.txt"]
+    assert "words inside the attachment" in doc.children[0].text
+
+
+def test_corrupt_inputs() -> None:
+    truncated = make_pdf(["some text"])[:200]
+    for data in (b"%PDF-1.4\n garbage garbage", truncated):
+        doc = textsieve.extract(data, name="bad.pdf")
+        assert doc.error is not None and doc.error.kind is ErrorKind.CORRUPT, doc.error
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("D:20230102030405+01'00'", "2023-01-02T03:04:05+01:00"),
+    ("D:20230102030405Z", "2023-01-02T03:04:05Z"),
+    ("D:20230102030405Z00'00'", "2023-01-02T03:04:05Z"),
+    ("D:20230102030405-0530", "2023-01-02T03:04:05-05:30"),
+    ("D:202301", "2023-01-01"),
+    ("20230102", "2023-01-02"),
+    ("D:20231302", None),
+    ("garbage", None),
+    ("", None),
+])
+def test_pdf_date(value: str, expected: str | None) -> None:
+    assert pdf_date(value) == expected
+
+
+# -- dev corpus ------------------------------------------------------------------------------
+
+PASSWORDS = {
+    "pdfjs__issue3371.pdf": "ELXRTQWS",
+    "pdfjs__issue21579.pdf": "pässwört",
+    "qpdf__encrypted-40-bit-R3.pdf": "623",
+    "qpdf__enc-XI-long-password.pdf": "qwertyuiopasdfghjklzxcvbnm" * 6,
+    "pdfjs__saslprep-r6.pdf": "S\u00aaSL\u00adprep",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PASSWORDS))
+def test_corpus_encrypted(corpus: Path, name: str) -> None:
+    path = corpus / PDF_DIR / name
+    locked = textsieve.extract(path)
+    assert locked.error is not None and locked.error.kind is ErrorKind.ENCRYPTED
+    assert "password required" in locked.error.message
+    wrong = textsieve.extract(path, password="definitely-wrong")
+    assert wrong.error is not None and wrong.error.kind is ErrorKind.ENCRYPTED
+    opened = textsieve.extract(path, password=PASSWORDS[name])
+    assert opened.error is None or opened.error.kind is ErrorKind.NEEDS_OCR, opened.error
+    assert opened.metadata.page_count
+
+
+def test_corpus_owner_only_opens(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / PDF_DIR / "qpdf__V4-aes.pdf")
+    assert doc.status is Status.OK and doc.metadata.page_count == 30
+
+
+@pytest.mark.parametrize("name,kind", [
+    ("ocrmypdf__invalid.pdf", ErrorKind.CORRUPT),
+    ("pdfjs__Brotli-Prototype-FileA.pdf", ErrorKind.CORRUPT),
+    ("pdfjs__poppler-742-0-fuzzed.pdf", ErrorKind.CORRUPT),
+    ("ocrmypdf__skew.pdf", ErrorKind.NEEDS_OCR),
+    ("qpdf__encrypted-with-images.pdf", ErrorKind.NEEDS_OCR),
+])
+def test_corpus_typed_errors(corpus: Path, name: str, kind: ErrorKind) -> None:
+    doc = textsieve.extract(corpus / PDF_DIR / name)
+    assert doc.error is not None and doc.error.kind is kind, doc.error
+    if "Brotli" in name:
+        assert "Brotli" in doc.error.message
+
+
+def test_corpus_mixed_scan(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / PDF_DIR / "ocrmypdf__multipage.pdf")
+    assert doc.status is Status.OK
+    assert doc.metadata.extra["pages_needing_ocr"]
+
+
+def _pdftotext_has_text(path: Path) -> bool:
+    res = subprocess.run(["pdftotext", "-q", str(path), "-"], capture_output=True,
+                         timeout=60, check=False)
+    return bool(res.stdout.strip())
+
+
+def _corpus_pdfs() -> list[str]:
+    folder = Path(__file__).resolve().parents[2] / "shared" / "data" / "dev-corpus" / PDF_DIR
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+@pytest.mark.parametrize("name", _corpus_pdfs())
+def test_corpus_every_pdf(corpus: Path, name: str) -> None:
+    """Text or a typed error; never internal, never empty when pdftotext finds text."""
+    path = corpus / PDF_DIR / name
+    doc = textsieve.extract(path)
+    if doc.error is not None:
+        assert doc.error.kind is not ErrorKind.INTERNAL, doc.error
+        assert doc.error.message
+        return
+    if shutil.which("pdftotext") and _pdftotext_has_text(path):
+        assert doc.text.strip(), f"{name}: pdftotext finds text, we returned none"
