@@ -1,0 +1,436 @@
+"""Legacy binary Office: Word 97-2003 (DOC) and PowerPoint 97-2003 (PPT), plus LibreOffice.
+
+DOC goes through antiword, then catdoc (which also reads Word 6/95 and fast-saved files);
+PPT is parsed here from its record stream (catppt misses most slide text), with catppt as
+a second opinion. Encryption is detected from the OLE2 structures *before* any tool runs,
+so an encrypted file is reported as ``encrypted`` instead of a tool's garbled output.
+LibreOffice headless is the last resort for every legacy format when it is installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import struct
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..model import Document, ErrorKind, ExtractionError
+from ..render import Builder
+from ..source import Source
+from ..textcodec import decode, normalize_charset
+from . import Context
+
+# --------------------------------------------------------------------------------------
+# OLE helpers
+# --------------------------------------------------------------------------------------
+
+
+def _open_ole(src: Source) -> Any:
+    import olefile
+
+    try:
+        return olefile.OleFileIO(str(src.path) if src.data_ is None else src.data_)
+    except Exception as exc:  # olefile raises many error types on damaged files
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged OLE2 container: {exc}") from exc
+
+
+def _iso(value: Any) -> str | None:
+    if isinstance(value, datetime) and value.year > 1601:
+        return value.replace(microsecond=0).isoformat()
+    return None
+
+
+def _meta_str(value: Any, codepage: Any = None) -> str | None:
+    """A property string; 8-bit ones are in the property set's code page (cp1251, cp932)."""
+    if isinstance(value, bytes):
+        enc = normalize_charset(f"cp{codepage}" if isinstance(codepage, int) else None)
+        value = value.decode(enc or "cp1252", "replace")
+    if isinstance(value, str):
+        value = value.replace("\x00", "").strip()
+        return value or None
+    return None
+
+
+def ole_metadata(ole: Any, doc: Document, *, pages_attr: str = "num_pages") -> None:
+    """Title, author, dates and page/slide count from SummaryInformation (cheap, reliable)."""
+    try:
+        meta = ole.get_metadata()
+    except Exception:  # a broken property set must not lose the text
+        return
+    cp = meta.codepage
+    doc.title = doc.title or _meta_str(meta.title, cp)
+    m = doc.metadata
+    m.author = m.author or _meta_str(meta.author, cp)
+    m.subject = m.subject or _meta_str(meta.subject, cp)
+    m.keywords = m.keywords or _meta_str(meta.keywords, cp)
+    m.created = m.created or _iso(meta.create_time)
+    m.modified = m.modified or _iso(meta.last_saved_time)
+    count = getattr(meta, pages_attr, None)
+    if isinstance(count, int) and 0 < count < 1_000_000:
+        m.page_count = count
+
+
+@contextlib.contextmanager
+def _as_path(src: Source) -> Iterator[str]:
+    """A file path for command-line tools: the source's own, or a private temporary copy."""
+    if src.data_ is None and src.path is not None:
+        yield str(src.path)
+        return
+    fd, name = tempfile.mkstemp(suffix="." + (src.extension or "bin"))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(src.read())
+        yield name
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+
+
+def _tool_failure(tool: str, proc: Any) -> ExtractionError:
+    err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    why = err[0][:200] if err else f"exit status {proc.returncode}"
+    return ExtractionError(ErrorKind.CORRUPT, f"{tool} could not read the file: {why}")
+
+
+# --------------------------------------------------------------------------------------
+# DOC
+# --------------------------------------------------------------------------------------
+
+
+def _doc_check(src: Source, doc: Document) -> None:
+    """Metadata, and ``encrypted`` when the FIB says so (fEncrypted, bit 0 of byte 0x0B)."""
+    ole = _open_ole(src)
+    try:
+        ole_metadata(ole, doc)
+        if not ole.exists("WordDocument"):
+            raise ExtractionError(ErrorKind.CORRUPT, "no WordDocument stream")
+        fib = ole.openstream("WordDocument").read(64)
+    except ExtractionError:
+        raise
+    except Exception as exc:
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged Word file: {exc}") from exc
+    finally:
+        ole.close()
+    if len(fib) < 12:
+        raise ExtractionError(ErrorKind.CORRUPT, "Word file information block is truncated")
+    if fib[0x0B] & 0x01:
+        raise ExtractionError(ErrorKind.ENCRYPTED, "Word document is password-protected")
+
+
+_TABLE_ROW = re.compile(r"^\|.*\|$")
+
+
+def _emit_tool_text(text: str, out: Builder) -> None:
+    """Tool output to blocks: blank-line paragraphs; antiword's ``|a |b |`` rows to tables."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x0c", "\n\n")
+    rows: list[list[str]] = []
+    para: list[str] = []
+
+    def flush_para() -> None:
+        if para:
+            out.paragraph("\n".join(para))
+            para.clear()
+
+    def flush_rows() -> None:
+        if rows:
+            out.table(rows, header=False)
+            rows.clear()
+
+    for line in text.split("\n"):
+        if _TABLE_ROW.match(line) and line.count("|") >= 2:
+            flush_para()
+            rows.append([c.strip() for c in line[1:-1].split("|")])
+            continue
+        flush_rows()
+        if line.strip():
+            para.append(line)
+        else:
+            flush_para()
+    flush_para()
+    flush_rows()
+
+
+def _run_doc_tool(src: Source, ctx: Context, doc: Document, out: Builder,
+                  args: list[str]) -> None:
+    _doc_check(src, doc)
+    with _as_path(src) as path:
+        proc = ctx.run_tool([*args, path])
+    text = proc.stdout.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        raise _tool_failure(args[0], proc)
+    if not text.strip():
+        raise ExtractionError(ErrorKind.CORRUPT, f"{args[0]} found no text")
+    _emit_tool_text(text, out)
+
+
+def extract_doc_antiword(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    """Word 97-2003 via antiword: good paragraphs and tables; refuses Word 95/fast-saved."""
+    _run_doc_tool(src, ctx, doc, out, ["antiword", "-w", "0", "-m", "UTF-8.txt"])
+
+
+def extract_doc_catdoc(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    """Word 6/95/97+ via catdoc: the fallback for what antiword rejects."""
+    _run_doc_tool(src, ctx, doc, out, ["catdoc", "-d", "utf-8", "-w"])
+
+
+# --------------------------------------------------------------------------------------
+# PPT: the record stream
+# --------------------------------------------------------------------------------------
+
+_RT_DOCUMENT = 0x03E8
+_RT_SLIDE = 0x03EE
+_RT_SLIDE_PERSIST = 0x03F3
+_RT_TEXT_HEADER = 0x0F9F
+_RT_TEXT_CHARS = 0x0FA0
+_RT_TEXT_BYTES = 0x0FA8
+_RT_SLWT = 0x0FF0
+_RT_USER_EDIT = 0x0FF5
+_RT_PERSIST_DIR = 0x1772
+_HEADER_TOKEN_ENCRYPTED = 0xF3D1C4DF
+_MAX_RECORDS = 2_000_000
+
+
+def _records(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(type, instance, payload offset, payload length) of the records in [start, end)."""
+    pos = start
+    end = min(end, len(data))
+    while pos + 8 <= end:
+        ver_inst, rtype, length = struct.unpack_from("<HHI", data, pos)
+        body = pos + 8
+        if body + length > end:
+            length = end - body  # truncated last record: keep what is there
+        yield rtype, ver_inst >> 4, body, length
+        pos = body + length
+
+
+def _walk(data: bytes, start: int, end: int, budget: list[int]
+          ) -> Iterator[tuple[int, int, int, int]]:
+    """All records below [start, end), depth first; containers have version 0xF."""
+    stack = [(start, end)]
+    while stack:
+        s, e = stack.pop()
+        children = []
+        for rec in _records(data, s, e):
+            budget[0] -= 1
+            if budget[0] < 0:
+                return
+            yield rec
+            _rtype, _inst, body, length = rec
+            if data[body - 8] & 0x0F == 0x0F and length >= 8:
+                children.append((body, body + length))
+        stack.extend(reversed(children))
+
+
+def _text_of(data: bytes, rtype: int, body: int, length: int) -> str | None:
+    if rtype == _RT_TEXT_CHARS:
+        raw = data[body:body + (length & ~1)].decode("utf-16-le", "replace")
+    elif rtype == _RT_TEXT_BYTES:
+        raw = data[body:body + length].decode("latin-1")
+    else:
+        return None
+    # \r ends a paragraph, \x0b is a soft line break inside one.
+    return raw.replace("\x0b", "\n").replace("\r", "\n").replace("\x00", "")
+
+
+def _persist_directory(stream: bytes, current_user: bytes) -> tuple[dict[int, int], int | None]:
+    """persist id -> stream offset, following the UserEditAtom chain (newest wins)."""
+    if len(current_user) < 20:
+        return {}, None
+    offset = struct.unpack_from("<I", current_user, 16)[0]
+    edits: list[tuple[int, int]] = []  # (persist dir offset, doc persist id)
+    seen: set[int] = set()
+    while 0 < offset + 8 <= len(stream) and offset not in seen and len(seen) < 10_000:
+        seen.add(offset)
+        if struct.unpack_from("<H", stream, offset + 2)[0] != _RT_USER_EDIT:
+            break
+        if offset + 8 + 24 > len(stream):
+            break
+        _last, _v, _mi, _ma, last_edit, pdir, doc_ref = struct.unpack_from(
+            "<IHBBIII", stream, offset + 8)
+        edits.append((pdir, doc_ref))
+        offset = last_edit
+    persist: dict[int, int] = {}
+    for pdir, _doc in reversed(edits):  # oldest first, newer entries override
+        if pdir + 8 > len(stream):
+            continue
+        _vi, rtype, length = struct.unpack_from("<HHI", stream, pdir)
+        if rtype != _RT_PERSIST_DIR:
+            continue
+        pos, end = pdir + 8, min(pdir + 8 + length, len(stream))
+        while pos + 4 <= end:
+            head = struct.unpack_from("<I", stream, pos)[0]
+            first, count = head & 0xFFFFF, head >> 20
+            pos += 4
+            for i in range(count):
+                if pos + 4 > end:
+                    break
+                persist[first + i] = struct.unpack_from("<I", stream, pos)[0]
+                pos += 4
+    return persist, (edits[0][1] if edits else None)
+
+
+def _container_at(stream: bytes, offset: int | None, rtype: int) -> tuple[int, int] | None:
+    if offset is None or offset + 8 > len(stream):
+        return None
+    _vi, t, length = struct.unpack_from("<HHI", stream, offset)
+    if t != rtype:
+        return None
+    return offset + 8, min(offset + 8 + length, len(stream))
+
+
+def _ppt_slides(stream: bytes, current_user: bytes) -> list[list[str]]:
+    """Text blocks per slide, in slide order: outline text plus the slide's own text boxes."""
+    persist, doc_ref = _persist_directory(stream, current_user)
+    doc_span = _container_at(stream, persist.get(doc_ref) if doc_ref is not None else None,
+                             _RT_DOCUMENT)
+    if doc_span is None:  # no usable edit chain: the first document container
+        doc_span = next(((b, b + n) for t, _i, b, n in _records(stream, 0, len(stream))
+                         if t == _RT_DOCUMENT), None)
+    if doc_span is None:
+        raise ExtractionError(ErrorKind.CORRUPT, "no PowerPoint document record found")
+    budget = [_MAX_RECORDS]
+    slides: list[tuple[int | None, list[str]]] = []
+    for rtype, inst, body, length in _records(stream, *doc_span):
+        if rtype != _RT_SLWT or inst != 0:
+            continue  # instance 0 is the slides' list (1: masters, 2: notes)
+        for t, _i, b, n in _walk(stream, body, body + length, budget):
+            if t == _RT_SLIDE_PERSIST and n >= 4:
+                slides.append((struct.unpack_from("<I", stream, b)[0], []))
+            elif slides and (text := _text_of(stream, t, b, n)) is not None:
+                slides[-1][1].append(text)
+    pages: list[list[str]] = []
+    for ref, blocks in slides:
+        span = _container_at(stream, persist.get(ref) if ref is not None else None, _RT_SLIDE)
+        if span is not None:
+            for t, _i, b, n in _walk(stream, *span, budget):
+                if (text := _text_of(stream, t, b, n)) is not None:
+                    blocks.append(text)
+        pages.append(blocks)
+    if not slides:  # no slide list: every slide container in the stream, in stream order
+        for t, _i, b, n in _records(stream, 0, len(stream)):
+            if t == _RT_SLIDE:
+                page = [x for tt, _ii, bb, nn in _walk(stream, b, b + n, budget)
+                        if (x := _text_of(stream, tt, bb, nn)) is not None]
+                pages.append(page)
+    return pages
+
+
+def _ppt_check(ole: Any) -> bytes:
+    """The 'PowerPoint Document' stream; ``encrypted`` for password-protected files."""
+    if ole.exists("EncryptedSummary"):
+        raise ExtractionError(ErrorKind.ENCRYPTED, "PowerPoint file is password-protected")
+    current = ole.openstream("Current User").read(4096) if ole.exists("Current User") else b""
+    if len(current) >= 16 and struct.unpack_from("<I", current, 12)[0] == \
+            _HEADER_TOKEN_ENCRYPTED:
+        raise ExtractionError(ErrorKind.ENCRYPTED, "PowerPoint file is password-protected")
+    if not ole.exists("PowerPoint Document"):
+        raise ExtractionError(ErrorKind.CORRUPT, "no 'PowerPoint Document' stream")
+    return current
+
+
+_MASTER_PROMPT = re.compile(r"^Click to edit (the )?Master .*", re.I)
+
+
+def extract_ppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    """PowerPoint 97-2003 from its records: one page per slide, in presentation order."""
+    ole = _open_ole(src)
+    try:
+        ole_metadata(ole, doc, pages_attr="slides")
+        current = _ppt_check(ole)
+        if ole.exists("Text_Content") and ole.exists("Header"):
+            _ppt95(ole.openstream("Text_Content").read(), out)
+            return
+        stream = ole.openstream("PowerPoint Document").read()
+        ctx.account(len(stream), "PowerPoint stream")
+    except ExtractionError:
+        raise
+    except Exception as exc:
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged PowerPoint file: {exc}") from exc
+    finally:
+        ole.close()
+    try:
+        pages = _ppt_slides(stream, current)
+    except struct.error as exc:
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged PowerPoint records: {exc}") from exc
+    # Slides without any text (pictures, empty tables) are a real, empty result.
+    doc.metadata.page_count = len(pages)
+    for number, blocks in enumerate(pages, 1):
+        out.start_page(number)
+        for text in blocks:
+            if not _MASTER_PROMPT.match(text.strip()):
+                out.paragraph(text)
+
+
+def _ppt95(data: bytes, out: Builder) -> None:
+    """PowerPoint 95 keeps all slide text, ``\r``-separated, in a Text_Content stream."""
+    text = decode(data, "cp1252")[0].replace("\x00", "")
+    for block in re.split(r"\r\s*\r", text):
+        out.paragraph(block.replace("\r", "\n"))
+
+
+def extract_ppt_catppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    """catppt as a second opinion when the record parser finds nothing."""
+    ole = _open_ole(src)
+    try:
+        ole_metadata(ole, doc, pages_attr="slides")
+        _ppt_check(ole)
+    except ExtractionError:
+        raise
+    except Exception as exc:
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged PowerPoint file: {exc}") from exc
+    finally:
+        ole.close()
+    with _as_path(src) as path:
+        proc = ctx.run_tool(["catppt", "-d", "utf-8", path])
+    if proc.returncode != 0:
+        raise _tool_failure("catppt", proc)
+    text = proc.stdout.decode("utf-8", "replace")
+    if not text.strip():
+        raise ExtractionError(ErrorKind.CORRUPT, "catppt found no text")
+    _emit_tool_text(text, out)
+
+
+# --------------------------------------------------------------------------------------
+# LibreOffice
+# --------------------------------------------------------------------------------------
+
+
+def _soffice() -> str | None:
+    return shutil.which("soffice") or shutil.which("libreoffice")
+
+
+def extract_libreoffice(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    """Last resort: LibreOffice converts to DOCX/PPTX in a private profile; we re-extract.
+
+    A private ``-env:UserInstallation`` keeps parallel conversions from fighting over one
+    profile lock; the result is extracted by our own OOXML extractors via ``ctx.child``.
+    """
+    exe = _soffice() if ctx.options.libreoffice else None
+    if exe is None:
+        why = "disabled by options" if not ctx.options.libreoffice else "not installed"
+        raise ExtractionError(ErrorKind.MISSING_TOOL, f"LibreOffice is {why}")
+    target = "pptx" if doc.mime_type == "application/vnd.ms-powerpoint" else "docx"
+    with tempfile.TemporaryDirectory(prefix="textsieve-lo-") as tmp, _as_path(src) as path:
+        profile = Path(tmp, "profile").as_uri()
+        proc = ctx.run_tool([exe, f"-env:UserInstallation={profile}", "--headless",
+                             "--norestore", "--convert-to", target, "--outdir", tmp, path])
+        produced = [p for p in Path(tmp).glob(f"*.{target}")]
+        if proc.returncode != 0 or not produced:
+            raise _tool_failure("soffice", proc)
+        data = produced[0].read_bytes()
+    child = ctx.child(data, f"{Path(src.name or 'document').stem}.{target}")
+    if child.error is not None:
+        raise ExtractionError(ErrorKind.CORRUPT,
+                              f"LibreOffice output unreadable: {child.error.message}")
+    doc.title = doc.title or child.title
+    for page in child.pages:
+        out.start_page(page.number)
+        out.preformatted(page.text)
+    if not child.pages:
+        out.preformatted(child.text)
