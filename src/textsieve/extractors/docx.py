@@ -1,0 +1,555 @@
+"""DOCX/DOCM/DOTX/DOTM: WordprocessingML read straight from the ZIP with lxml.
+
+python-docx is too slow and skips text boxes, fields, tracked changes and notes; walking
+the XML ourselves keeps every visible word in reading order and drops what a reader never
+sees (deleted revisions, field instructions, the VML fallback copy of a text box).
+
+The OOXML package helpers here (relationships, core/app properties, embedded files) are
+shared with the PPTX extractor.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from ..model import Document, ErrorKind, ExtractionError
+from ..render import Builder
+from ..source import Source
+from . import Context
+from ._xml import local, open_zip, read_member, read_xml
+
+_REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
+_R_IDS = ("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id",
+          "{http://purl.oclc.org/ooxml/officeDocument/relationships}id")
+_HEADING_NAME = re.compile(r"^(?:heading|berschrift|titre|titolo|encabezado|rubrik|kop)\s*(\d)$",
+                           re.I)
+
+# -- OOXML package helpers (shared with pptx) ------------------------------------------
+
+
+def open_package(src: Source, main: str) -> zipfile.ZipFile:
+    """Open an OOXML ZIP and check the main part exists (else CORRUPT)."""
+    zf = open_zip(src)
+    if main not in zf.NameToInfo:
+        zf.close()
+        raise ExtractionError(ErrorKind.CORRUPT, f"not a complete package: {main} is missing")
+    return zf
+
+
+def rels(zf: zipfile.ZipFile, part: str, ctx: Context) -> dict[str, tuple[str, str]]:
+    """Relationship id -> (type suffix, resolved part path) for ``part``."""
+    d, base = posixpath.split(part)
+    root = read_xml(zf, posixpath.join(d, "_rels", base + ".rels"), ctx)
+    out: dict[str, tuple[str, str]] = {}
+    if root is None:
+        return out
+    for rel in root.iter(f"{{{_REL_NS}}}Relationship"):
+        rid, target = rel.get("Id"), rel.get("Target")
+        if not rid or not target or rel.get("TargetMode") == "External":
+            continue
+        path = target.lstrip("/") if target.startswith("/") else posixpath.normpath(
+            posixpath.join(d, target))
+        out[rid] = (rel.get("Type", "").rsplit("/", 1)[-1], path)
+    return out
+
+
+def rid(el: etree._Element, attr: str = "id") -> str | None:
+    """An r:id-like attribute in either the transitional or the strict namespace."""
+    for ns in _R_IDS:
+        v = el.get(ns.replace("}id", "}" + attr))
+        if v:
+            return v
+    return None
+
+
+def read_properties(zf: zipfile.ZipFile, ctx: Context, doc: Document) -> None:
+    """docProps/core.xml and app.xml -> title, author, dates, language, pages."""
+    core = _safe_part(zf, "docProps/core.xml", ctx)
+    m = doc.metadata
+    if core is not None:
+        vals: dict[str, str] = {}
+        for el in core:
+            name = local(el.tag)
+            text = (el.text or "").strip()
+            if name and text and name not in vals:
+                vals[name] = text
+        doc.title = doc.title or vals.get("title")
+        m.author = m.author or vals.get("creator")
+        m.created = m.created or vals.get("created")
+        m.modified = m.modified or vals.get("modified")
+        m.language = m.language or vals.get("language")
+        m.subject = m.subject or vals.get("subject")
+        m.keywords = m.keywords or vals.get("keywords")
+        for k in ("lastModifiedBy", "description", "category", "revision"):
+            if k in vals:
+                m.extra[k] = vals[k]
+    app = _safe_part(zf, "docProps/app.xml", ctx)
+    if app is not None:
+        for el in app:
+            name, text = local(el.tag), (el.text or "").strip()
+            if name in ("Pages", "Slides") and text.isdigit():
+                m.page_count = int(text)
+            elif name == "Application" and text:
+                m.extra["application"] = text
+
+
+def _safe_part(zf: zipfile.ZipFile, name: str, ctx: Context) -> etree._Element | None:
+    """A secondary part: damage there must not cost the document's text."""
+    try:
+        return read_xml(zf, name, ctx)
+    except ExtractionError as exc:
+        if exc.kind is not ErrorKind.CORRUPT:
+            raise
+        return None
+
+
+def embedded_children(zf: zipfile.ZipFile, folder: str, ctx: Context, doc: Document) -> None:
+    """Every file under ``folder`` (word/embeddings/, ppt/embeddings/) becomes a child."""
+    for info in zf.infolist():
+        if not info.filename.startswith(folder) or info.is_dir():
+            continue
+        try:
+            data = read_member(zf, info.filename, ctx)
+        except ExtractionError as exc:
+            if exc.kind is ErrorKind.TOO_LARGE:
+                raise
+            doc.warnings.append(exc.message)
+            continue
+        name = posixpath.basename(info.filename)
+        data, name = unwrap_ole_package(data, name)
+        doc.children.append(ctx.child(data, name))
+
+
+def unwrap_ole_package(data: bytes, name: str) -> tuple[bytes, str]:
+    """An oleObject*.bin usually wraps the real file (Ole10Native 'Package', an OOXML
+    'Package' stream or a PDF 'CONTENTS'): hand the inner file on, not the wrapper."""
+    if not data.startswith(b"\xd0\xcf\x11\xe0"):
+        return data, name
+    try:
+        import olefile
+
+        with olefile.OleFileIO(data) as ole:
+            if ole.exists("\x01Ole10Native"):
+                return _ole10native(ole.openstream("\x01Ole10Native").read(), name)
+            for stream in ("Package", "CONTENTS"):
+                if ole.exists(stream):
+                    return ole.openstream(stream).read(), name
+    except Exception:  # a damaged wrapper: pass the bytes on as they are
+        pass
+    return data, name
+
+
+def _ole10native(raw: bytes, name: str) -> tuple[bytes, str]:
+    try:
+        pos = 6
+        label_end = raw.index(b"\0", pos)
+        label = raw[pos:label_end].decode("latin-1")
+        pos = raw.index(b"\0", label_end + 1) + 1 + 4  # original path, then 4 flag bytes
+        tlen = int.from_bytes(raw[pos:pos + 4], "little")
+        pos += 4 + tlen
+        size = int.from_bytes(raw[pos:pos + 4], "little")
+        payload = raw[pos + 4:pos + 4 + size]
+        if len(payload) == size and size:
+            return payload, label or name
+    except ValueError:
+        pass
+    return raw[4:], name
+
+
+# -- WordprocessingML ------------------------------------------------------------------
+
+
+@dataclass
+class _Style:
+    name: str = ""
+    based_on: str | None = None
+    outline: int | None = None  # 0-based outline level
+    num: tuple[str | None, int | None] | None = None  # (numId, ilvl) from the style
+
+
+@dataclass
+class _Para:
+    """A paragraph's text plus any text boxes found inside it (emitted after it)."""
+
+    parts: list[str] = field(default_factory=list)
+    boxes: list[etree._Element] = field(default_factory=list)
+
+
+class _Word:
+    """Walks one WordprocessingML part and describes it to the builder."""
+
+    def __init__(self, ns: str, styles: dict[str, _Style], numbering: dict[str, list[bool]],
+                 out: Builder) -> None:
+        self.w = "{" + ns + "}"
+        self.styles = styles
+        self.numbering = numbering
+        self.out = out
+        self.fields: list[bool] = []  # stack of complex fields: True while in instruction
+        self.counters: dict[str, list[int]] = {}
+
+    # block level ------------------------------------------------------------------
+    def blocks(self, parent: etree._Element) -> None:
+        w = self.w
+        for el in parent:
+            tag = el.tag
+            if tag == w + "p":
+                self.paragraph(el)
+            elif tag == w + "tbl":
+                self.out.table(self.table(el), header=True)
+            elif tag == w + "sdt":
+                content = el.find(w + "sdtContent")
+                if content is not None:
+                    self.blocks(content)
+            elif tag in (w + "customXml", w + "ins", w + "moveTo", w + "sdtContent",
+                         w + "smartTag"):
+                self.blocks(el)
+            elif local(tag) == "AlternateContent":
+                choice = _first_choice(el)
+                if choice is not None:
+                    self.blocks(choice)
+
+    def paragraph(self, p: etree._Element) -> None:
+        para = _Para()
+        self.inline(p, para)
+        text = "".join(para.parts)
+        if text.strip():
+            level, num = self.para_kind(p)
+            if level is not None:
+                self.out.heading(text, level)
+            elif num is not None:
+                self.list_item(text, *num)
+            else:
+                self.out.paragraph(text)
+        for box in para.boxes:
+            self.blocks(box)
+
+    def para_kind(self, p: etree._Element) -> tuple[int | None, tuple[str, int] | None]:
+        """(heading level, (numId, ilvl)) from direct formatting and the style chain."""
+        w = self.w
+        ppr = p.find(w + "pPr")
+        outline: int | None = None
+        num_id: str | None = None
+        ilvl: int | None = None
+        style_id = None
+        if ppr is not None:
+            ps = ppr.find(w + "pStyle")
+            style_id = ps.get(w + "val") if ps is not None else None
+            ol = ppr.find(w + "outlineLvl")
+            if ol is not None:
+                outline = _int(ol.get(w + "val"))
+            np_ = ppr.find(w + "numPr")
+            if np_ is not None:
+                ne, le = np_.find(w + "numId"), np_.find(w + "ilvl")
+                num_id = ne.get(w + "val") if ne is not None else None
+                ilvl = _int(le.get(w + "val")) if le is not None else None
+        seen = 0
+        while style_id and seen < 20:
+            st = self.styles.get(style_id)
+            if st is None:
+                break
+            m = _HEADING_NAME.match(st.name)
+            if outline is None and m:
+                outline = int(m.group(1)) - 1
+            elif outline is None and st.name.lower() == "title":
+                outline = 0
+            if outline is None and st.outline is not None:
+                outline = st.outline
+            if st.num is not None:
+                num_id = num_id if num_id is not None else st.num[0]
+                ilvl = ilvl if ilvl is not None else st.num[1]
+            style_id, seen = st.based_on, seen + 1
+        level = outline + 1 if outline is not None and 0 <= outline < 9 else None
+        if level is not None:
+            return level, None
+        if num_id and num_id != "0" and num_id in self.numbering:
+            return None, (num_id, ilvl or 0)
+        return None, None
+
+    def list_item(self, text: str, num_id: str, ilvl: int) -> None:
+        levels = self.numbering.get(num_id, [])
+        ordered = levels[ilvl] if ilvl < len(levels) else False
+        counts = self.counters.setdefault(num_id, [0] * 10)
+        ilvl = min(max(ilvl, 0), 9)
+        counts[ilvl] += 1
+        for i in range(ilvl + 1, 10):
+            counts[i] = 0
+        self.out.list_item(text, ilvl, ordered, counts[ilvl])
+
+    def table(self, tbl: etree._Element) -> list[list[str]]:
+        w = self.w
+        rows: list[list[str]] = []
+        for tr in _children(tbl, w + "tr", (w + "sdt", w + "sdtContent", w + "customXml")):
+            row: list[str] = []
+            for tc in _children(tr, w + "tc", (w + "sdt", w + "sdtContent", w + "customXml")):
+                tcpr = tc.find(w + "tcPr")
+                span, cont = 1, False
+                if tcpr is not None:
+                    gs, vm = tcpr.find(w + "gridSpan"), tcpr.find(w + "vMerge")
+                    span = max(1, min(_int(gs.get(w + "val")) or 1, 64)) if gs is not None else 1
+                    cont = vm is not None and vm.get(w + "val") in (None, "continue")
+                row.append("" if cont else self.cell_text(tc))
+                row.extend([""] * (span - 1))
+            rows.append(row)
+        return rows
+
+    def cell_text(self, tc: etree._Element) -> str:
+        """A cell's paragraphs joined by newlines; a nested table becomes ' | ' lines."""
+        sub = Builder()
+        saved, self.out = self.out, sub
+        try:
+            w = self.w
+            for el in tc:
+                if el.tag == w + "tbl":
+                    for r in self.table(el):
+                        sub.paragraph(" | ".join(c for c in r if c.strip()))
+                elif el.tag != w + "tcPr":
+                    self.blocks([el])  # type: ignore[arg-type]
+        finally:
+            self.out = saved
+        text, _, _ = sub.build()
+        return text.replace("\n\n", "\n")
+
+    # inline level -----------------------------------------------------------------
+    def inline(self, el: etree._Element, para: _Para) -> None:
+        w = self.w
+        for ch in el:
+            tag = ch.tag
+            if not isinstance(tag, str):
+                continue
+            if tag == w + "t":
+                if not self.fields or not any(self.fields):
+                    para.parts.append(ch.text or "")
+            elif tag == w + "r":
+                self.inline(ch, para)
+            elif tag in (w + "tab", w + "ptab"):
+                para.parts.append("\t")
+            elif tag in (w + "br", w + "cr"):
+                para.parts.append("\n")
+            elif tag == w + "noBreakHyphen":
+                para.parts.append("-")
+            elif tag == w + "fldChar":
+                self.field_char(ch, para)
+            elif tag in (w + "del", w + "moveFrom", w + "instrText", w + "delText", w + "rPr",
+                         w + "pPr", w + "delInstrText", w + "footnoteReference",
+                         w + "endnoteReference", w + "commentReference"):
+                continue
+            elif tag == w + "txbxContent":
+                para.boxes.append(ch)
+            elif tag == w + "p":  # a paragraph inside a run-level container (rare)
+                para.parts.append("\n")
+                self.inline(ch, para)
+            elif local(tag) == "AlternateContent":
+                choice = _first_choice(ch)
+                if choice is not None:
+                    self.inline(choice, para)
+            elif local(tag) == "checkbox" and tag != w + "checkBox":
+                continue  # w14:checkbox: the sdtContent already shows the glyph
+            else:  # hyperlink, ins, smartTag, sdt, fldSimple, drawing/textbox wrappers ...
+                self.inline(ch, para)
+
+    def field_char(self, ch: etree._Element, para: _Para) -> None:
+        kind = ch.get(self.w + "fldCharType")
+        if kind == "begin":
+            self.fields.append(True)
+            box = ch.find(f"{self.w}ffData/{self.w}checkBox")
+            if box is not None:
+                para.parts.append("☒ " if _checked(box, self.w) else "☐ ")
+        elif kind == "separate" and self.fields:
+            self.fields[-1] = False
+        elif kind == "end" and self.fields:
+            self.fields.pop()
+
+
+def _checked(box: etree._Element, w: str) -> bool:
+    for name in ("checked", "default"):
+        e = box.find(w + name)
+        if e is not None:
+            return e.get(w + "val", "1") in ("1", "true", "on")
+    return False
+
+
+def _first_choice(alt: etree._Element) -> etree._Element | None:
+    """mc:AlternateContent: the rich Choice; the Fallback repeats the same text."""
+    for ch in alt:
+        if local(ch.tag) == "Choice":
+            return ch
+    for ch in alt:
+        if local(ch.tag) == "Fallback":
+            return ch
+    return None
+
+
+def _children(el: etree._Element, tag: str, wrappers: tuple[str, ...]) -> Iterator[etree._Element]:
+    for ch in el:
+        if ch.tag == tag:
+            yield ch
+        elif ch.tag in wrappers:
+            yield from _children(ch, tag, wrappers)
+
+
+def _int(v: str | None) -> int | None:
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+def _load_styles(root: etree._Element | None, w: str) -> dict[str, _Style]:
+    styles: dict[str, _Style] = {}
+    if root is None:
+        return styles
+    for st in root.iter(w + "style"):
+        sid = st.get(w + "styleId")
+        if not sid or st.get(w + "type", "paragraph") != "paragraph":
+            continue
+        s = _Style()
+        n, b = st.find(w + "name"), st.find(w + "basedOn")
+        s.name = (n.get(w + "val") or "") if n is not None else ""
+        s.based_on = b.get(w + "val") if b is not None else None
+        ol = st.find(f"{w}pPr/{w}outlineLvl")
+        if ol is not None:
+            s.outline = _int(ol.get(w + "val"))
+        np_ = st.find(f"{w}pPr/{w}numPr")
+        if np_ is not None:
+            ne, le = np_.find(w + "numId"), np_.find(w + "ilvl")
+            s.num = (ne.get(w + "val") if ne is not None else None,
+                     _int(le.get(w + "val")) if le is not None else None)
+        styles[sid] = s
+    return styles
+
+
+def _load_numbering(root: etree._Element | None, w: str) -> dict[str, list[bool]]:
+    """numId -> per-level 'ordered?' flags (bullet and none are unordered)."""
+    if root is None:
+        return {}
+    abstract: dict[str, list[bool]] = {}
+    for an in root.iter(w + "abstractNum"):
+        flags = [False] * 9
+        for lvl in an.iter(w + "lvl"):
+            i = _int(lvl.get(w + "ilvl"))
+            fmt = lvl.find(w + "numFmt")
+            if i is not None and 0 <= i < 9 and fmt is not None:
+                flags[i] = fmt.get(w + "val") not in ("bullet", "none", None)
+        abstract[an.get(w + "abstractNumId", "")] = flags
+    out: dict[str, list[bool]] = {}
+    for num in root.iter(w + "num"):
+        a = num.find(w + "abstractNumId")
+        if a is not None and a.get(w + "val") in abstract:
+            out[num.get(w + "numId", "")] = abstract[a.get(w + "val", "")]
+    return out
+
+
+def _main_part(zf: zipfile.ZipFile, ctx: Context) -> str:
+    root_rels = rels(zf, "", ctx) if "_rels/.rels" in zf.NameToInfo else {}
+    for kind, path in root_rels.values():
+        if kind == "officeDocument" and path in zf.NameToInfo:
+            return path
+    return "word/document.xml"
+
+
+def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    with open_zip(src) as zf:
+        main = _main_part(zf, ctx)
+        if main not in zf.NameToInfo:
+            raise ExtractionError(ErrorKind.CORRUPT, "not a complete DOCX: no document part")
+        body_root = read_xml(zf, main, ctx)
+        assert body_root is not None
+        ns = body_root.tag.partition("}")[0].lstrip("{")
+        w = "{" + ns + "}"
+        part_rels = rels(zf, main, ctx)
+        by_kind: dict[str, list[str]] = {}
+        for kind, path in part_rels.values():
+            by_kind.setdefault(kind, []).append(path)
+        styles = _load_styles(_first_part(zf, ctx, by_kind, "styles"), w)
+        numbering = _load_numbering(_first_part(zf, ctx, by_kind, "numbering"), w)
+        walker = _Word(ns, styles, numbering, out)
+        read_properties(zf, ctx, doc)
+
+        headers = _story_texts(zf, ctx, by_kind.get("header", []), walker)
+        footers = _story_texts(zf, ctx, by_kind.get("footer", []), walker)
+        for text in headers:
+            out.paragraph(text)
+        body = body_root.find(w + "body")
+        walker.blocks(body if body is not None else body_root)
+        for text in footers:
+            out.paragraph(text)
+        _notes(zf, ctx, by_kind, walker, "footnotes", "footnote")
+        _notes(zf, ctx, by_kind, walker, "endnotes", "endnote")
+        if ctx.options.comments:
+            _comments(zf, ctx, by_kind, walker)
+        embedded_children(zf, posixpath.dirname(main) + "/embeddings/", ctx, doc)
+
+
+def _first_part(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]],
+                kind: str) -> etree._Element | None:
+    for path in by_kind.get(kind, []) or [f"word/{kind}.xml"]:
+        root = _safe_part(zf, path, ctx)
+        if root is not None:
+            return root
+    return None
+
+
+def _story_texts(zf: zipfile.ZipFile, ctx: Context, paths: list[str], walker: _Word,
+                 ) -> list[str]:
+    """Each distinct header/footer text once (the same footer repeats per section)."""
+    seen: set[str] = set()
+    texts: list[str] = []
+    for path in sorted(set(paths), key=_natural):
+        root = _safe_part(zf, path, ctx)
+        if root is None:
+            continue
+        text = _render(walker, root)
+        if text and text not in seen:
+            seen.add(text)
+            texts.append(text)
+    return texts
+
+
+def _render(walker: _Word, root: etree._Element) -> str:
+    sub = Builder()
+    saved, walker.out = walker.out, sub
+    try:
+        walker.blocks(root)
+    finally:
+        walker.out = saved
+    return sub.build()[0].strip()
+
+
+def _notes(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]], walker: _Word,
+           kind: str, tag: str) -> None:
+    root = _first_part(zf, ctx, by_kind, kind) if by_kind.get(kind) else None
+    if root is None:
+        return
+    w = walker.w
+    for note in root.iter(w + tag):
+        if note.get(w + "type") in ("separator", "continuationSeparator",
+                                    "continuationNotice"):
+            continue
+        text = _render(walker, note)
+        if text:
+            walker.out.paragraph(f"[{note.get(w + 'id', '')}] {text}")
+
+
+def _comments(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]],
+              walker: _Word) -> None:
+    root = _first_part(zf, ctx, by_kind, "comments") if by_kind.get("comments") else None
+    if root is None:
+        return
+    w = walker.w
+    for c in root.iter(w + "comment"):
+        text = _render(walker, c)
+        if text:
+            author = c.get(w + "author")
+            walker.out.paragraph(f"Comment ({author}): {text}" if author else
+                                 f"Comment: {text}")
+
+
+def _natural(s: str) -> tuple[str, int]:
+    m = re.search(r"(\d+)\D*$", s)
+    return (re.sub(r"\d+", "", s), int(m.group(1)) if m else 0)
