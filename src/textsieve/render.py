@@ -16,6 +16,7 @@ from .model import Page
 _MD_BULLET_START = re.compile(r"^(\s*)([#>+\-*])(\s)")
 _MD_NUMBER_START = re.compile(r"^(\s*)(\d+)([.)])(\s)")
 _WS = re.compile(r"[ \t\u00a0]+")
+_EDGE_SPACE = re.compile(r"(?:^|[\t\n])[^\S\t\n]|[^\S\t\n](?:[\t\n]|$)")  # cell needing strip
 
 
 def clean_inline(text: str) -> str:
@@ -89,12 +90,15 @@ class Builder:
 
     def table(self, rows: Sequence[Sequence[str | None]], header: bool = True) -> None:
         """A table; the first row is the header in Markdown (an empty one if not ``header``)."""
-        grid = [[("" if c is None else str(c)) for c in r] for r in rows]
-        grid = [r for r in grid if any(c.strip() for c in r)]
+        grid = [list(map(str, r)) if None not in r else [("" if c is None else str(c)) for c in r]
+                for r in rows]
+        grid = [r for r in grid if "".join(r).strip()]
         if not grid:
             return
-        width = max(len(r) for r in grid)
-        grid = [r + [""] * (width - len(r)) for r in grid]
+        width = max(map(len, grid))
+        grid = [r if len(r) == width else r + [""] * (width - len(r)) for r in grid]
+        if self._plain_table(grid, width, header):
+            return
         text = "\n".join("\t".join(c.replace("\n", " ").strip() for c in r).rstrip() for r in grid)
         md_rows = [[_md_cell(c) for c in r] for r in grid]
         if not header:
@@ -102,6 +106,29 @@ class Builder:
         lines = ["| " + " | ".join(md_rows[0]) + " |", "|" + "---|" * width]
         lines += ["| " + " | ".join(r) + " |" for r in md_rows[1:]]
         self._add(text, "\n".join(lines))
+
+    def _plain_table(self, grid: list[list[str]], width: int, header: bool) -> bool:
+        """Fast path for big tables (a 100,000-row sheet): when no cell needs escaping or
+        stripping, render whole-table strings with C-level joins instead of per cell."""
+        lines = ["\t".join(r) for r in grid]
+        joined = "\n".join(lines)
+        if (joined.count("\t") != len(grid) * (width - 1) or joined.count("\n") != len(grid) - 1
+                or _EDGE_SPACE.search(joined)):
+            return False
+        md = joined.replace("\\", "\\\\").replace("|", "\\|")  # as _md_cell, in one pass
+        md = "| " + md.replace("\t", " | ").replace("\n", " |\n| ") + " |"
+        sep = "|" + "---|" * width
+        if header:
+            first, _, rest = md.partition("\n")
+            md = f"{first}\n{sep}\n{rest}" if rest else f"{first}\n{sep}"
+        else:
+            md = "| " + " | ".join([""] * width) + " |\n" + sep + "\n" + md
+        self._add("\n".join(ln.rstrip("\t") for ln in lines), md)
+        return True
+
+    def embed(self, text: str, markdown: str) -> None:
+        """Content another extraction already rendered (a decrypted package), kept as is."""
+        self._add(text, markdown or text)
 
     def rule(self) -> None:
         self._text.append("")
