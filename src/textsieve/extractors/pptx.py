@@ -1,0 +1,318 @@
+"""PPTX/PPTM/PPSX/POTX: slides in presentation order, read with lxml from the ZIP.
+
+Each slide is one page: its title as a heading, then the text frames in reading order
+(top-to-bottom, left-to-right, using layout positions for placeholders that inherit them),
+tables as tables, bullets as list items, SmartArt and chart titles, and the speaker notes.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass
+
+from lxml import etree
+
+from ..model import Document, ErrorKind, ExtractionError
+from ..render import Builder
+from ..source import Source
+from . import Context
+from ._xml import local, open_zip
+from .docx import _natural, _safe_part, embedded_children, read_properties, rels, rid
+
+_TITLES = {"title", "ctrTitle"}
+_BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets
+_SKIP_PH = {"sldNum", "dt", "ftr", "hdr", "sldImg"}
+
+
+@dataclass
+class _Shape:
+    y: int
+    x: int
+    order: int
+    kind: str  # "title" | "text" | "table" | "items"
+    payload: object
+
+
+class _Slide:
+    """Collects the shapes of one slide (or notes page) with their positions."""
+
+    def __init__(self, zf: zipfile.ZipFile, ctx: Context, part: str,
+                 layout_pos: dict[str, tuple[int, int]]) -> None:
+        self.zf, self.ctx, self.part = zf, ctx, part
+        self.layout_pos = layout_pos
+        self.shapes: list[_Shape] = []
+        self._rels: dict[str, tuple[str, str]] | None = None
+
+    @property
+    def part_rels(self) -> dict[str, tuple[str, str]]:
+        if self._rels is None:
+            self._rels = rels(self.zf, self.part, self.ctx)
+        return self._rels
+
+    def collect(self, tree: etree._Element, off: tuple[int, int] = (0, 0)) -> None:
+        for el in tree:
+            name = local(el.tag)
+            if name == "sp":
+                self.text_shape(el)
+            elif name == "grpSp":
+                self.collect(el)
+            elif name == "graphicFrame":
+                self.graphic(el)
+            elif name == "AlternateContent":
+                for ch in el:
+                    if local(ch.tag) in ("Choice", "Fallback"):
+                        self.collect(ch)
+                        break
+
+    def _pos(self, el: etree._Element, ph_key: str | None) -> tuple[int, int]:
+        for x in el.iter():
+            if local(x.tag) == "off":
+                return _int(x.get("y")), _int(x.get("x"))
+            if local(x.tag) in ("txBody", "graphic"):
+                break
+        if ph_key is not None and ph_key in self.layout_pos:
+            return self.layout_pos[ph_key]
+        return (1 << 40), (1 << 40)  # unknown: after the positioned shapes
+
+    def text_shape(self, sp: etree._Element) -> None:
+        ph = _placeholder(sp)
+        ph_type = ph[0] if ph else None
+        if ph_type in _SKIP_PH:
+            return
+        body = next((c for c in sp if local(c.tag) == "txBody"), None)
+        if body is None:
+            return
+        paras = _paragraphs(body, bullets_by_default=ph_type in _BODY)
+        if not any(t.strip() for t, _, _, _ in paras):
+            return
+        y, x = self._pos(sp, _ph_key(ph))
+        kind = "title" if ph_type in _TITLES else "text"
+        self.shapes.append(_Shape(y, x, len(self.shapes), kind, paras))
+
+    def graphic(self, frame: etree._Element) -> None:
+        y, x = self._pos(frame, _ph_key(_placeholder(frame)))
+        for el in frame.iter():
+            name = local(el.tag)
+            if name == "tbl":
+                self.shapes.append(_Shape(y, x, len(self.shapes), "table", _table(el)))
+                return
+            if name == "chart":
+                self.linked_text(el, y, x, chart=True)
+                return
+            if name == "relIds":
+                self.linked_text(el, y, x, chart=False)
+                return
+
+    def linked_text(self, el: etree._Element, y: int, x: int, *, chart: bool) -> None:
+        """Chart titles/labels or SmartArt node text from the linked part."""
+        key = rid(el) if chart else rid(el, "dm")
+        target = self.part_rels.get(key or "")
+        if target is None:
+            return
+        root = _safe_part(self.zf, target[1], self.ctx)
+        if root is None:
+            return
+        if chart:
+            texts = [_run_text(t) for t in root.iter() if local(t.tag) == "title"]
+        else:
+            texts = ["".join(t.text or "" for t in pt.iter() if local(t.tag) == "t")
+                     for pt in root.iter() if local(pt.tag) == "pt"]
+        items = [(t, 0, False, True) for t in texts if t.strip()]
+        if items:
+            self.shapes.append(_Shape(y, x, len(self.shapes), "text", items))
+
+    def render(self, out: Builder, heading_level: int = 2) -> None:
+        titles = [s for s in self.shapes if s.kind == "title"]
+        rest = sorted((s for s in self.shapes if s.kind != "title"),
+                      key=lambda s: (s.y // 45720, s.x, s.order))  # rows of ~0.05 inch
+        for s in titles:
+            text = " ".join(t for t, _, _, _ in s.payload if t.strip())  # type: ignore[attr-defined]
+            out.heading(text, heading_level)
+        for s in rest:
+            if s.kind == "table":
+                out.table(s.payload, header=True)  # type: ignore[arg-type]
+                continue
+            for text, level, ordered, bullet in s.payload:  # type: ignore[attr-defined]
+                if bullet:
+                    out.list_item(text, level, ordered)
+                else:
+                    out.paragraph(text)
+
+
+def _placeholder(el: etree._Element) -> tuple[str, str | None] | None:
+    """(type, idx) of a placeholder shape; a missing type means 'obj' (body content)."""
+    for x in el.iter():
+        name = local(x.tag)
+        if name == "ph":
+            return x.get("type", ""), x.get("idx")
+        if name in ("txBody", "spPr"):
+            break
+    return None
+
+
+def _ph_key(ph: tuple[str, str | None] | None) -> str | None:
+    if ph is None:
+        return None
+    return f"idx:{ph[1]}" if ph[1] is not None else f"type:{ph[0]}"
+
+
+def _layout_positions(root: etree._Element | None) -> dict[str, tuple[int, int]]:
+    """Placeholder positions on a layout, keyed by idx and by type."""
+    out: dict[str, tuple[int, int]] = {}
+    if root is None:
+        return out
+    for sp in root.iter():
+        if local(sp.tag) not in ("sp", "graphicFrame"):
+            continue
+        ph = _placeholder(sp)
+        off = next((x for x in sp.iter() if local(x.tag) == "off"), None)
+        if ph is None or off is None:
+            continue
+        pos = (_int(off.get("y")), _int(off.get("x")))
+        if ph[1] is not None:
+            out.setdefault(f"idx:{ph[1]}", pos)
+        out.setdefault(f"type:{ph[0]}", pos)
+        if ph[0] in _TITLES:
+            out.setdefault("type:title", pos)
+    return out
+
+
+def _paragraphs(body: etree._Element, *, bullets_by_default: bool,
+                ) -> list[tuple[str, int, bool, bool]]:
+    """(text, level, ordered, is_bullet) for each a:p of a text body."""
+    out = []
+    for p in body:
+        if local(p.tag) != "p":
+            continue
+        level, ordered, bullet = 0, False, bullets_by_default
+        ppr = next((c for c in p if local(c.tag) == "pPr"), None)
+        if ppr is not None:
+            level = min(_int(ppr.get("lvl")), 8)
+            for c in ppr:
+                name = local(c.tag)
+                if name == "buNone":
+                    bullet = False
+                elif name in ("buChar", "buBlip"):
+                    bullet = True
+                elif name == "buAutoNum":
+                    bullet, ordered = True, True
+        text = _run_text(p)
+        if text.strip():
+            out.append((text, level, ordered, bullet))
+    return out
+
+
+def _run_text(el: etree._Element) -> str:
+    parts: list[str] = []
+    for x in el.iter():
+        name = local(x.tag)
+        if name == "t":
+            parts.append(x.text or "")
+        elif name == "br" or (name == "p" and parts and x is not el):
+            parts.append("\n")
+    return "".join(parts)
+
+
+def _table(tbl: etree._Element) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for tr in tbl:
+        if local(tr.tag) != "tr":
+            continue
+        row = []
+        for tc in tr:
+            if local(tc.tag) != "tc":
+                continue
+            merged = tc.get("hMerge") in ("1", "true") or tc.get("vMerge") in ("1", "true")
+            body = next((c for c in tc if local(c.tag) == "txBody"), None)
+            text = "" if merged or body is None else "\n".join(
+                t for t, _, _, _ in _paragraphs(body, bullets_by_default=False))
+            row.append(text)
+        rows.append(row)
+    return rows
+
+
+def _int(v: str | None) -> int:
+    try:
+        return int(v) if v else 0
+    except ValueError:
+        return 0
+
+
+def _slide_parts(zf: zipfile.ZipFile, ctx: Context, main: str) -> list[str]:
+    """Slides in presentation order; falls back to the file names when the list is bad."""
+    pres = _safe_part(zf, main, ctx)
+    pres_rels = rels(zf, main, ctx)
+    parts: list[str] = []
+    if pres is not None:
+        for sld in pres.iter():
+            if local(sld.tag) == "sldId":
+                target = pres_rels.get(rid(sld) or "")
+                if target and target[1] in zf.NameToInfo and target[1] not in parts:
+                    parts.append(target[1])
+    if not parts:
+        parts = sorted((n for n in zf.NameToInfo
+                        if n.startswith("ppt/slides/slide") and n.endswith(".xml")),
+                       key=_natural)
+    return parts
+
+
+def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    with open_zip(src) as zf:
+        main = "ppt/presentation.xml"
+        if main not in zf.NameToInfo:
+            raise ExtractionError(ErrorKind.CORRUPT, "not a complete PPTX: no presentation part")
+        read_properties(zf, ctx, doc)
+        layouts: dict[str, dict[str, tuple[int, int]]] = {}
+        hidden: list[int] = []
+        slides = _slide_parts(zf, ctx, main)
+        for n, part in enumerate(slides, 1):
+            out.start_page(n)
+            _one_slide(zf, ctx, part, n, layouts, hidden, out)
+        doc.metadata.page_count = len(slides)
+        if hidden:
+            doc.metadata.extra["hidden_slides"] = hidden
+        embedded_children(zf, "ppt/embeddings/", ctx, doc)
+
+
+def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
+               layouts: dict[str, dict[str, tuple[int, int]]], hidden: list[int],
+               out: Builder) -> None:
+    root = _safe_part(zf, part, ctx)
+    if root is None:
+        out.paragraph(f"[slide {n} could not be read]")
+        return
+    if root.get("show") in ("0", "false"):
+        hidden.append(n)
+    part_rels = rels(zf, part, ctx)
+    layout_part = next((p for k, p in part_rels.values() if k == "slideLayout"), None)
+    if layout_part is not None and layout_part not in layouts:
+        layouts[layout_part] = _layout_positions(_safe_part(zf, layout_part, ctx))
+    slide = _Slide(zf, ctx, part, layouts.get(layout_part or "", {}))
+    slide._rels = part_rels
+    tree = next((x for x in root.iter() if local(x.tag) == "spTree"), None)
+    if tree is not None:
+        slide.collect(tree)
+    slide.render(out)
+    notes_part = next((p for k, p in part_rels.values() if k == "notesSlide"), None)
+    if notes_part is not None:
+        _notes(zf, ctx, notes_part, out)
+
+
+def _notes(zf: zipfile.ZipFile, ctx: Context, part: str, out: Builder) -> None:
+    root = _safe_part(zf, part, ctx)
+    if root is None:
+        return
+    texts: list[str] = []
+    for sp in root.iter():
+        if local(sp.tag) != "sp":
+            continue
+        ph = _placeholder(sp)
+        if ph is None or ph[0] != "body":
+            continue
+        body = next((c for c in sp if local(c.tag) == "txBody"), None)
+        if body is not None:
+            texts += [t for t, _, _, _ in _paragraphs(body, bullets_by_default=False)]
+    if texts:
+        out.paragraph("Notes:")
+        for t in texts:
+            out.paragraph(t)
