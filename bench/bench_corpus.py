@@ -1,0 +1,515 @@
+"""Mixed dev-corpus benchmark: textsieve against markitdown, kreuzberg and extractous (Tika).
+
+Run by hand, after ``bash bench/peers_setup.sh``::
+
+    bench/.peers/venv/bin/python bench/bench_corpus.py [--corpus DIR] [--tools a,b]
+        [--timeout 60] [--formats pdf,docx] [--no-cli]
+
+Every tool runs in its own FRESH worker process (one tool after the other, never two at
+once on our 2 cores), file by file through its plain single-threaded Python API, so the
+peak RSS of a row is that tool's alone (``ru_maxrss`` of its worker, import included).
+textsieve runs in-process (``textsieve.extract``, no isolation) like the peers; a second
+row runs the real CLI (``textsieve extract -j 2``, isolated workers) for the end-to-end
+figure. A watchdog in this process kills a worker whose file runs past ``--timeout`` (it
+counts as a failure) and starts a new one; a worker that dies counts that file as crashed.
+
+Success = the tool returned non-empty text without raising (textsieve: status ``ok``).
+"Expected words hit" is the fairer quality figure: for files that
+``tests/corpus_expectations.tsv`` expects to yield text, did the output contain all the
+expected words? Raw per-file results go to ``bench/out/corpus-<date>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import datetime as dt
+import json
+import os
+import queue
+import re
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "data" / "dev-corpus"
+EXPECTATIONS = ROOT / "tests" / "corpus_expectations.tsv"
+OUT = ROOT / "bench" / "out"
+PEERS_PY = ROOT / "bench" / ".peers" / "venv" / "bin" / "python"
+TOOLS = ("textsieve", "markitdown", "kreuzberg", "extractous")
+CLI_ROW = "textsieve CLI -j2"
+SPACES = re.compile(r"\s+")
+
+# -- the tools, each behind one call: path -> (text, note) ----------------------------------
+# A call raises on failure; ``note`` carries a tool-specific status (textsieve's error kind).
+
+Extract = Callable[[str], tuple[str, str]]
+
+
+def _textsieve() -> Extract:
+    import textsieve
+
+    def run(path: str) -> tuple[str, str]:
+        doc = textsieve.extract(path)
+        text = "\n".join(filter(None, (doc.title, doc.full_text())))
+        if doc.status != "ok":
+            kind = doc.error.kind if doc.error else doc.status
+            raise RuntimeError(f"{kind}: {doc.error.message if doc.error else ''}"[:300])
+        return text, "ok"
+    return run
+
+
+def _markitdown() -> Extract:
+    from markitdown import MarkItDown
+
+    md = MarkItDown(enable_plugins=False)  # no LLM client, no Document Intelligence: offline
+
+    def run(path: str) -> tuple[str, str]:
+        return md.convert(path).text_content or "", ""
+    return run
+
+
+def _kreuzberg() -> Extract:
+    from kreuzberg import ExtractionConfig, extract_file_sync
+
+    # No cache (every file is parsed for real), OCR off (no tesseract here, no downloads).
+    config = ExtractionConfig(use_cache=False, disable_ocr=True)
+
+    def run(path: str) -> tuple[str, str]:
+        return extract_file_sync(path, config=config).content or "", ""
+    return run
+
+
+def _extractous() -> Extract:
+    from extractous import Extractor, PdfOcrStrategy, PdfParserConfig
+
+    ex = (Extractor()
+          .set_extract_string_max_length(100_000_000)  # default 500k chars truncates
+          .set_pdf_config(PdfParserConfig().set_ocr_strategy(PdfOcrStrategy.NO_OCR)))
+
+    def run(path: str) -> tuple[str, str]:
+        text, _meta = ex.extract_file_to_string(path)
+        return text or "", ""
+    return run
+
+
+FACTORIES: dict[str, Callable[[], Extract]] = {
+    "textsieve": _textsieve, "markitdown": _markitdown,
+    "kreuzberg": _kreuzberg, "extractous": _extractous,
+}
+
+
+def words_hit(text: str, words: list[str]) -> tuple[bool, list[str]]:
+    """All expected words present (case-insensitive, any whitespace between words)?"""
+    hay = SPACES.sub(" ", text).casefold()
+    missing = [w for w in words if SPACES.sub(" ", w).casefold() not in hay]
+    return not missing, missing
+
+
+def _peak_rss_kb() -> int:
+    """Peak RSS of this worker or any helper program it ran (Linux reports KiB)."""
+    return max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+               resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+def warm_up(run: Extract) -> None:
+    """One tiny extraction before timing: lazy one-time start-up (extractous loads its
+    native Tika image on first use) counts as import time, not against the first file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = Path(tmp, "warm-up.txt")
+        p.write_text("warm up\n", encoding="utf-8")
+        run(str(p))
+
+
+def worker_main(tool: str) -> None:
+    """Serve one tool: read JSON requests on stdin, answer one JSON line per file.
+
+    The protocol gets its own copy of fd 1; fd 1 itself then points at stderr, so
+    whatever a library prints (Tika's logging, warnings) cannot corrupt the answers.
+    """
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    t0 = time.perf_counter()
+    try:
+        run = FACTORIES[tool]()
+        warm_up(run)
+    except Exception as exc:  # the peer is not installed or cannot load
+        proto.write(json.dumps({"ready": False, "error": f"{type(exc).__name__}: {exc}"}) + "\n")
+        return
+    proto.write(json.dumps({"ready": True, "import_s": time.perf_counter() - t0,
+                            "rss_kb": _peak_rss_kb()}) + "\n")
+    for line in sys.stdin:
+        req = json.loads(line)
+        t = time.perf_counter()
+        res: dict = {"ok": False, "chars": 0, "error": None, "note": ""}
+        try:
+            text, res["note"] = run(req["path"])
+            res["chars"] = len(text.strip())
+            res["ok"] = res["chars"] > 0
+            if not res["ok"]:
+                res["error"] = "empty text"
+            if req.get("words"):
+                res["words_hit"], res["words_missing"] = words_hit(text, req["words"])
+            res["head"] = SPACES.sub(" ", text[:160]).strip()
+        except Exception as exc:  # any failure of the tool is a result, not our crash
+            res["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        res["seconds"] = time.perf_counter() - t
+        res["rss_kb"] = _peak_rss_kb()
+        proto.write(json.dumps(res) + "\n")
+
+
+# -- the parent: watchdog over one worker process per tool ---------------------------------
+
+@dataclass
+class FileResult:
+    tool: str
+    relpath: str
+    format: str
+    ok: bool
+    chars: int
+    seconds: float
+    error: str | None = None
+    note: str = ""
+    expected: bool = False  # tests/corpus_expectations.tsv expects text here
+    words_hit: bool | None = None
+    words_missing: list[str] = field(default_factory=list)
+    head: str = ""
+
+
+class Worker:
+    """One tool's worker subprocess, its answers read by a thread into a queue."""
+
+    def __init__(self, python: str, tool: str, log) -> None:
+        self.proc = subprocess.Popen(
+            [python, str(Path(__file__).resolve()), "--worker", tool],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+            encoding="utf-8", start_new_session=True, cwd=str(OUT))
+        self.answers: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.answers.put(line)
+        self.answers.put(None)  # EOF: the worker died
+
+    def ask(self, req: dict, timeout: float) -> dict | None:
+        """The answer, or None after ``timeout`` seconds (the caller then kills us)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return {"crashed": True}
+        return self.wait(timeout)
+
+    def wait(self, timeout: float) -> dict | None:
+        try:
+            line = self.answers.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return json.loads(line) if line else {"crashed": True}
+
+    def rss_kb(self) -> int:
+        """Current RSS of the worker and its children (a stand-in when it must be killed)."""
+        try:
+            import psutil
+
+            p = psutil.Process(self.proc.pid)
+            return sum(q.memory_info().rss for q in [p, *p.children(recursive=True)]) // 1024
+        except Exception:
+            return 0
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (subprocess.TimeoutExpired, BrokenPipeError):
+            self.kill()
+
+
+@dataclass
+class ToolRun:
+    tool: str
+    results: list[FileResult] = field(default_factory=list)
+    peak_rss_kb: int = 0
+    import_s: float = 0.0
+    wall_s: float = 0.0
+    restarts: int = 0
+    unavailable: str | None = None
+    rss_note: str = ""
+
+
+def run_tool(python: str, tool: str, files: list[tuple[str, Path]],
+             expect: dict[str, list[str]], timeout: float) -> ToolRun:
+    """All files through one tool, file by file, restarting its worker after a hang/crash."""
+    tr = ToolRun(tool)
+    log = (OUT / f"worker-{tool}.log").open("w")
+    worker: Worker | None = None
+    t_start = time.perf_counter()
+
+    def start() -> Worker | None:
+        w = Worker(python, tool, log)
+        hello = w.wait(300)
+        if not hello or not hello.get("ready"):
+            tr.unavailable = (hello or {}).get("error") or "worker did not start"
+            w.kill()
+            return None
+        tr.import_s = tr.import_s or hello["import_s"]
+        tr.peak_rss_kb = max(tr.peak_rss_kb, hello["rss_kb"])
+        return w
+
+    for relpath, path in files:
+        if worker is None:
+            worker = start()
+            if worker is None:
+                break
+        fmt = relpath.split("/", 1)[0]
+        words = expect.get(relpath)
+        t = time.perf_counter()
+        ans = worker.ask({"path": str(path), "words": words}, timeout)
+        if ans is None or ans.get("crashed"):
+            tr.peak_rss_kb = max(tr.peak_rss_kb, worker.rss_kb())
+            worker.kill()
+            worker, tr.restarts = None, tr.restarts + 1
+            err = f"timeout after {timeout:g} s" if ans is None else "worker crashed"
+            tr.results.append(FileResult(tool, relpath, fmt, False, 0, time.perf_counter() - t,
+                                         err, expected=words is not None,
+                                         words_hit=False if words else None))
+            continue
+        tr.peak_rss_kb = max(tr.peak_rss_kb, ans["rss_kb"])
+        tr.results.append(FileResult(
+            tool, relpath, fmt, ans["ok"], ans["chars"], ans["seconds"], ans["error"],
+            ans.get("note", ""), words is not None, ans.get("words_hit"),
+            ans.get("words_missing", []), ans.get("head", "")))
+    if worker is not None:
+        worker.close()
+    tr.wall_s = time.perf_counter() - t_start
+    log.close()
+    return tr
+
+
+def run_cli(python: str, files: list[tuple[str, Path]], expect: dict[str, list[str]],
+            timeout: float, jobs: int) -> ToolRun:
+    """The real CLI over the whole corpus: isolated workers, ``-j jobs``, JSON Lines out.
+
+    Peak RSS here is the SUM over the CLI and its worker processes, sampled every 50 ms
+    (the memory a user actually pays for a parallel run), not a single process's peak.
+    """
+    import psutil
+
+    from textsieve.model import Document
+
+    tr = ToolRun(CLI_ROW, rss_note="sum of processes, sampled")
+    cmd = [python, "-m", "textsieve.cli", "extract", "-f", "json", "-j", str(jobs),
+           "--timeout", str(timeout), *[str(p) for _, p in files]]
+    out_path = OUT / "cli-out.jsonl"
+    t0 = time.perf_counter()
+    with out_path.open("w") as out, (OUT / "cli.log").open("w") as log:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=log, cwd=str(OUT))
+        ps = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            try:
+                rss = sum(q.memory_info().rss for q in [ps, *ps.children(recursive=True)])
+                tr.peak_rss_kb = max(tr.peak_rss_kb, rss // 1024)
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
+    tr.wall_s = time.perf_counter() - t0
+    by_path = {}
+    for line in out_path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        by_path[rec.pop("path")] = Document.from_dict(rec)
+    for relpath, path in files:
+        fmt = relpath.split("/", 1)[0]
+        words = expect.get(relpath)
+        doc = by_path.get(str(path))
+        if doc is None:
+            tr.results.append(FileResult(CLI_ROW, relpath, fmt, False, 0, 0.0, "no record"))
+            continue
+        text = "\n".join(filter(None, (doc.title, doc.full_text())))
+        ok = doc.status == "ok" and bool(text.strip())
+        err = None if ok else (f"{doc.error.kind}: {doc.error.message}"[:300] if doc.error
+                               else f"status {doc.status}")
+        hit, missing = words_hit(text, words) if words else (None, [])
+        tr.results.append(FileResult(CLI_ROW, relpath, fmt, ok, len(text.strip()),
+                                     doc.timings.get("total", 0.0), err, str(doc.status),
+                                     words is not None, hit, missing,
+                                     SPACES.sub(" ", text[:160]).strip()))
+    return tr
+
+
+# -- inputs ------------------------------------------------------------------------------------
+
+def corpus_files(corpus: Path, formats: set[str] | None) -> list[tuple[str, Path]]:
+    """Every document under the corpus's format folders (MANIFEST/README at the top skipped)."""
+    files = []
+    for p in sorted(corpus.rglob("*")):
+        rel = p.relative_to(corpus).as_posix()
+        if not p.is_file() or "/" not in rel or any(s.startswith(".") for s in rel.split("/")):
+            continue
+        if formats and rel.split("/", 1)[0] not in formats:
+            continue
+        files.append((rel, p))
+    return files
+
+
+def split_words(cell: str) -> list[str]:
+    """Expected words: ``|``- or ``;``-separated phrases, else one word per blank."""
+    cell = cell.strip()
+    for sep in ("|", ";"):
+        if sep in cell:
+            return [w.strip() for w in cell.split(sep) if w.strip()]
+    return cell.split()
+
+
+def load_expectations(path: Path) -> dict[str, list[str]]:
+    """relpath -> expected words, for the files expected to yield text.
+
+    The TSV has columns relpath, expect, words, where ...; ``expect`` of ``ok`` (or
+    starting with ``ok``/``text``) marks a file that holds text. Rows without words, or
+    whose words are meant for metadata only (``where`` = title/metadata), are skipped:
+    peers only return a text body, so only body words compare like with like.
+    """
+    if not path.is_file():
+        return {}
+    out: dict[str, list[str]] = {}
+    with path.open(encoding="utf-8", newline="") as f:
+        rows = csv.DictReader((ln for ln in f if not ln.startswith("#")), delimiter="\t")
+        for row in rows:
+            expect = (row.get("expect") or "").strip().lower()
+            where = (row.get("where") or "").strip().lower()
+            words = split_words(row.get("words") or "")
+            if not expect.startswith(("ok", "text")) or not words:
+                continue
+            if where in ("title", "metadata", "meta"):
+                continue
+            out[(row.get("relpath") or "").strip()] = words
+    return out
+
+
+# -- the report --------------------------------------------------------------------------------
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.0f}%" if b else "-"
+
+
+def summarise(tr: ToolRun, base_fps: float | None) -> dict:
+    n = len(tr.results)
+    ok = sum(r.ok for r in tr.results)
+    exp = [r for r in tr.results if r.expected]
+    hit = sum(bool(r.words_hit) for r in exp)
+    secs = tr.wall_s if tr.tool == CLI_ROW else sum(r.seconds for r in tr.results)
+    fps = n / secs if secs else 0.0
+    return {
+        "tool": tr.tool, "files": n, "ok": ok, "ok%": _pct(ok, n),
+        "words": f"{hit}/{len(exp)}" if exp else "-",
+        "total s": f"{secs:.1f}", "files/s": f"{fps:.1f}",
+        "peak RSS MB": f"{tr.peak_rss_kb / 1024:.0f}" + ("*" if tr.rss_note else ""),
+        "vs textsieve": f"{fps / base_fps:.2f}x" if base_fps else "-",
+        "timeouts": sum(1 for r in tr.results if (r.error or "").startswith("timeout")),
+        "crashes": sum(1 for r in tr.results if r.error == "worker crashed"),
+        "start s": f"{tr.import_s:.1f}",
+        "_fps": fps,
+    }
+
+
+def table(rows: list[dict], cols: list[str]) -> str:
+    width = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in cols}
+    line = " | ".join(c.ljust(width[c]) for c in cols)
+    sep = "-+-".join("-" * width[c] for c in cols)
+    body = [" | ".join(str(r.get(c, "")).ljust(width[c]) for c in cols) for r in rows]
+    return "\n".join([line, sep, *body])
+
+
+def report(runs: list[ToolRun]) -> str:
+    done = [r for r in runs if not r.unavailable]
+    base = next((summarise(r, None)["_fps"] for r in done if r.tool == "textsieve"), None)
+    rows = [summarise(r, base) for r in done]
+    cols = ["tool", "files", "ok", "ok%", "words", "total s", "files/s", "peak RSS MB",
+            "vs textsieve", "timeouts", "crashes", "start s"]
+    parts = ["## Overall (files/s = files / sum of per-file seconds; 'start s' = import + "
+             "warm-up, not counted; 'words' = files expected to hold text whose output has "
+             "all the expected words)", table(rows, cols)]
+    if any(r.rss_note for r in done):
+        parts.append("* CLI row: wall time incl. start-up; RSS = sum over its processes.")
+    for r in runs:
+        if r.unavailable:
+            parts.append(f"!! {r.tool}: unavailable: {r.unavailable}")
+    fmts = sorted({res.format for r in done for res in r.results})
+    fmt_rows = []
+    for f in fmts:
+        row: dict = {"format": f}
+        for r in done:
+            sel = [x for x in r.results if x.format == f]
+            row[r.tool] = f"{sum(x.ok for x in sel)}/{len(sel)}"
+        fmt_rows.append(row)
+    parts += ["## ok per format", table(fmt_rows, ["format", *[r.tool for r in done]])]
+    return "\n\n".join(parts)
+
+
+def write_jsonl(runs: Iterable[ToolRun], stamp: str) -> Path:
+    path = OUT / f"corpus-{stamp}.jsonl"
+    with path.open("w", encoding="utf-8") as f:
+        for tr in runs:
+            summary = {k: v for k, v in asdict(tr).items() if k != "results"}
+            f.write(json.dumps({"summary": summary}, ensure_ascii=False) + "\n")
+            for r in tr.results:
+                f.write(json.dumps(asdict(r), ensure_ascii=False) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--tools", default=",".join(TOOLS), help="comma-separated subset")
+    ap.add_argument("--formats", help="only these format folders (comma-separated)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per file (60)")
+    ap.add_argument("--python", default=str(PEERS_PY if PEERS_PY.exists() else sys.executable),
+                    help="interpreter that can import the tools (bench/.peers/venv)")
+    ap.add_argument("--no-cli", action="store_true", help="skip the textsieve CLI row")
+    ap.add_argument("--jobs", type=int, default=2, help="-j for the CLI row (2)")
+    ns = ap.parse_args(argv)
+    if ns.worker:
+        worker_main(ns.worker)
+        return 0
+    OUT.mkdir(parents=True, exist_ok=True)
+    files = corpus_files(ns.corpus, set(ns.formats.split(",")) if ns.formats else None)
+    expect = load_expectations(EXPECTATIONS)
+    expect = {k: v for k, v in expect.items() if any(k == rel for rel, _ in files)}
+    print(f"{len(files)} files from {ns.corpus}; {len(expect)} with expected words "
+          f"({EXPECTATIONS.name if expect else 'no expectations file'}); python {ns.python}",
+          flush=True)
+    runs = []
+    for tool in ns.tools.split(","):
+        t = time.perf_counter()
+        runs.append(run_tool(ns.python, tool, files, expect, ns.timeout))
+        print(f"  {tool}: {time.perf_counter() - t:.1f} s", flush=True)
+    if not ns.no_cli and "textsieve" in ns.tools.split(","):
+        t = time.perf_counter()
+        runs.append(run_cli(ns.python, files, expect, ns.timeout, ns.jobs))
+        print(f"  {CLI_ROW}: {time.perf_counter() - t:.1f} s", flush=True)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    print("\n" + report(runs))
+    print(f"\nraw results: {write_jsonl(runs, stamp)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
