@@ -1,0 +1,453 @@
+"""OpenDocument text, presentation, drawing, master, web and template files.
+
+content.xml is walked once in document order: headings with their outline level, lists
+with nesting and ordered/bullet from the list style, tables, frames and text boxes,
+one page per presentation/drawing page with its notes, footnotes after the body, comments
+only on request. Deleted tracked changes live in text:tracked-changes and are skipped.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import zipfile
+
+from lxml import etree
+
+from ..model import Document, ErrorKind, ExtractionError
+from ..render import Builder
+from ..source import Source
+from . import Context
+from ._xml import local, open_zip, read_member, read_xml
+
+_NS = {
+    "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
+    "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
+    "draw": "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0",
+    "office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+    "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0",
+    "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
+    "xlink": "http://www.w3.org/1999/xlink",
+}
+T, TB, D, OF, PR, ST, XL = ("{%s}" % _NS[k] for k in (  # noqa: UP031 - Clark prefixes
+    "text", "table", "draw", "office", "presentation", "style", "xlink"))
+
+# Containers whose children are blocks (paragraphs, lists, tables, frames ...).
+_BLOCK_CONTAINERS = {
+    T + "section", T + "index-body", T + "index-title", T + "table-of-content",
+    T + "alphabetical-index", T + "illustration-index", T + "table-index", T + "object-index",
+    T + "user-index", T + "bibliography", D + "text-box", D + "frame", D + "g", D + "a",
+    D + "custom-shape", D + "rect", D + "ellipse", D + "polygon", D + "polyline",
+    D + "path", D + "circle", D + "line", D + "connector", D + "caption", D + "measure",
+    D + "regular-polygon", OF + "text", OF + "drawing", OF + "presentation", OF + "chart",
+    T + "deletion-free", TB + "table-cell", OF + "annotation-body",
+}
+_SKIP = {T + "tracked-changes", T + "sequence-decls", T + "variable-decls",
+         T + "user-field-decls", T + "table-of-content-source", T + "alphabetical-index-source",
+         T + "illustration-index-source", T + "table-index-source", T + "object-index-source",
+         T + "user-index-source", T + "bibliography-source", OF + "forms",
+         TB + "named-expressions", TB + "calculation-settings", D + "image",
+         OF + "annotation", OF + "annotation-end", T + "soft-page-break",
+         PR + "notes", OF + "event-listeners", TB + "content-validations"}
+_SKIP_FRAME_CLASSES = {"page-number", "footer", "header", "date-time", "page"}
+_MAX_REPEAT = 64
+_CHART = "{urn:oasis:names:tc:opendocument:xmlns:chart:1.0}"
+
+
+class _Odf:
+    """Walks ODF body XML and describes it to a builder."""
+
+    def __init__(self, out: Builder, zf: zipfile.ZipFile, ctx: Context,
+                 comments: bool) -> None:
+        self.out = out
+        self.zf, self.ctx = zf, ctx
+        self.comments = comments
+        self.list_styles: dict[str, dict[int, bool]] = {}
+        self.notes: list[str] = []
+        self.comment_texts: list[str] = []
+        self.depth = 0
+
+    # styles ---------------------------------------------------------------------------
+    def add_list_styles(self, root: etree._Element | None) -> None:
+        """list style name -> {level: ordered?} from automatic and common styles."""
+        if root is None:
+            return
+        for ls in root.iter(T + "list-style"):
+            name = ls.get(ST + "name")
+            if not name:
+                continue
+            levels: dict[int, bool] = {}
+            for lvl in ls:
+                n = _int(lvl.get(T + "level"), 1)
+                levels[n - 1] = local(lvl.tag) == "list-level-style-number" and bool(
+                    lvl.get(ST + "num-format", "1"))
+            self.list_styles[name] = levels
+
+    # blocks ---------------------------------------------------------------------------
+    def blocks(self, parent: etree._Element) -> None:
+        for el in parent:
+            tag = el.tag
+            if not isinstance(tag, str) or tag in _SKIP:
+                if tag == OF + "annotation":
+                    self.annotation(el)
+                continue
+            if tag == T + "p":
+                self.paragraph(el)
+            elif tag == T + "h":
+                self.paragraph(el, heading=_int(el.get(T + "outline-level"), 1))
+            elif tag == T + "list":
+                self.list_(el, 0, el.get(T + "style-name"), [0] * 10)
+            elif tag == T + "numbered-paragraph":
+                lvl = _int(el.get(T + "level"), 1) - 1
+                for p in el:
+                    if p.tag in (T + "p", T + "h"):
+                        self.out.list_item(self.inline_text(p), lvl, True,
+                                           _int(p.get(T + "start-value"), 1))
+            elif tag == TB + "table":
+                self.out.table(self.table(el), header=True)
+            elif tag == D + "object":
+                self.embedded_object(el)
+            elif tag in _BLOCK_CONTAINERS:
+                if tag == D + "frame" and el.get(PR + "class") in _SKIP_FRAME_CLASSES:
+                    continue
+                self.blocks(el)
+
+    def paragraph(self, p: etree._Element, heading: int | None = None) -> None:
+        frames: list[etree._Element] = []
+        text = self.inline_text(p, frames)
+        if heading is not None:
+            self.out.heading(text, heading)
+        else:
+            self.out.paragraph(text)
+        for f in frames:
+            self.blocks([f])  # type: ignore[arg-type]
+
+    def list_(self, lst: etree._Element, level: int, style: str | None,
+              counters: list[int]) -> None:
+        style = lst.get(T + "style-name") or style
+        ordered = self.list_styles.get(style or "", {}).get(level, False)
+        lvl = min(level, 9)
+        if lst.get(T + "continue-numbering") != "true" and level == 0:
+            counters[:] = [0] * 10
+        for item in lst:
+            if item.tag not in (T + "list-item", T + "list-header"):
+                continue
+            start = item.get(T + "start-value")
+            if start is not None:
+                counters[lvl] = _int(start, 1) - 1
+            texts: list[str] = []
+            for ch in item:
+                if ch.tag in (T + "p", T + "h"):
+                    texts.append(self.inline_text(ch))
+                elif ch.tag == T + "list":
+                    self._flush_item(texts, lvl, ordered, counters, item)
+                    texts = []
+                    self.list_(ch, level + 1, style, counters)
+                elif ch.tag == TB + "table":
+                    self._flush_item(texts, lvl, ordered, counters, item)
+                    texts = []
+                    self.out.table(self.table(ch))
+            self._flush_item(texts, lvl, ordered, counters, item)
+
+    def _flush_item(self, texts: list[str], lvl: int, ordered: bool, counters: list[int],
+                    item: etree._Element) -> None:
+        text = " ".join(t.strip() for t in texts if t.strip())
+        if not text:
+            return
+        if item.tag == T + "list-header":
+            self.out.paragraph(text)
+            return
+        counters[lvl] += 1
+        for i in range(lvl + 1, 10):
+            counters[i] = 0
+        self.out.list_item(text, lvl, ordered, counters[lvl])
+
+    def table(self, tbl: etree._Element) -> list[list[str]]:
+        rows: list[list[str]] = []
+        for tr in _rows(tbl):
+            row: list[str] = []
+            for tc in tr:
+                if tc.tag not in (TB + "table-cell", TB + "covered-table-cell"):
+                    continue
+                text = self.cell_text(tc) if tc.tag == TB + "table-cell" else ""
+                rep = _int(tc.get(TB + "number-columns-repeated"), 1)
+                row.extend([text] * (min(rep, _MAX_REPEAT) if text else min(rep, 1)))
+            while row and not row[-1].strip():
+                row.pop()
+            reps = _int(tr.get(TB + "number-rows-repeated"), 1)
+            rows.extend([row] * (min(reps, _MAX_REPEAT) if row else 1))
+        return rows
+
+    def cell_text(self, tc: etree._Element) -> str:
+        sub = Builder()
+        saved, self.out = self.out, sub
+        try:
+            for el in tc:
+                if el.tag == TB + "table":
+                    for r in self.table(el):
+                        sub.paragraph(" | ".join(c for c in r if c.strip()))
+                else:
+                    self.blocks([el])  # type: ignore[arg-type]
+        finally:
+            self.out = saved
+        return sub.build()[0].replace("\n\n", "\n")
+
+    def embedded_object(self, obj: etree._Element) -> None:
+        """A chart or document embedded as a sub-package ('./Object 1/content.xml')."""
+        href = (obj.get(XL + "href") or "").removeprefix("./").strip("/")
+        part = posixpath.join(href, "content.xml")
+        if not href or self.depth > 3 or part not in self.zf.NameToInfo:
+            self.blocks(obj)  # inline objects carry their body directly
+            return
+        try:
+            root = read_xml(self.zf, part, self.ctx)
+        except ExtractionError as exc:
+            if exc.kind is not ErrorKind.CORRUPT:
+                raise
+            return
+        if root is None:
+            return
+        self.depth += 1
+        try:
+            self.add_list_styles(root)
+            body = root.find(OF + "body")
+            if body is not None:
+                for kind in body:
+                    if kind.tag in (OF + "spreadsheet", OF + "chart"):
+                        self.data_tables(kind)
+                    else:
+                        self.blocks(kind)
+        finally:
+            self.depth -= 1
+
+    def data_tables(self, kind: etree._Element) -> None:
+        """Charts and sheets: their titles and data tables (no nested walk needed)."""
+        for el in kind.iter(_CHART + "title", _CHART + "subtitle", TB + "table"):
+            if el.tag == TB + "table":
+                self.out.table(self.table(el))
+            else:
+                self.out.paragraph(self.inline_text(el.find(T + "p")) if el.find(
+                    T + "p") is not None else "")
+
+    # inline ---------------------------------------------------------------------------
+    def inline_text(self, el: etree._Element, frames: list[etree._Element] | None = None,
+                    ) -> str:
+        parts: list[str] = []
+        self._inline(el, parts, frames if frames is not None else [])
+        return "".join(parts)
+
+    def _inline(self, el: etree._Element, parts: list[str], frames: list[etree._Element],
+                ) -> None:
+        if el.text:
+            parts.append(el.text)
+        for ch in el:
+            tag = ch.tag
+            if not isinstance(tag, str):
+                pass
+            elif tag == T + "s":
+                parts.append(" " * min(_int(ch.get(T + "c"), 1), 100))
+            elif tag == T + "tab":
+                parts.append("\t")
+            elif tag == T + "line-break":
+                parts.append("\n")
+            elif tag == T + "note":
+                self.note(ch)
+            elif tag == OF + "annotation":
+                self.annotation(ch)
+            elif tag in (D + "frame", D + "custom-shape", D + "rect", D + "ellipse", D + "g",
+                         D + "a", D + "text-box"):
+                frames.append(ch)
+            elif tag in (T + "ruby-text", T + "tracked-changes", OF + "annotation-end",
+                         T + "bookmark", T + "bookmark-start", T + "bookmark-end",
+                         T + "reference-mark", T + "change", D + "image"):
+                pass
+            else:  # span, a, ruby, fields (date, page-number, sequence ...), meta, ...
+                self._inline(ch, parts, frames)
+            if ch.tail:
+                parts.append(ch.tail)
+
+    def note(self, note: etree._Element) -> None:
+        cit = note.find(T + "note-citation")
+        body = note.find(T + "note-body")
+        if body is None:
+            return
+        text = _render(self, body)
+        if text:
+            label = (cit.text or "").strip() if cit is not None else ""
+            self.notes.append(f"[{label}] {text}" if label else text)
+
+    def annotation(self, ann: etree._Element) -> None:
+        if not self.comments:
+            return
+        text = _render(self, ann)
+        if text:
+            author = ann.findtext("{http://purl.org/dc/elements/1.1/}creator")
+            self.comment_texts.append(f"Comment ({author}): {text}" if author else
+                                      f"Comment: {text}")
+
+
+def _render(walker: _Odf, el: etree._Element) -> str:
+    sub = Builder()
+    saved, walker.out = walker.out, sub
+    try:
+        walker.blocks(el)
+    finally:
+        walker.out = saved
+    return sub.build()[0].strip()
+
+
+def _rows(tbl: etree._Element) -> list[etree._Element]:
+    out: list[etree._Element] = []
+    for el in tbl:
+        if el.tag == TB + "table-row":
+            out.append(el)
+        elif el.tag in (TB + "table-header-rows", TB + "table-rows", TB + "table-row-group"):
+            out.extend(_rows(el))
+    return out
+
+
+def _int(v: str | None, default: int) -> int:
+    try:
+        return int(v) if v is not None else default
+    except ValueError:
+        return default
+
+
+# -- package --------------------------------------------------------------------------
+
+
+def _check_encrypted(zf: zipfile.ZipFile, ctx: Context) -> None:
+    if "META-INF/manifest.xml" not in zf.NameToInfo:
+        return
+    manifest = read_member(zf, "META-INF/manifest.xml", ctx, limit=8 << 20)
+    if b"encryption-data" in manifest:
+        msg = ("password-protected OpenDocument file" if ctx.options.password is None else
+               "password-protected OpenDocument file (decryption is not supported)")
+        raise ExtractionError(ErrorKind.ENCRYPTED, msg)
+
+
+def _meta(zf: zipfile.ZipFile, ctx: Context, doc: Document) -> None:
+    try:
+        root = read_xml(zf, "meta.xml", ctx)
+    except ExtractionError as exc:
+        if exc.kind is not ErrorKind.CORRUPT:
+            raise
+        return
+    meta = root.find(OF + "meta") if root is not None else None
+    if meta is None:
+        return
+    vals: dict[str, list[str]] = {}
+    for el in meta:
+        name = local(el.tag)
+        if name == "document-statistic":
+            for k in ("page-count", "object-count"):
+                n = el.get("{urn:oasis:names:tc:opendocument:xmlns:meta:1.0}" + k)
+                if n and n.isdigit() and k == "page-count":
+                    doc.metadata.page_count = int(n)
+        elif name and (el.text or "").strip():
+            vals.setdefault(name, []).append(el.text.strip())  # type: ignore[union-attr]
+    m = doc.metadata
+    first = {k: v[0] for k, v in vals.items()}
+    doc.title = first.get("title")
+    m.author = first.get("initial-creator") or first.get("creator")
+    m.created = first.get("creation-date")
+    m.modified = first.get("date")
+    m.language = first.get("language")
+    m.subject = first.get("subject")
+    if vals.get("keyword"):
+        m.keywords = ", ".join(vals["keyword"])
+    if first.get("creator"):
+        m.extra["lastModifiedBy"] = first["creator"]
+    for k in ("description", "generator"):
+        if k in first:
+            m.extra[k] = first[k]
+
+
+def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    with open_zip(src) as zf:
+        _check_encrypted(zf, ctx)
+        if "content.xml" not in zf.NameToInfo:
+            raise ExtractionError(ErrorKind.CORRUPT, "not a complete OpenDocument: no content.xml")
+        root = read_xml(zf, "content.xml", ctx)
+        assert root is not None
+        _meta(zf, ctx, doc)
+        styles = _safe(zf, "styles.xml", ctx)
+        walker = _Odf(out, zf, ctx, ctx.options.comments)
+        walker.add_list_styles(styles)
+        walker.add_list_styles(root)
+        body = root.find(OF + "body")
+        if body is None:
+            raise ExtractionError(ErrorKind.CORRUPT, "content.xml has no office:body")
+        headers, footers = _page_styles(walker, styles)
+        for text in headers:
+            out.paragraph(text)
+        for kind in body:
+            if kind.tag in (OF + "presentation", OF + "drawing"):
+                _pages(walker, kind, out, doc)
+            elif kind.tag in (OF + "spreadsheet", OF + "chart"):
+                walker.data_tables(kind)
+            else:
+                walker.blocks(kind)
+        for text in footers:
+            out.paragraph(text)
+        for text in walker.notes:
+            out.paragraph(text)
+        for text in walker.comment_texts:
+            out.paragraph(text)
+
+
+def _safe(zf: zipfile.ZipFile, name: str, ctx: Context) -> etree._Element | None:
+    try:
+        return read_xml(zf, name, ctx)
+    except ExtractionError as exc:
+        if exc.kind is not ErrorKind.CORRUPT:
+            raise
+        return None
+
+
+def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str], list[str]]:
+    """Distinct header and footer texts of the master pages (text documents)."""
+    heads: list[str] = []
+    foots: list[str] = []
+    if styles is None:
+        return heads, foots
+    for mp in styles.iter(ST + "master-page"):
+        for el in mp:
+            name = local(el.tag)
+            target = heads if name.startswith("header") else foots if name.startswith(
+                "footer") else None
+            if target is None:
+                continue
+            text = _render(walker, el)
+            if text and text not in heads and text not in foots:
+                target.append(text)
+    return heads, foots
+
+
+_DEFAULT_PAGE_NAME = re.compile(r"^(page|slide|seite|diapo\w*|folie)\s*\d+$", re.I)
+
+
+def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document) -> None:
+    n = 0
+    for page in kind:
+        if page.tag != D + "page":
+            continue
+        n += 1
+        out.start_page(n)
+        titles = [f for f in page if f.get(PR + "class") == "title"]
+        for f in titles:
+            out.heading(_render(walker, f).replace("\n", " "), 2)
+        name = page.get(D + "name") or ""
+        if not titles and name and not _DEFAULT_PAGE_NAME.match(name):
+            out.heading(name, 2)
+        walker.blocks([f for f in page if f.get(PR + "class") != "title"])
+        notes = page.find(PR + "notes")
+        if notes is not None:
+            frames = [f for f in notes if f.get(PR + "class") == "notes"]
+            text = "\n\n".join(t for t in (_render(walker, f) for f in frames) if t)
+            if text:
+                out.paragraph("Notes:")
+                for para in text.split("\n\n"):
+                    out.paragraph(para)
+    if n:
+        doc.metadata.page_count = n
