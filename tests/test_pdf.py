@@ -245,3 +245,12 @@ def test_corpus_every_pdf(corpus: Path, name: str) -> None:
         return
     if shutil.which("pdftotext") and _pdftotext_has_text(path):
         assert doc.text.strip(), f"{name}: pdftotext finds text, we returned none"
+
+
+def test_corpus_garbled_text_layer(corpus: Path) -> None:
+    """TAMReview's body fonts have no Unicode mapping: those pages are flagged for OCR."""
+    doc = textsieve.extract(corpus / PDF_DIR / "pdfjs__TAMReview.pdf")
+    assert doc.status is Status.OK
+    flagged = doc.metadata.extra["pages_needing_ocr"]
+    assert 1 not in flagged and 23 not in flagged and 2 in flagged
+    assert "Technology Acceptance Model" in doc.pages[0].text

@@ -32,6 +32,7 @@ _JUNK = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]+")
 _PDF_DATE = re.compile(
     r"D?:?\s*(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?\s*(?:([Zz])|([+-])(\d{2})'?(\d{2})?'?)?"
 )
+_GARBLED_SHARE = 0.3  # pages whose text is more than this share of control chars
 _SHOWN_FIELD_TYPES = {c.FPDF_FORMFIELD_TEXTFIELD, c.FPDF_FORMFIELD_COMBOBOX,
                       c.FPDF_FORMFIELD_LISTBOX}
 
@@ -42,13 +43,16 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         n_pages = len(pdf)
         doc.metadata.page_count = n_pages
         image_only: list[int] = []
+        garbled: list[int] = []
         seen_fields: set[tuple[str, str]] = set()
         any_text = False
         for i in range(n_pages):
             out.start_page(i + 1)
-            text, has_images, fields = _page(pdf, i, forms, seen_fields, doc)
-            if text:
-                out.preformatted(text)
+            text, has_images, bad, fields = _page(pdf, i, forms, seen_fields, doc)
+            out.preformatted(text)
+            if bad:
+                garbled.append(i + 1)
+            elif text:
                 any_text = True
             elif has_images:
                 image_only.append(i + 1)
@@ -56,20 +60,34 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                 out.preformatted("\n".join(fields))
                 any_text = True
         _attachments(pdf, ctx, doc)
-    _classify_scans(doc, image_only, any_text)
+    _classify_scans(doc, image_only, garbled, any_text)
 
 
-def _classify_scans(doc: Document, image_only: list[int], any_text: bool) -> None:
-    """Never an empty success for scans: all-image -> needs_ocr, some -> a warning."""
-    if not image_only:
+def _classify_scans(doc: Document, image_only: list[int], garbled: list[int],
+                    any_text: bool) -> None:
+    """Never an empty success for scans or unreadable text layers: OCR is the way out.
+
+    No readable page at all -> needs_ocr; some -> ``pages_needing_ocr`` and a warning.
+    """
+    need = sorted(image_only + garbled)
+    if not need:
         return
-    n = len(image_only)
     if not any_text and not doc.children:
-        what = "pages have" if n > 1 else "page has"
-        raise ExtractionError(ErrorKind.NEEDS_OCR, f"{n} {what} only images; OCR needed")
-    doc.metadata.extra["pages_needing_ocr"] = image_only
-    shown = ", ".join(map(str, image_only[:20])) + (" ..." if n > 20 else "")
-    doc.warnings.append(f"{n} page(s) have only images and need OCR: {shown}")
+        parts = []
+        if image_only:
+            n = len(image_only)
+            parts.append(f"{n} {'pages have' if n > 1 else 'page has'} only images")
+        if garbled:
+            n = len(garbled)
+            parts.append(f"{n} {'pages have' if n > 1 else 'page has'} an unreadable "
+                         "text layer (fonts without a Unicode mapping)")
+        raise ExtractionError(ErrorKind.NEEDS_OCR, "; ".join(parts) + "; OCR needed")
+    doc.metadata.extra["pages_needing_ocr"] = need
+    for label, pages in (("have only images", image_only),
+                         ("have an unreadable text layer", garbled)):
+        if pages:
+            shown = ", ".join(map(str, pages[:20])) + (" ..." if len(pages) > 20 else "")
+            doc.warnings.append(f"{len(pages)} page(s) {label} and need OCR: {shown}")
 
 
 # -- opening ---------------------------------------------------------------------------------
@@ -157,49 +175,59 @@ def _why(src: Source) -> str:
 
 def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None,
           seen_fields: set[tuple[str, str]], doc: Document,
-          ) -> tuple[str, bool, list[str]]:
-    """(clean text, page has images, form field values) of one page; closes what it opens."""
+          ) -> tuple[str, bool, bool, list[str]]:
+    """(clean text, has images, garbled, form field values) of one page.
+
+    Closes what it opens, so memory does not grow with the page count.
+    """
     page = c.FPDF_LoadPage(pdf.raw, index)
     if not page:
         doc.warnings.append(f"page {index + 1} could not be loaded (damaged)")
-        return "", False, []
+        return "", False, False, []
     try:
         if forms is not None:
             c.FORM_OnAfterLoadPage(page, forms)
-        text = _page_text(page)
+        text, garbled = _page_text(page)
         has_images = False if text else _has_images(page)
         fields = _field_values(page, forms, seen_fields) if forms is not None else []
         if forms is not None:
             c.FORM_OnBeforeClosePage(page, forms)
-        return text, has_images, fields
+        return text, has_images, garbled, fields
     finally:
         c.FPDF_ClosePage(page)
 
 
-def _page_text(page: c.FPDF_PAGE) -> str:
+def _page_text(page: c.FPDF_PAGE) -> tuple[str, bool]:
+    """Text of a page, and whether it is garbled (mostly control characters: a font whose
+    codes have no Unicode mapping, which only OCR can read)."""
     textpage = c.FPDFText_LoadPage(page)
     if not textpage:
-        return ""
+        return "", False
     try:
         n = c.FPDFText_CountChars(textpage)
         if n <= 0:
-            return ""
+            return "", False
         # PDFium may emit a few more UTF-16 units than chars (surrogates); leave room.
         size = n * 2 + 2
         buf = (ctypes.c_ushort * size)()
         got = c.FPDFText_GetText(textpage, 0, n, buf)
         if got <= 1:
-            return ""
+            return "", False
         raw = ctypes.string_at(buf, (min(got, size) - 1) * 2).decode("utf-16-le", "replace")
     finally:
         c.FPDFText_ClosePage(textpage)
-    return _clean(raw)
+    text = _clean(raw)
+    # Tabs count as junk too: PDFium emits no tabs of its own, unmapped code 9 is one.
+    junk = len(raw) - len(text) - raw.count("\r\n") + raw.count("\t")
+    return text, junk > _GARBLED_SHARE * len(raw)
 
 
 def _clean(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if _JUNK.search(text):
         text = _JUNK.sub("", text)
+    if "\t" in text:
+        text = text.replace("\t", " ")
     text = text.strip("\n")
     return text if text.strip() else ""
 
