@@ -16,7 +16,13 @@ from .model import Page
 _MD_BULLET_START = re.compile(r"^(\s*)([#>+\-*])(\s)")
 _MD_NUMBER_START = re.compile(r"^(\s*)(\d+)([.)])(\s)")
 _WS = re.compile(r"[ \t\u00a0]+")
-_EDGE_SPACE = re.compile(r"(?:^|[\t\n])[^\S\t\n]|[^\S\t\n](?:[\t\n]|$)")  # cell needing strip
+_ODD_SPACE = re.compile(r"[^\S \t\n]")  # whitespace other than space/tab/newline
+
+
+def _edge_space(s: str) -> bool:
+    """True if some tab/newline-separated cell of ``s`` may start or end with whitespace."""
+    return (" \t" in s or "\t " in s or " \n" in s or "\n " in s or s[:1].isspace()
+            or s[-1:].isspace() or _ODD_SPACE.search(s) is not None)
 
 
 def clean_inline(text: str) -> str:
@@ -113,7 +119,7 @@ class Builder:
         lines = ["\t".join(r) for r in grid]
         joined = "\n".join(lines)
         if (joined.count("\t") != len(grid) * (width - 1) or joined.count("\n") != len(grid) - 1
-                or _EDGE_SPACE.search(joined)):
+                or _edge_space(joined)):
             return False
         md = joined.replace("\\", "\\\\").replace("|", "\\|")  # as _md_cell, in one pass
         md = "| " + md.replace("\t", " | ").replace("\n", " |\n| ") + " |"
