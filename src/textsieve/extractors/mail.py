@@ -1,0 +1,684 @@
+"""Mail: RFC 822 messages (EML), Outlook MSG and mbox folders.
+
+Every message is shown the way a person reads it: a header block (From, To, Cc, Date,
+Subject) then the body (text/plain preferred, HTML converted to text otherwise);
+attachments and enclosed messages become children extracted by their own format. Broken
+mail is the norm, not the exception: undecodable headers fall back to the compat32 policy
+or raw bytes, charsets go through ``textcodec`` (ISO-2022-JP, Shift_JIS, ks_c_5601-1987),
+MIME nesting is capped, and a parse that still fails keeps the raw text.
+"""
+
+from __future__ import annotations
+
+import binascii
+import email
+import email.policy
+import mmap
+import re
+import struct
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.message import Message
+from email.utils import getaddresses, parsedate_to_datetime
+from typing import Any
+
+from ..model import Document, ErrorKind, ExtractionError, Status
+from ..render import Builder
+from ..source import Source
+from ..textcodec import decode, normalize_charset
+from . import Context
+
+MAX_MIME_DEPTH = 40
+_HEADERS = (("From", "from"), ("To", "to"), ("Cc", "cc"), ("Date", "date"),
+            ("Subject", "subject"))
+_STATEFUL = ("iso2022", "utf_7", "hz")  # 7-bit charsets that plain ASCII would swallow
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+# --------------------------------------------------------------------------------------
+# Text decoding
+# --------------------------------------------------------------------------------------
+
+
+def decode_body(payload: bytes, charset: str | None) -> str:
+    """Body bytes to text: a declared 7-bit stateful charset first, then ``textcodec``."""
+    enc = normalize_charset(charset)
+    if enc and ((enc.startswith(_STATEFUL) and b"\x1b" in payload) or enc == "utf-7"):
+        try:
+            return payload.decode(enc)  # type: ignore[arg-type]
+        except (UnicodeDecodeError, LookupError):
+            pass
+    text, _ = decode(payload, charset)
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+
+def _fix_header(value: str) -> str:
+    """Raw 8-bit header bytes arrive as surrogate escapes: decode them properly."""
+    if _SURROGATE.search(value):
+        raw = value.encode("utf-8", "surrogateescape")
+        value = decode(raw)[0]
+    return " ".join(value.split())
+
+
+def _header(msg: Message, name: str) -> str | None:
+    try:
+        value = msg.get(name)
+        if value is None:
+            return None
+        return _fix_header(str(value))
+    except Exception:  # a header the modern policy cannot parse: decode it by hand
+        raw = _raw_header(msg, name)
+        if raw is None:
+            return None
+        try:
+            from email.header import decode_header, make_header
+
+            return _fix_header(str(make_header(decode_header(raw))))
+        except Exception:
+            return _fix_header(raw)
+
+
+def _raw_header(msg: Message, name: str) -> str | None:
+    low = name.lower()
+    for k, v in msg._headers:  # the unparsed (name, value) pairs
+        if k.lower() == low:
+            return str(v)
+    return None
+
+
+def _iso_date(value: str | None) -> str | None:
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).isoformat()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# HTML bodies
+# --------------------------------------------------------------------------------------
+
+
+def html_to_text(html: str, ctx: Context) -> str:
+    """HTML body -> text through the HTML extractor; a plain tag strip if it fails."""
+    child = ctx.child(b"\xef\xbb\xbf" + html.encode("utf-8", "replace"), "body.html")
+    if child.status is not Status.ERROR and child.text.strip():
+        return child.text
+    try:
+        import lxml.html
+
+        parser = lxml.html.HTMLParser(encoding="utf-8", no_network=True, remove_comments=True,
+                                      remove_pis=True, huge_tree=False)
+        root = lxml.html.document_fromstring(html.encode("utf-8", "replace"), parser=parser)
+        for bad in root.xpath("//script|//style|//head"):
+            bad.drop_tree()
+        return re.sub(r"\n\s*\n+", "\n\n", root.text_content()).strip()
+    except Exception:  # unparseable HTML: strip tags with a regex
+        return re.sub(r"<[^>]*>", " ", html)
+
+
+# --------------------------------------------------------------------------------------
+# EML
+# --------------------------------------------------------------------------------------
+
+
+def _parse(data: bytes) -> Message:
+    if b"\n" not in data[:65536] and b"\r" in data[:65536]:
+        data = data.replace(b"\r", b"\n")  # CR-only line ends (old Mac mail)
+    try:
+        return email.message_from_bytes(data, policy=email.policy.default)
+    except RecursionError:
+        raise
+    except Exception:  # the modern policy gave up: the lenient legacy one rarely does
+        return email.message_from_bytes(data, policy=email.policy.compat32)
+
+
+class _MailWalker:
+    """Collects the readable body and the attachments of one message."""
+
+    def __init__(self, ctx: Context, doc: Document) -> None:
+        self.ctx = ctx
+        self.doc = doc
+        self.bodies: list[str] = []
+        self.count = 0
+        self.truncated = False
+
+    def attach(self, payload: bytes, name: str) -> None:
+        self.count += 1
+        try:
+            self.ctx.account(len(payload), "mail attachments")
+        except ExtractionError as exc:
+            self.doc.children.append(Document.failed(exc.kind, exc.message, name=name))
+            return
+        self.doc.children.append(self.ctx.child(payload, name))
+
+    def walk(self, root: Message) -> None:
+        stack: list[tuple[Message, int]] = [(root, 0)]
+        while stack:
+            part, depth = stack.pop()
+            if depth > MAX_MIME_DEPTH:
+                if not self.truncated:
+                    self.doc.warnings.append(f"MIME nesting deeper than {MAX_MIME_DEPTH}: "
+                                             "inner parts skipped")
+                    self.truncated = True
+                continue
+            subs = self.part(part, depth)
+            stack.extend((s, depth + 1) for s in reversed(subs))
+
+    def part(self, part: Message, depth: int) -> list[Message]:
+        """Handle one part; returns the sub-parts still to walk."""
+        ctype = part.get_content_type()
+        if ctype == "message/rfc822" and depth > 0:
+            inner = part.get_payload()
+            inner = inner[0] if isinstance(inner, list) and inner else inner
+            if isinstance(inner, Message):
+                subject = _header(inner, "Subject") or "message"
+                self.attach(_as_bytes(inner), f"{_safe_name(subject)}.eml")
+            return []
+        if part.is_multipart():
+            subs = [p for p in part.get_payload() if isinstance(p, Message)]
+            if ctype == "multipart/alternative" and subs:
+                return [_best_alternative(subs)]
+            return subs
+        filename = _filename(part)
+        disposition = part.get_content_disposition()
+        payload = _payload(part)
+        is_text = ctype.startswith("text/") or ctype.startswith("message/")
+        if filename or disposition == "attachment" or not is_text:
+            if payload:
+                self.attach(payload, filename or f"part-{self.count + 1}{_ext(ctype)}")
+            return []
+        text = decode_body(payload, part.get_content_charset())
+        if ctype == "text/html":
+            text = html_to_text(text, self.ctx)
+        elif ctype == "text/plain":
+            text = self.uudecode(text)
+        if text.strip():
+            self.bodies.append(text)
+        return []
+
+    _UU = re.compile(r"^begin [0-7]{3,4} (.+?)\n(.*?)^end$", re.M | re.S)
+
+    def uudecode(self, text: str) -> str:
+        """Inline uuencoded files in a plain body become attachments."""
+        if "begin " not in text:
+            return text
+
+        def repl(m: re.Match[str]) -> str:
+            data = bytearray()
+            for line in m.group(2).split("\n"):
+                if not line or line == "`":
+                    continue
+                try:
+                    data += binascii.a2b_uu(line)
+                except binascii.Error:
+                    # Some encoders pad lines short: retry with the declared length.
+                    n = (ord(line[0]) - 32) & 63
+                    data += binascii.a2b_uu(line[:1] + line[1:].ljust((n + 2) // 3 * 4))
+            self.attach(bytes(data), m.group(1).strip())
+            return ""
+
+        try:
+            return self._UU.sub(repl, text)
+        except binascii.Error:
+            return text
+
+
+def _as_bytes(msg: Message) -> bytes:
+    try:
+        return msg.as_bytes(policy=msg.policy.clone(linesep="\n"))
+    except Exception:  # re-serialising a broken message: fall back to the lenient policy
+        try:
+            return msg.as_bytes(policy=email.policy.compat32)
+        except Exception:
+            return msg.as_string(policy=email.policy.compat32).encode("utf-8", "replace")
+
+
+def _best_alternative(parts: list[Message]) -> Message:
+    """text/plain if it says something, else HTML, else the last (richest) part."""
+    by_type = {p.get_content_type(): p for p in parts}
+    plain = by_type.get("text/plain")
+    if plain is not None and _payload(plain).strip():
+        return plain
+    return by_type.get("text/html") or parts[-1]
+
+
+def _payload(part: Message) -> bytes:
+    try:
+        data = part.get_payload(decode=True)
+    except Exception:  # damaged base64/uuencode: keep the raw text
+        data = None
+    if data is None:
+        raw = part.get_payload()
+        if isinstance(raw, list):  # message/delivery-status and friends: header blocks
+            return "\n".join(str(p) for p in raw).encode("utf-8", "replace")
+        return raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else b""
+    return data
+
+
+def _filename(part: Message) -> str | None:
+    try:
+        name = part.get_filename()
+    except Exception:
+        name = None
+    if not name:
+        try:
+            name = part.get_param("name")
+        except Exception:
+            name = None
+        if isinstance(name, tuple):
+            name = email.utils.collapse_rfc2231_value(name)
+    return _fix_header(str(name)) if name else None
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[\\/:*?\"<>|\x00-\x1f]+", "_", text).strip()[:80] or "message"
+
+
+_EXTS = {"application/pdf": ".pdf", "image/png": ".png", "image/jpeg": ".jpg",
+         "image/gif": ".gif", "text/html": ".html", "text/plain": ".txt",
+         "application/msword": ".doc", "application/zip": ".zip"}
+
+
+def _ext(ctype: str) -> str:
+    return _EXTS.get(ctype, ".bin")
+
+
+def _addresses(value: str | None) -> list[str]:
+    if not value:
+        return []
+    try:
+        pairs = getaddresses([value])
+    except Exception:
+        return [value]
+    out = [f"{n} <{a}>" if n and a else (a or n) for n, a in pairs]
+    return [x for x in out if x] or [value]
+
+
+def _fill_headers(msg: Message, doc: Document, out: Builder) -> None:
+    """Metadata from the headers, and the header block shown above the body."""
+    values = {key: _header(msg, name) for name, key in _HEADERS}
+    subject = values["subject"]
+    doc.title = subject or doc.title
+    doc.metadata.author = values["from"]
+    doc.metadata.subject = subject
+    date_iso = _iso_date(values["date"])
+    doc.metadata.created = date_iso
+    extra = doc.metadata.extra
+    for key in ("from", "subject"):
+        if values[key]:
+            extra[key] = values[key]
+    for key in ("to", "cc"):
+        if values[key]:
+            extra[key] = _addresses(values[key])
+    if date_iso or values["date"]:
+        extra["date"] = date_iso or values["date"]
+    if mid := _header(msg, "Message-ID"):
+        extra["message_id"] = mid
+    block = [f"{name}: {values[key]}" for name, key in _HEADERS if values[key]]
+    if block:
+        out.paragraph("\n".join(block))
+
+
+def render_message(msg: Message, ctx: Context, doc: Document, out: Builder) -> None:
+    _fill_headers(msg, doc, out)
+    walker = _MailWalker(ctx, doc)
+    walker.walk(msg)
+    for body in walker.bodies:
+        out.preformatted(_tidy(body))
+    if walker.count:
+        doc.metadata.extra["attachments"] = walker.count
+
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\n{3,}", "\n\n", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def extract_eml(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    data = src.read()
+    try:
+        msg = _parse(data)
+    except RecursionError:
+        # Pathological nesting defeats the parser: keep the text of the raw message.
+        doc.warnings.append("MIME structure nested too deeply to parse; raw text kept")
+        out.preformatted(_tidy(decode(data)[0]))
+        return
+    if not msg.keys() and not msg.get_payload():
+        raise ExtractionError(ErrorKind.CORRUPT, "no mail headers or body found")
+    render_message(msg, ctx, doc, out)
+
+
+# --------------------------------------------------------------------------------------
+# mbox
+# --------------------------------------------------------------------------------------
+
+_FROM_LINE = re.compile(rb"^From [^\n]*\n", re.M)
+_HEADER_BLOCK_KNOWN = re.compile(
+    rb"^(from|to|subject|date|received|return-path|message-id|mime-version|"
+    rb"content-type|delivered-to|x-[a-z0-9-]+|sender|reply-to):", re.I | re.M)
+_HEADER_LINE = re.compile(rb"^([!-9;-~]+:|[ \t])")
+_CONTENT_LENGTH = re.compile(rb"^content-length:[ \t]*(\d+)[ \t]*\r?$", re.I | re.M)
+_ESCAPED_FROM = re.compile(rb"^>(>*From )", re.M)
+
+
+def _header_block(buf: Any, start: int) -> bytes | None:
+    """The header block after a From_ line, if it really is one (not a body line)."""
+    chunk = bytes(buf[start:start + 16384])
+    end = chunk.find(b"\n\n")
+    end2 = chunk.find(b"\r\n\r\n")
+    if end2 != -1 and (end == -1 or end2 < end):
+        end = end2
+    head = chunk if end == -1 else chunk[:end]
+    lines = head.split(b"\n")
+    if not lines or not all(_HEADER_LINE.match(ln) or not ln.strip(b"\r") for ln in lines[:40]):
+        return None
+    return head if _HEADER_BLOCK_KNOWN.search(head) else None
+
+
+def _message_spans(buf: Any) -> Iterator[tuple[int, int]]:
+    """(start, end) of each message body after its From_ line; Content-Length honoured."""
+    size = len(buf)
+    starts: list[int] = []
+    skip_until = 0
+    for m in _FROM_LINE.finditer(buf):
+        pos = m.start()
+        if pos < skip_until:
+            continue
+        if pos > 0 and not (pos == 1 or buf[pos - 2:pos] in (b"\n\n", b"\r\n")
+                            or (pos >= 3 and buf[pos - 3:pos] == b"\n\r\n")):
+            continue  # a From_ line must follow a blank line (or open the file)
+        head = _header_block(buf, m.end())
+        if head is None:
+            continue
+        starts.append(m.end())
+        cl = _CONTENT_LENGTH.search(head)
+        if cl:
+            body = m.end() + len(head) + 2
+            after = body + int(cl.group(1))
+            rest = bytes(buf[after:after + 8]).lstrip(b"\r\n")
+            if after <= size and (not rest or rest.startswith(b"From ")):
+                skip_until = after
+    for i, s in enumerate(starts):
+        e = starts[i + 1] if i + 1 < len(starts) else size
+        if i + 1 < len(starts):
+            e = buf.rfind(b"From ", s, e)  # back to the start of the next From_ line
+        yield s, e
+
+
+def _preamble(buf: Any) -> bytes:
+    m = _FROM_LINE.search(buf)
+    return bytes(buf[:m.start()]) if m else b""
+
+
+def extract_mbox(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    with src.open() as f:
+        if src.data_ is not None:
+            _mbox(src.data_, ctx, doc, out)
+            return
+        try:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # empty or unmappable: read it
+            _mbox(f.read(), ctx, doc, out)
+            return
+        try:
+            _mbox(mm, ctx, doc, out)
+        finally:
+            mm.close()
+
+
+def _mbox(buf: Any, ctx: Context, doc: Document, out: Builder) -> None:
+    start = 3 if bytes(buf[:3]) == b"\xef\xbb\xbf" else 0
+    view = buf if start == 0 else bytes(buf[start:])  # a BOM before the first From_
+    spans = list(_message_spans(view))
+    if not spans:
+        raise ExtractionError(ErrorKind.CORRUPT, "no From_ separated messages found")
+    pre = _preamble(view)
+    if pre.strip():
+        out.preformatted(_tidy(decode(pre)[0]))
+    index: list[str] = []
+    for n, (s, e) in enumerate(spans, 1):
+        raw = _ESCAPED_FROM.sub(rb"\1", bytes(view[s:e]).rstrip(b"\r\n") + b"\n")
+        try:
+            ctx.account(len(raw), "mbox")
+        except ExtractionError as exc:
+            doc.children.append(Document.failed(exc.kind, exc.message, name=f"message {n}"))
+            break
+        child = ctx.child(raw, f"message {n}.eml")
+        child.name = child.title or f"message {n}"
+        doc.children.append(child)
+        who = child.metadata.author or ""
+        index.append(f"{child.name}" + (f" — {who}" if who else ""))
+    doc.metadata.extra["messages"] = len(spans)
+    for line in index[:1000]:
+        out.list_item(line)
+
+
+# --------------------------------------------------------------------------------------
+# MSG (Outlook, OLE2)
+# --------------------------------------------------------------------------------------
+
+_PT_UNICODE, _PT_STRING8, _PT_BINARY = "001F", "001E", "0102"
+_FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
+
+
+class _Msg:
+    """Property access under one storage prefix (the message or an embedded one)."""
+
+    def __init__(self, ole: Any, prefix: str, codepage: str | None = None) -> None:
+        self.ole = ole
+        self.prefix = prefix
+        self.fixed = self._fixed_props()
+        cp = self.fixed.get(0x3FFD) or self.fixed.get(0x3FDE)
+        self.codepage = (normalize_charset(f"cp{cp}") if isinstance(cp, int) else None) or \
+            codepage or "cp1252"
+
+    def _read(self, name: str) -> bytes | None:
+        path = self.prefix + name
+        if not self.ole.exists(path):
+            return None
+        return self.ole.openstream(path).read()
+
+    def _fixed_props(self) -> dict[int, Any]:
+        """Integer and time properties from __properties_version1.0."""
+        data = self._read("__properties_version1.0") or b""
+        header = 32 if not self.prefix else 24
+        props: dict[int, Any] = {}
+        for off in range(header, len(data) - 15, 16):
+            ptype, pid = struct.unpack_from("<HH", data, off)
+            if ptype == 0x0003:
+                props[pid] = struct.unpack_from("<i", data, off + 8)[0]
+            elif ptype == 0x0040:
+                props[pid] = struct.unpack_from("<Q", data, off + 8)[0]
+        return props
+
+    def text(self, pid: str) -> str | None:
+        raw = self._read(f"__substg1.0_{pid}{_PT_UNICODE}")
+        if raw is not None:
+            return raw.decode("utf-16-le", "replace").rstrip("\x00")
+        raw = self._read(f"__substg1.0_{pid}{_PT_STRING8}")
+        if raw is not None:
+            return raw.rstrip(b"\x00").decode(self.codepage, "replace")
+        return None
+
+    def binary(self, pid: str) -> bytes | None:
+        return self._read(f"__substg1.0_{pid}{_PT_BINARY}")
+
+    def time(self, pid: int) -> str | None:
+        value = self.fixed.get(pid)
+        if not isinstance(value, int) or value <= 0:
+            return None
+        try:
+            return (_FILETIME_EPOCH + timedelta(microseconds=value // 10)).isoformat()
+        except OverflowError:
+            return None
+
+
+def _msg_storages(ole: Any, prefix: str, kind: str) -> list[str]:
+    depth = prefix.count("/")
+    found = set()
+    for entry in ole.listdir(streams=True, storages=True):
+        if len(entry) > depth and "/".join(entry[:depth]) + ("/" if depth else "") == prefix \
+                and entry[depth].startswith(kind):
+            found.add(entry[depth])
+    return sorted(found)
+
+
+def _render_msg(ole: Any, prefix: str, ctx: Context, doc: Document, out: Builder,
+                level: int = 0) -> None:
+    m = _Msg(ole, prefix)
+    subject = m.text("0037")
+    sender_name, sender_mail = m.text("0C1A"), m.text("0C1F") or m.text("5D01")
+    sender = f"{sender_name} <{sender_mail}>" if sender_name and sender_mail and \
+        sender_mail not in sender_name else (sender_name or sender_mail)
+    to, cc = m.text("0E04"), m.text("0E03")
+    date = m.time(0x0039) or m.time(0x0E06)
+    doc.title, doc.metadata.author, doc.metadata.subject = subject, sender, subject
+    doc.metadata.created = date
+    extra = doc.metadata.extra
+    for key, value in (("from", sender), ("subject", subject), ("date", date),
+                       ("message_id", m.text("1035"))):
+        if value:
+            extra[key] = value
+    for key, value in (("to", to), ("cc", cc)):
+        if value:
+            extra[key] = [x.strip() for x in value.split(";") if x.strip()]
+    block = [f"{k}: {v}" for k, v in (("From", sender), ("To", to), ("Cc", cc), ("Date", date),
+                                        ("Subject", subject)) if v]
+    if block:
+        out.paragraph("\n".join(block))
+    body = m.text("1000")
+    if not (body and body.strip()):
+        body = _msg_html(m, ctx)
+    if not (body and body.strip()):
+        body = _msg_rtf(m)
+    if body and body.strip():
+        out.preformatted(_tidy(body.replace("\x00", "")))
+    for storage in _msg_storages(ole, prefix, "__attach_version1.0_"):
+        _msg_attachment(ole, f"{prefix}{storage}/", ctx, doc, level, m.codepage)
+
+
+def _msg_html(m: _Msg, ctx: Context) -> str | None:
+    raw = m.binary("1013")
+    if raw is not None:
+        head = raw[:2048].decode("ascii", "replace")
+        cs = re.search(r"charset=[\"']?([\w-]+)", head, re.I)
+        html = decode_body(raw, cs.group(1) if cs else m.codepage)
+    else:
+        html = m.text("1013")
+    return html_to_text(html, ctx) if html and html.strip() else None
+
+
+def _msg_rtf(m: _Msg) -> str | None:
+    raw = m.binary("1009")
+    if not raw:
+        return None
+    try:
+        from .rtf import rtf_to_text
+
+        return rtf_to_text(lzfu_decompress(raw))
+    except (ValueError, struct.error, IndexError):
+        return None
+
+
+def _msg_attachment(ole: Any, prefix: str, ctx: Context, doc: Document, level: int,
+                    codepage: str) -> None:
+    a = _Msg(ole, prefix, codepage)
+    name = a.text("3707") or a.text("3704") or a.text("3001") or "attachment"
+    name = _safe_name(name.replace("\x00", ""))
+    if ole.exists(prefix + "__substg1.0_3701000D"):
+        sub = Document(name=name if name != "attachment" else "message.msg",
+                       mime_type="application/vnd.ms-outlook")
+        if ctx.depth + level + 1 > ctx.options.max_depth:
+            doc.children.append(Document.failed(ErrorKind.TOO_LARGE, "nested too deeply",
+                                                name=sub.name))
+            return
+        b = Builder()
+        _render_msg(ole, prefix + "__substg1.0_3701000D/", ctx, sub, b, level + 1)
+        sub.text, sub.markdown, sub.pages = b.build()
+        sub.status = Status.OK if sub.text.strip() else Status.EMPTY
+        sub.name = sub.title or sub.name
+        doc.children.append(sub)
+        return
+    data = a.binary("3701")
+    if not data:
+        return
+    try:
+        ctx.account(len(data), "MSG attachments")
+    except ExtractionError as exc:
+        doc.children.append(Document.failed(exc.kind, exc.message, name=name))
+        return
+    doc.children.append(ctx.child(data, name))
+
+
+def extract_msg(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    import olefile
+
+    try:
+        ole = olefile.OleFileIO(str(src.path) if src.data_ is None else src.data_)
+    except Exception as exc:
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged Outlook file: {exc}") from exc
+    try:
+        _render_msg(ole, "", ctx, doc, out)
+    except ExtractionError:
+        raise
+    except RecursionError:
+        raise
+    except Exception as exc:  # olefile/struct errors on fuzzed directories and sectors
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged Outlook file: {exc}") from exc
+    finally:
+        ole.close()
+
+
+# --------------------------------------------------------------------------------------
+# Compressed RTF (MS-OXRTFCP), the only body some MSG files have
+# --------------------------------------------------------------------------------------
+
+_LZFU_DICT = (
+    b"{\\rtf1\\ansi\\mac\\deff0\\deftab720{\\fonttbl;}{\\f0\\fnil \\froman \\fswiss "
+    b"\\fmodern \\fscript \\fdecor MS Sans SerifSymbolArialTimes New RomanCourier"
+    b"{\\colortbl\\red0\\green0\\blue0\r\n\\par \\pard\\plain\\f0\\fs20\\b\\i\\u\\tab\\tx"
+)
+
+
+def lzfu_decompress(data: bytes) -> bytes:
+    """Decompress an RTF body (LZFu); uncompressed ('MELA') bodies pass through."""
+    if len(data) < 16:
+        raise ValueError("compressed RTF header truncated")
+    _csize, raw_size, magic, _crc = struct.unpack_from("<IIII", data, 0)
+    if magic == 0x414C454D:  # "MELA": stored uncompressed
+        return data[16:16 + raw_size]
+    if magic != 0x75465A4C:  # "LZFu"
+        raise ValueError("unknown compressed RTF signature")
+    window = bytearray(4096)
+    window[:len(_LZFU_DICT)] = _LZFU_DICT
+    wpos = len(_LZFU_DICT)
+    out = bytearray()
+    pos, end = 16, len(data)
+    limit = raw_size + 4096
+    while pos < end and len(out) < limit:
+        flags = data[pos]
+        pos += 1
+        for bit in range(8):
+            if pos >= end:
+                break
+            if flags & (1 << bit):
+                if pos + 2 > end:
+                    break
+                ref = (data[pos] << 8) | data[pos + 1]
+                pos += 2
+                offset, length = ref >> 4, (ref & 0xF) + 2
+                if offset == wpos:
+                    return bytes(out)
+                for i in range(length):
+                    c = window[(offset + i) & 0xFFF]
+                    out.append(c)
+                    window[wpos] = c
+                    wpos = (wpos + 1) & 0xFFF
+            else:
+                c = data[pos]
+                pos += 1
+                out.append(c)
+                window[wpos] = c
+                wpos = (wpos + 1) & 0xFFF
+    return bytes(out)
