@@ -1,0 +1,229 @@
+"""DOCX: round trips through python-docx-made files, raw-XML edge cases, the dev corpus."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import time
+import zipfile
+from pathlib import Path
+
+import docx
+import pytest
+
+import textsieve
+from textsieve.model import ErrorKind, Status
+
+W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def _make_docx() -> bytes:
+    d = docx.Document()
+    d.core_properties.title = "Quarterly Report"
+    d.core_properties.author = "Ada Lovelace"
+    d.core_properties.subject = "Finance"
+    d.core_properties.keywords = "alpha, beta"
+    d.core_properties.language = "en-GB"
+    d.core_properties.created = dt.datetime(2021, 3, 4, 5, 6, 7)
+    sec = d.sections[0]
+    sec.header.paragraphs[0].text = "ACME header line"
+    sec.footer.paragraphs[0].text = "Confidential footer"
+    d.add_heading("Introduction", level=1)
+    d.add_paragraph("First body paragraph.")
+    d.add_heading("Details", level=2)
+    d.add_paragraph("apple", style="List Bullet")
+    d.add_paragraph("banana", style="List Bullet")
+    d.add_paragraph("step one", style="List Number")
+    d.add_paragraph("step two", style="List Number")
+    t = d.add_table(rows=2, cols=2)
+    t.cell(0, 0).text, t.cell(0, 1).text = "a", "b"
+    t.cell(1, 0).text, t.cell(1, 1).text = "1", "2"
+    d.add_paragraph("Closing words.")
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def _patch(data: bytes, replace: dict[str, bytes]) -> bytes:
+    """Rewrite some parts of a package (raw XML features python-docx cannot make)."""
+    src = zipfile.ZipFile(io.BytesIO(data))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            if info.filename not in replace:
+                dst.writestr(info, src.read(info))
+        for name, content in replace.items():
+            dst.writestr(name, content)
+    return buf.getvalue()
+
+
+def _body(xml: str) -> bytes:
+    return (f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{W_NS}" '
+            'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+            'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape" '
+            'xmlns:v="urn:schemas-microsoft-com:vml">'
+            f"<w:body>{xml}</w:body></w:document>").encode()
+
+
+def test_round_trip_structure_and_metadata() -> None:
+    doc = textsieve.extract(_make_docx())
+    assert doc.status is Status.OK, doc.error
+    md = doc.markdown
+    assert "# Introduction" in md and "## Details" in md
+    assert "- apple\n- banana" in md
+    assert "1. step one\n2. step two" in md
+    assert "| a | b |" in md and "| 1 | 2 |" in md
+    # Order: header, body in sequence, footer.
+    text = doc.text
+    order = ["ACME header line", "Introduction", "First body paragraph.", "Details", "apple",
+             "step two", "Closing words.", "Confidential footer"]
+    positions = [text.index(s) for s in order]
+    assert positions == sorted(positions)
+    assert text.count("ACME header line") == 1
+    assert doc.title == "Quarterly Report"
+    m = doc.metadata
+    assert m.author == "Ada Lovelace" and m.subject == "Finance" and m.keywords == "alpha, beta"
+    assert m.language == "en-GB"
+    assert m.created is not None and m.created.startswith("2021-03-04")
+
+
+def test_tracked_changes_fields_textboxes_and_notes() -> None:
+    body = _body(
+        '<w:p><w:r><w:t xml:space="preserve">Kept </w:t></w:r>'
+        '<w:del><w:r><w:delText>REMOVED</w:delText></w:r></w:del>'
+        '<w:ins><w:r><w:t>inserted</w:t></w:r></w:ins></w:p>'
+        '<w:p><w:r><w:fldChar w:fldCharType="begin"/></w:r>'
+        '<w:r><w:instrText> AUTHOR \\* Upper </w:instrText></w:r>'
+        '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>SHOWN RESULT</w:t></w:r>'
+        '<w:r><w:fldChar w:fldCharType="end"/></w:r></w:p>'
+        '<w:p><w:r><w:t>Anchor</w:t></w:r><w:r><mc:AlternateContent><mc:Choice Requires="wps">'
+        '<w:drawing><wps:txbx><w:txbxContent><w:p><w:r><w:t>Boxed text</w:t></w:r></w:p>'
+        '</w:txbxContent></wps:txbx></w:drawing></mc:Choice><mc:Fallback><w:pict><v:textbox>'
+        '<w:txbxContent><w:p><w:r><w:t>Boxed text</w:t></w:r></w:p></w:txbxContent>'
+        '</v:textbox></w:pict></mc:Fallback></mc:AlternateContent></w:r>'
+        '<w:r><w:footnoteReference w:id="1"/></w:r><w:r><w:tab/><w:t>after tab</w:t></w:r></w:p>'
+        '<w:tbl><w:tr><w:tc><w:tcPr><w:gridSpan w:val="2"/></w:tcPr><w:p><w:r><w:t>wide</w:t>'
+        '</w:r></w:p></w:tc></w:tr><w:tr><w:tc><w:p><w:r><w:t>x</w:t></w:r></w:p>'
+        '<w:tbl><w:tr><w:tc><w:p><w:r><w:t>inner1</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r>'
+        '<w:t>inner2</w:t></w:r></w:p></w:tc></w:tr></w:tbl></w:tc><w:tc><w:p><w:r><w:t>y</w:t>'
+        '</w:r></w:p></w:tc></w:tr></w:tbl>')
+    notes = (f'<?xml version="1.0"?><w:footnotes xmlns:w="{W_NS}">'
+             '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p>'
+             '</w:footnote><w:footnote w:id="1"><w:p><w:r><w:t>The footnote body.</w:t></w:r>'
+             '</w:p></w:footnote></w:footnotes>').encode()
+    base = _make_docx()
+    rels = zipfile.ZipFile(io.BytesIO(base)).read("word/_rels/document.xml.rels")
+    rels = rels.replace(b"</Relationships>", (
+        b'<Relationship Id="rIdFn" Type="http://schemas.openxmlformats.org/officeDocument/'
+        b'2006/relationships/footnotes" Target="footnotes.xml"/></Relationships>'))
+    data = _patch(base, {"word/document.xml": body, "word/footnotes.xml": notes,
+                         "word/_rels/document.xml.rels": rels})
+    doc = textsieve.extract(data)
+    assert doc.status is Status.OK, doc.error
+    text = doc.text
+    assert "Kept inserted" in text and "REMOVED" not in text
+    assert "SHOWN RESULT" in text and "AUTHOR" not in text
+    assert text.count("Boxed text") == 1
+    assert text.index("Anchor") < text.index("Boxed text")
+    assert "after tab" in text
+    assert "| wide |  |" in doc.markdown
+    assert "inner1 | inner2" in text
+    assert text.index("The footnote body.") > text.index("y")
+
+
+def test_comments_only_on_request() -> None:
+    comments = (f'<?xml version="1.0"?><w:comments xmlns:w="{W_NS}"><w:comment w:id="0" '
+                'w:author="Bob"><w:p><w:r><w:t>Check this figure</w:t></w:r></w:p>'
+                '</w:comment></w:comments>').encode()
+    base = _make_docx()
+    rels = zipfile.ZipFile(io.BytesIO(base)).read("word/_rels/document.xml.rels")
+    rels = rels.replace(b"</Relationships>", (
+        b'<Relationship Id="rIdCm" Type="http://schemas.openxmlformats.org/officeDocument/'
+        b'2006/relationships/comments" Target="comments.xml"/></Relationships>'))
+    data = _patch(base, {"word/comments.xml": comments, "word/_rels/document.xml.rels": rels})
+    assert "Check this figure" not in textsieve.extract(data).text
+    with_c = textsieve.extract(data, comments=True).text
+    assert "Check this figure" in with_c and "Bob" in with_c
+
+
+def test_xml_bomb_and_external_entity_are_not_expanded(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-CONTENT")
+    lol = "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
+    xml = (f'<?xml version="1.0"?><!DOCTYPE w:document [<!ENTITY lol0 "lol">{lol}'
+           f'<!ENTITY xxe SYSTEM "file://{secret}">]>'
+           f'<w:document xmlns:w="{W_NS}"><w:body><w:p><w:r><w:t>Visible &xxe; &lol9;</w:t>'
+           '</w:r></w:p></w:body></w:document>').encode()
+    data = _patch(_make_docx(), {"word/document.xml": xml})
+    t = time.perf_counter()
+    doc = textsieve.extract(data)
+    assert time.perf_counter() - t < 5
+    assert "TOP-SECRET" not in doc.text
+    assert "lollol" not in doc.text
+    assert doc.ok or doc.error.kind is ErrorKind.CORRUPT
+
+
+def test_missing_document_part_is_corrupt() -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", '<Types><Override PartName="/word/document.xml" '
+                   'ContentType="application/vnd.openxmlformats-officedocument.'
+                   'wordprocessingml.document.main+xml"/></Types>')
+        z.writestr("word/styles.xml", "<x/>")
+    doc = textsieve.extract(buf.getvalue())
+    assert doc.status is Status.ERROR and doc.error.kind is ErrorKind.CORRUPT
+
+
+def test_missing_secondary_parts_still_give_text() -> None:
+    base = _make_docx()
+    src = zipfile.ZipFile(io.BytesIO(base))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            if info.filename in ("word/styles.xml", "word/numbering.xml", "docProps/core.xml"):
+                continue
+            dst.writestr(info, src.read(info))
+    doc = textsieve.extract(buf.getvalue())
+    assert doc.status is Status.OK and "First body paragraph." in doc.text
+
+
+def test_corpus_attachments_become_children(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "docx" / "poi__WordWithAttachments.docx")
+    assert doc.status is Status.OK
+    assert "Русский вариант" in doc.text
+    assert len(doc.children) >= 4
+    assert any("this is ooxml" in c.text for c in doc.children)
+    assert sum(1 for c in doc.children if c.ok and c.text.strip()) >= 3
+
+
+def test_corpus_tracked_changes_and_fields(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "docx" / "poi__FieldCodes.docx")
+    assert "ANTONI" in doc.text and "MERGEFORMAT" not in doc.text
+    cb = textsieve.extract(corpus / "docx" / "poi__checkboxes.docx").text
+    assert "☒" in cb and "☐" in cb
+
+
+CORPUS_DOCX = ["poi__FieldCodes.docx", "poi__HeaderFooterUnicode.docx",
+               "poi__bib-chernigovka.netdo.ru_download_docs_17459.docx", "poi__checkboxes.docx",
+               "poi__delins.docx", "poi__sample.docx", "pydocx__comments-rich-para.docx",
+               "pydocx__par-hyperlinks.docx"]
+
+
+@pytest.mark.parametrize("name", CORPUS_DOCX)
+def test_corpus_has_text(corpus: Path, name: str) -> None:
+    doc = textsieve.extract(corpus / "docx" / name)
+    assert doc.status is Status.OK, doc.error
+    assert len(doc.text.strip()) >= 10
+
+
+@pytest.mark.parametrize("name", ["pydocx__having-images.docx", "pydocx__tbl-having-tables.docx"])
+def test_corpus_textless_files_are_empty_not_errors(corpus: Path, name: str) -> None:
+    assert textsieve.extract(corpus / "docx" / name).status is Status.EMPTY
+
+
+@pytest.mark.parametrize("name", [
+    "poi__clusterfuzz-testcase-minimized-POIXWPFFuzzer-4959857092198400.docx",
+    "poi__truncated62886.docx"])
+def test_corpus_damaged_is_corrupt(corpus: Path, name: str) -> None:
+    doc = textsieve.extract(corpus / "docx" / name)
+    assert doc.status is Status.ERROR and doc.error.kind is ErrorKind.CORRUPT
