@@ -1,0 +1,112 @@
+"""RTF: handwritten documents with known text (code pages, unicode, tables, fields)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import textsieve
+from textsieve.extractors.rtf import rtf_to_text
+
+
+def _rtf(body: str, header: str = r"{\rtf1\ansi\ansicpg1252\deff0") -> bytes:
+    return (header + body + "}").encode("ascii")
+
+
+def test_unicode_escapes_and_uc_skip() -> None:
+    data = _rtf(r"{\fonttbl{\f0 Arial;}}\uc1 Caf\u233?  \u26580?\u36947? \u-10179?\u-8704? end\par")
+    text = textsieve.extract(data).text
+    assert "Café" in text
+    assert "柔道" in text
+    assert "\U0001f600" in text  # a surrogate pair joined into one character
+    assert "?" not in text and "end" in text
+
+
+def test_cp1251_hex_escapes() -> None:
+    data = _rtf(r"\'cf\'f0\'e8\'e2\'e5\'f2 \'ec\'e8\'f0\par",
+                r"{\rtf1\ansi\ansicpg1251\deff0")
+    assert textsieve.extract(data).text == "Привет мир"
+
+
+def test_font_charset_overrides_ansi_code_page() -> None:
+    data = _rtf(r"{\fonttbl{\f0\fcharset0 Arial;}{\f1\fcharset204 Arial Cyr;}}"
+                r"{\f1 \'c4\'e0}\par")
+    assert textsieve.extract(data).text == "Да"
+
+
+def test_table_fields_info_and_skipped_destinations() -> None:
+    data = _rtf(
+        r"{\fonttbl{\f0 Times;}}{\colortbl;\red0\green0\blue0;}"
+        r"{\stylesheet{\s0 Normal;}}"
+        r"{\info{\title Quarterly Report}{\author Ada Lovelace}"
+        r"{\creatim\yr2021\mo3\dy4\hr5\min6}}"
+        r"{\*\generator Secret Generator;}"
+        r"Intro paragraph.\par"
+        r"\trowd\cellx1000\cellx2000\intbl Name\cell Value\cell\row"
+        r"\trowd\cellx1000\cellx2000\intbl alpha\cell 42\cell\row"
+        r"\pard After the table {\field{\*\fldinst HYPERLINK \"http://x.example\"}"
+        r"{\fldrslt link text}} done.\par"
+        r"{\pict\pngblip 89504e470d0a1a0a}"
+        r"Tab\tab separated\line next line\par"
+    )
+    doc = textsieve.extract(data)
+    assert doc.title == "Quarterly Report"
+    assert doc.metadata.author == "Ada Lovelace"
+    assert doc.metadata.created == "2021-03-04T05:06:00"
+    text = doc.text
+    assert "Intro paragraph." in text
+    assert "Name\tValue\nalpha\t42" in text
+    assert "After the table link text done." in text
+    assert "Tab separated\nnext line" in text  # the Builder folds tabs in paragraphs
+    assert "Tab\tseparated\nnext line" in rtf_to_text(data)
+    for junk in ("Times", "Normal", "Secret", "HYPERLINK", "89504e", "Quarterly"):
+        assert junk not in text
+    assert "| alpha | 42 |" in doc.markdown
+
+
+def test_control_symbols_and_binary_skip() -> None:
+    data = (rb"{\rtf1\ansi a\~b\_c \{braces\} back\\slash \emdash{\bin6 }{\x\'41}z\par}")
+    text = rtf_to_text(data)  # \bin's 6 raw bytes (braces, a backslash) are skipped unread
+    assert text == "a\u00a0b\u2011c {braces} back\\slash \u2014z"
+
+
+def test_malformed_rtf_still_gives_text() -> None:
+    data = b"{\\rtf1\\ansi {\\b unclosed group text} stray } } more text \\'e9t\\"
+    assert "unclosed group text" in rtf_to_text(data)
+    assert "more text ét" in rtf_to_text(data)
+
+
+def test_linear_time_on_large_input() -> None:
+    para = r"Lorem {\b ipsum} dolor \'e9 \u8364? sit amet.\par "
+    data = _rtf(para * 40_000)  # about 2 MB
+    t = time.perf_counter()
+    text = rtf_to_text(data)
+    assert time.perf_counter() - t < 5
+    assert text.count("Lorem ipsum dolor é € sit amet.") == 40_000
+
+
+def test_dev_corpus_rtf(corpus: Path) -> None:
+    files = sorted((corpus / "rtf").iterdir())
+    assert files
+    for f in files:
+        doc = textsieve.extract(f)
+        assert doc.status == "ok", (f.name, doc.error)
+        assert doc.text.strip(), f.name
+    expect = {
+        "striprtf__unicode.rtf": "柔道",
+        "striprtf__ansicpg1250.rtf": "Proszę o zapoznanie się",
+        "striprtf__issue_29_bad.rtf": "Таблиця розподілу номерного ресурсу",
+        "striprtf__encoding.rtf": "TOMOGRAFIA COMPUTADORIZADA DE TÓRAX",
+        "striprtf__pages_table_sample.rtf": "A1\tB1\tC1",
+        "striprtf__hyperlinks.rtf": "Wikipedia",
+    }
+    for name, needle in expect.items():
+        assert needle in textsieve.extract(corpus / "rtf" / name).text, name
+
+
+@pytest.mark.parametrize("data", [b"{\\rtf1", b"{\\rtf1}", b"{\\rtf1 \\u"])
+def test_degenerate_rtf_is_not_an_internal_error(data: bytes) -> None:
+    doc = textsieve.extract(data)
+    assert doc.error is None or doc.error.kind != "internal"
