@@ -64,14 +64,15 @@ class _Slide:
                         self.collect(ch)
                         break
 
-    def _pos(self, el: etree._Element, ph_key: str | None) -> tuple[int, int]:
+    def _pos(self, el: etree._Element, ph_keys: list[str]) -> tuple[int, int]:
         for x in el.iter():
             if local(x.tag) == "off":
                 return _int(x.get("y")), _int(x.get("x"))
             if local(x.tag) in ("txBody", "graphic"):
                 break
-        if ph_key is not None and ph_key in self.layout_pos:
-            return self.layout_pos[ph_key]
+        for key in ph_keys:
+            if key in self.layout_pos:
+                return self.layout_pos[key]
         return (1 << 40), (1 << 40)  # unknown: after the positioned shapes
 
     def text_shape(self, sp: etree._Element) -> None:
@@ -150,30 +151,40 @@ def _placeholder(el: etree._Element) -> tuple[str, str | None] | None:
     return None
 
 
-def _ph_key(ph: tuple[str, str | None] | None) -> str | None:
+def _ph_key(ph: tuple[str, str | None] | None) -> list[str]:
+    """Lookup keys for a placeholder's inherited position: its idx, then its type."""
     if ph is None:
-        return None
-    return f"idx:{ph[1]}" if ph[1] is not None else f"type:{ph[0]}"
+        return []
+    keys = [f"idx:{ph[1]}"] if ph[1] is not None else []
+    kind = "title" if ph[0] in _TITLES else "body" if ph[0] in ("", "obj") else ph[0]
+    return [*keys, f"type:{ph[0]}", f"type:{kind}"]
 
 
-def _layout_positions(root: etree._Element | None) -> dict[str, tuple[int, int]]:
-    """Placeholder positions on a layout, keyed by idx and by type."""
+def _layout_positions(root: etree._Element | None,
+                      inherited: dict[str, tuple[int, int]] | None = None,
+                      ) -> dict[str, tuple[int, int]]:
+    """Placeholder positions on a layout (or master), keyed by idx and by type; a layout
+    placeholder without its own offset takes the master's for its type."""
     out: dict[str, tuple[int, int]] = {}
     if root is None:
         return out
+    inherited = inherited or {}
     for sp in root.iter():
         if local(sp.tag) not in ("sp", "graphicFrame"):
             continue
         ph = _placeholder(sp)
-        off = next((x for x in sp.iter() if local(x.tag) == "off"), None)
-        if ph is None or off is None:
+        if ph is None:
             continue
-        pos = (_int(off.get("y")), _int(off.get("x")))
+        kind = "title" if ph[0] in _TITLES else "body" if ph[0] in ("", "obj") else ph[0]
+        off = next((x for x in sp.iter() if local(x.tag) == "off"), None)
+        pos = (_int(off.get("y")), _int(off.get("x"))) if off is not None else \
+            inherited.get(f"type:{kind}")
+        if pos is None:
+            continue
         if ph[1] is not None:
             out.setdefault(f"idx:{ph[1]}", pos)
         out.setdefault(f"type:{ph[0]}", pos)
-        if ph[0] in _TITLES:
-            out.setdefault("type:title", pos)
+        out.setdefault(f"type:{kind}", pos)
     return out
 
 
@@ -286,7 +297,12 @@ def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
     part_rels = rels(zf, part, ctx)
     layout_part = next((p for k, p in part_rels.values() if k == "slideLayout"), None)
     if layout_part is not None and layout_part not in layouts:
-        layouts[layout_part] = _layout_positions(_safe_part(zf, layout_part, ctx))
+        master = next((p for k, p in rels(zf, layout_part, ctx).values()
+                       if k == "slideMaster"), None)
+        if master is not None and master not in layouts:
+            layouts[master] = _layout_positions(_safe_part(zf, master, ctx))
+        layouts[layout_part] = _layout_positions(_safe_part(zf, layout_part, ctx),
+                                                 layouts.get(master or ""))
     slide = _Slide(zf, ctx, part, layouts.get(layout_part or "", {}))
     slide._rels = part_rels
     tree = next((x for x in root.iter() if local(x.tag) == "spTree"), None)

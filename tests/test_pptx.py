@@ -1,0 +1,119 @@
+"""PPTX: python-pptx round trips (titles, bullets with levels, tables, notes) and corpus."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pptx
+import pytest
+from pptx.util import Inches
+
+import textsieve
+from textsieve.model import ErrorKind, Status
+
+
+def _make_pptx() -> bytes:
+    prs = pptx.Presentation()
+    prs.core_properties.title = "Roadmap Deck"
+    prs.core_properties.author = "Grace Hopper"
+    # Slide 1: title + bullets with levels; a free text box placed ABOVE the body.
+    s1 = prs.slides.add_slide(prs.slide_layouts[1])
+    s1.shapes.title.text = "Goals"
+    body = s1.placeholders[1].text_frame
+    body.text = "Ship version two"
+    p = body.add_paragraph()
+    p.text, p.level = "Faster parser", 1
+    p = body.add_paragraph()
+    p.text = "Hire people"
+    box = s1.shapes.add_textbox(Inches(7), Inches(7), Inches(2), Inches(0.5))
+    box.text_frame.text = "Footer box at the bottom"
+    s1.notes_slide.notes_text_frame.text = "Speak slowly here"
+    # Slide 2: title + table.
+    s2 = prs.slides.add_slide(prs.slide_layouts[5])
+    s2.shapes.title.text = "Numbers"
+    tbl = s2.shapes.add_table(2, 2, Inches(1), Inches(2), Inches(6), Inches(1)).table
+    for (r, c), v in {(0, 0): "Quarter", (0, 1): "Sales", (1, 0): "Q1", (1, 1): "42"}.items():
+        tbl.cell(r, c).text = v
+    # Slide 3: group shape with text.
+    s3 = prs.slides.add_slide(prs.slide_layouts[6])
+    grp = s3.shapes.add_group_shape()
+    tb = grp.shapes.add_textbox(Inches(1), Inches(1), Inches(3), Inches(1))
+    tb.text_frame.text = "Grouped words"
+    buf = io.BytesIO()
+    prs.save(buf)
+    return buf.getvalue()
+
+
+def test_round_trip() -> None:
+    doc = textsieve.extract(_make_pptx())
+    assert doc.status is Status.OK, doc.error
+    assert [p.number for p in doc.pages] == [1, 2, 3]
+    md = doc.markdown
+    assert "## Goals" in md and "## Numbers" in md
+    assert "- Ship version two\n  - Faster parser\n- Hire people" in md
+    assert "| Quarter | Sales |" in md and "| Q1 | 42 |" in md
+    p1 = doc.pages[0].text
+    assert p1.index("Goals") < p1.index("Ship version two") < p1.index("Footer box")
+    assert p1.index("Footer box") < p1.index("Notes:") < p1.index("Speak slowly here")
+    assert "Grouped words" in doc.pages[2].text
+    assert doc.title == "Roadmap Deck" and doc.metadata.author == "Grace Hopper"
+    assert doc.metadata.page_count == 3
+
+
+def test_slide_order_follows_presentation_not_file_names() -> None:
+    prs = pptx.Presentation(io.BytesIO(_make_pptx()))
+    ids = prs.slides._sldIdLst
+    first = ids[0]
+    ids.remove(first)
+    ids.append(first)  # now: Numbers, group slide, Goals
+    buf = io.BytesIO()
+    prs.save(buf)
+    doc = textsieve.extract(buf.getvalue())
+    assert "Numbers" in doc.pages[0].text and "Goals" in doc.pages[2].text
+
+
+def test_not_a_presentation_zip_is_corrupt() -> None:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("ppt/slides/slide1.xml", "<x/>")
+    doc = textsieve.extract(buf.getvalue(), name="x.pptx")
+    assert doc.status is Status.ERROR and doc.error.kind is ErrorKind.CORRUPT
+
+
+def test_corpus_notes_and_embeddings(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "pptx" / "poi__SampleShow.pptx")
+    assert "## Title of the first slide" in doc.markdown
+    assert "I am the notes of the first slide" in doc.pages[0].text
+    att = textsieve.extract(corpus / "pptx" / "poi__PPTWithAttachments.pptm")
+    assert att.status is Status.OK and len(att.children) >= 3
+    assert any("I am ooxml" in c.text for c in att.children)
+
+
+CORPUS_TEXT = ["poi__PPTWithAttachments.pptm", "poi__SampleShow.pptx",
+               "poi__aascu.org_hbcu_leadershipsummit_cooper_.pptx", "poi__bar-chart.pptx",
+               "poi__bug58144-headers-footers-2007.pptx", "poi__with_japanese.pptx",
+               "pypptx__missing_rels_item.pptx", "pypptx__prs-notes.pptx"]
+
+
+@pytest.mark.parametrize("name", CORPUS_TEXT)
+def test_corpus_has_text(corpus: Path, name: str) -> None:
+    doc = textsieve.extract(corpus / "pptx" / name)
+    assert doc.status is Status.OK, doc.error
+    assert doc.text.strip() and doc.pages
+
+
+@pytest.mark.parametrize("name", ["poi__SmartArt.pptx", "poi__table_test.pptx",
+                                  "pypptx__no-slides.pptx", "pypptx__shp-groupshape.pptx"])
+def test_corpus_textless_decks_are_empty(corpus: Path, name: str) -> None:
+    # These decks hold only empty placeholders, cells and SmartArt nodes.
+    assert textsieve.extract(corpus / "pptx" / name).status is Status.EMPTY
+
+
+def test_corpus_fuzzed_is_corrupt(corpus: Path) -> None:
+    doc = textsieve.extract(
+        corpus / "pptx" / "poi__clusterfuzz-testcase-minimized-POIXSLFFuzzer-6254434927378432.pptx")
+    assert doc.error is not None and doc.error.kind is ErrorKind.CORRUPT
