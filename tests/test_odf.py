@@ -1,0 +1,150 @@
+"""ODF: odfdo-made text and presentation documents round trip; corpus files."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from odfdo import (
+    Document,
+    DrawPage,
+    Frame,
+    Header,
+    List,
+    ListItem,
+    Note,
+    Paragraph,
+    Table,
+)
+
+import textsieve
+from textsieve.model import ErrorKind, Status
+
+
+def _save(doc: Document) -> bytes:
+    buf = io.BytesIO()
+    doc.save(buf)
+    return buf.getvalue()
+
+
+def _make_odt() -> bytes:
+    doc = Document("text")
+    body = doc.body
+    body.clear()
+    body.append(Header(1, "Main Title"))
+    body.append(Paragraph("Opening paragraph."))
+    body.append(Header(2, "Sub Section"))
+    lst = List(["first item", "second item"])
+    inner = List(["nested item"])
+    item = ListItem("third item")
+    item.append(inner)
+    lst.append(item)
+    body.append(lst)
+    table = Table("T1", width=2, height=2)
+    table.set_values([["a", "b"], ["1", "2"]])
+    body.append(table)
+    para = Paragraph("Body with note")
+    para.append(Note(note_id="ftn1", citation="1", body="The note text."))
+    body.append(para)
+    body.append(Paragraph("Final words."))
+    doc.meta.title = "ODT Title"
+    doc.meta.language = "fr-FR"
+    doc.meta.subject = "Testing"
+    return _save(doc)
+
+
+def test_odt_round_trip() -> None:
+    out = textsieve.extract(_make_odt())
+    assert out.status is Status.OK, out.error
+    md = out.markdown
+    assert "# Main Title" in md and "## Sub Section" in md
+    assert "- first item\n- second item\n- third item\n  - nested item" in md
+    assert "| a | b |" in md and "| 1 | 2 |" in md
+    text = out.text
+    order = ["Main Title", "Opening paragraph.", "first item", "nested item", "Body with note",
+             "Final words.", "The note text."]
+    assert [text.index(s) for s in order] == sorted(text.index(s) for s in order)
+    assert out.title == "ODT Title"
+    assert out.metadata.language == "fr-FR" and out.metadata.subject == "Testing"
+
+
+def test_odp_round_trip_pages() -> None:
+    doc = Document("presentation")
+    body = doc.body
+    body.clear()
+    for i, words in enumerate(["alpha slide words", "beta slide words"], 1):
+        page = DrawPage(f"p{i}", name=f"Chapter {i}")
+        page.append(Frame.text_frame(words, size=("10cm", "2cm"), position=("1cm", "1cm")))
+        body.append(page)
+    out = textsieve.extract(_save(doc))
+    assert out.status is Status.OK, out.error
+    assert [p.number for p in out.pages] == [1, 2]
+    assert "alpha slide words" in out.pages[0].text and "beta" not in out.pages[0].text
+    assert "beta slide words" in out.pages[1].text
+    assert "## Chapter 1" in out.markdown  # the page name when no title frame exists
+
+
+def test_tracked_deletions_dropped(corpus: Path) -> None:
+    out = textsieve.extract(corpus / "odt" / "odfdo__tracked_changes.odt")
+    assert "los bonitos amigos" in out.text
+    assert "amis," not in out.text
+
+
+def test_annotations_only_with_comments(corpus: Path) -> None:
+    path = corpus / "odt" / "odfdo__note.odt"
+    plain = textsieve.extract(path)
+    assert "Un paragraphe d'apparence banale." in plain.text
+    assert "Les apparences sont trompeuses" in plain.text  # the endnote
+    assert "Sauf qu'il est commenté" not in plain.text
+    assert "Sauf qu'il est commenté" in textsieve.extract(path, comments=True).text
+
+
+def test_encrypted_odf() -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
+        z.writestr("content.xml", b"\x8a\x01garbage")
+        z.writestr("META-INF/manifest.xml", (
+            '<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:'
+            'manifest:1.0"><manifest:file-entry manifest:full-path="/" manifest:media-type='
+            '"application/vnd.oasis.opendocument.text"/><manifest:file-entry manifest:'
+            'full-path="content.xml" manifest:media-type="text/xml"><manifest:encryption-data '
+            'manifest:checksum-type="SHA1"/></manifest:file-entry></manifest:manifest>'))
+    out = textsieve.extract(buf.getvalue())
+    assert out.status is Status.ERROR and out.error.kind is ErrorKind.ENCRYPTED
+
+
+def test_broken_content_is_corrupt() -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
+        z.writestr("styles.xml", "<x/>")
+    out = textsieve.extract(buf.getvalue())
+    assert out.status is Status.ERROR and out.error.kind is ErrorKind.CORRUPT
+
+
+def test_corpus_embedded_chart_tables(corpus: Path) -> None:
+    out = textsieve.extract(corpus / "odp" / "odftoolkit__presentationWithEmbedDoc.odp")
+    assert "| Row 1 | 9.1 | 3.2 | 4.54 |" in out.markdown
+
+
+def test_corpus_shifted_zip_offsets(corpus: Path) -> None:
+    out = textsieve.extract(corpus / "odt" / "ocrmypdf__tagged.odt")
+    assert out.status is Status.OK and "Page 2 Heading" in out.text
+
+
+ODT = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "shared" / "data" /
+                              "dev-corpus" / "odt").glob("*.odt"))
+ODP = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "shared" / "data" /
+                              "dev-corpus" / "odp").glob("*.odp"))
+
+
+@pytest.mark.parametrize("folder,name", [("odt", n) for n in ODT] + [("odp", n) for n in ODP])
+def test_corpus_has_text(corpus: Path, folder: str, name: str) -> None:
+    out = textsieve.extract(corpus / folder / name)
+    assert out.status is Status.OK, out.error
+    assert out.text.strip()
+    if folder == "odp":
+        assert out.pages
