@@ -67,7 +67,7 @@ def test_table_fields_info_and_skipped_destinations() -> None:
 
 
 def test_control_symbols_and_binary_skip() -> None:
-    data = (rb"{\rtf1\ansi a\~b\_c \{braces\} back\\slash \emdash{\bin6 }{\x\'41}z\par}")
+    data = (rb"{\rtf1\ansi a\~b\_c \{braces\} back\\slash \emdash{\bin6 }{\x\'}z\par}")
     text = rtf_to_text(data)  # \bin's 6 raw bytes (braces, a backslash) are skipped unread
     assert text == "a\u00a0b\u2011c {braces} back\\slash \u2014z"
 
