@@ -1,0 +1,138 @@
+"""Legacy Office (DOC/PPT), LibreOffice fallback and encrypted OOXML, on real files."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+import textsieve
+from textsieve.extractors import Context
+from textsieve.extractors.legacy import extract_libreoffice
+from textsieve.model import Document, ErrorKind, ExtractionError
+from textsieve.options import Options
+from textsieve.render import Builder
+from textsieve.source import Source
+
+ENCRYPTED_DOCS = {"poi__PasswordProtected.doc", "poi__password_password_cryptoapi.doc",
+                  "poi__Password_Protected-hello.ppt"}
+
+
+def test_every_dev_corpus_doc_and_ppt(corpus: Path) -> None:
+    files = sorted([*(corpus / "doc").iterdir(), *(corpus / "ppt").iterdir()])
+    assert len(files) > 20
+    for f in files:
+        doc = textsieve.extract(f)
+        if f.name in ENCRYPTED_DOCS:
+            assert doc.error is not None and doc.error.kind == ErrorKind.ENCRYPTED, f.name
+        elif f.name == "poi__table_test.ppt":  # one slide holding an empty table
+            assert doc.status == "empty", doc.error
+        else:
+            assert doc.status == "ok", (f.name, doc.error)
+            assert doc.text.strip(), f.name
+
+
+@pytest.mark.parametrize(("name", "needles"), [
+    ("doc/poi__simple-table.doc", ["Cell 1,1\tCell 1,2\tCell 1,3", "below the table"]),
+    ("doc/poi__Word95.doc", ["The quick brown fox jumps over the lazy dog"]),  # catdoc
+    ("doc/poi__o_kurs.doc", ["МИНИСТЕРСТВО ЭКОНОМИЧЕСКОГО РАЗВИТИЯ"]),
+    ("ppt/poi__54880_chinese.ppt", ["複数の文字", "カタカナ"]),
+    ("ppt/poi__PPT95.ppt", ["XML, HTML and All That"]),
+])
+def test_known_text(corpus: Path, name: str, needles: list[str]) -> None:
+    text = textsieve.extract(corpus / name).text
+    for needle in needles:
+        assert needle in text, (name, needle)
+
+
+def test_ppt_pages_in_slide_order_and_metadata(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "ppt/poi__SampleShow.ppt")
+    assert [p.number for p in doc.pages] == [1, 2]
+    assert "Title of the first slide" in doc.pages[0].text
+    assert "second" in doc.pages[1].text.lower()
+    assert doc.title == "SlideShow Sample"
+    assert doc.metadata.page_count == 2
+
+
+def test_doc_metadata_from_summary_information(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "doc/poi__SampleDoc.doc")
+    assert doc.title == "Test Document"
+    assert doc.metadata.created and doc.metadata.created.startswith("20")
+    # The property set's code page (cp1251) is honoured for 8-bit strings.
+    kurs = textsieve.extract(corpus / "doc/poi__o_kurs.doc")
+    assert kurs.title and "МИНИСТЕРСТВО" in kurs.title
+
+
+def test_truncated_doc_is_a_typed_error(corpus: Path) -> None:
+    data = (corpus / "doc/poi__SampleDoc.doc").read_bytes()[:3000]
+    doc = textsieve.extract(data)
+    assert doc.error is not None
+    assert doc.error.kind in (ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED)
+
+
+@pytest.mark.skipif(shutil.which("soffice") or shutil.which("libreoffice"),
+                    reason="LibreOffice is installed here")
+def test_libreoffice_missing_is_missing_tool(corpus: Path) -> None:
+    src = Source.from_path(corpus / "doc/poi__quick.doc")
+    with pytest.raises(ExtractionError) as err:
+        extract_libreoffice(src, Context(Options()), Document(), Builder())
+    assert err.value.kind == ErrorKind.MISSING_TOOL
+
+
+def test_libreoffice_disabled_by_option(corpus: Path) -> None:
+    src = Source.from_path(corpus / "doc/poi__quick.doc")
+    with pytest.raises(ExtractionError) as err:
+        extract_libreoffice(src, Context(Options(libreoffice=False)), Document(), Builder())
+    assert err.value.kind == ErrorKind.MISSING_TOOL
+
+
+# -- encrypted OOXML ----------------------------------------------------------------------
+
+
+def test_encrypted_ooxml_from_dev_corpus(corpus: Path) -> None:
+    agile = textsieve.extract(corpus / "docx/poi__protected_agile.docx")  # VelvetSweatshop
+    assert agile.status == "ok", agile.error
+    assert "Agile protected document" in agile.text
+    assert agile.metadata.extra["encrypted"] is True
+    for name in ("xlsx/calamine__pass_protected.xlsx", "xlsx/poi__protected_sha512.xlsx",
+                 "docx/poi__bug53475-password-is-pass.docx"):
+        doc = textsieve.extract(corpus / name)
+        assert doc.error is not None and doc.error.kind == ErrorKind.ENCRYPTED, name
+
+
+def test_encrypted_ooxml_with_password(corpus: Path) -> None:
+    path = corpus / "xlsx/calamine__pass_protected.xlsx"
+    ok = textsieve.extract(path, password="123")
+    assert ok.status == "ok", ok.error
+    assert ok.metadata.extra["decrypted_as"].endswith("spreadsheetml.sheet")
+    wrong = textsieve.extract(path, password="nope")
+    assert wrong.error is not None and wrong.error.kind == ErrorKind.ENCRYPTED
+    assert "wrong password" in wrong.error.message
+    # An unusual scheme msoffcrypto cannot handle is still "encrypted", never internal.
+    odd = textsieve.extract(corpus / "docx/poi__bug53475-password-is-pass.docx",
+                            password="pass")
+    assert odd.error is not None and odd.error.kind == ErrorKind.ENCRYPTED
+
+
+def test_encrypt_round_trip_generated_docx(tmp_path: Path) -> None:
+    docx = pytest.importorskip("docx")
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    d = docx.Document()
+    d.add_heading("Secret Plans", 1)
+    d.add_paragraph("The treasure is under the old oak tree.")
+    plain = io.BytesIO()
+    d.save(plain)
+    plain.seek(0)
+    enc = io.BytesIO()
+    OOXMLFile(plain).encrypt("s3cret", enc)
+    data = enc.getvalue()
+    locked = textsieve.extract(data)
+    assert locked.mime_type == "application/x-ooxml-encrypted"
+    assert locked.error is not None and locked.error.kind == ErrorKind.ENCRYPTED
+    opened = textsieve.extract(data, password="s3cret")
+    assert opened.status == "ok", opened.error
+    assert "The treasure is under the old oak tree." in opened.text
+    assert "# Secret Plans" in opened.markdown
