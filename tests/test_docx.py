@@ -227,3 +227,25 @@ def test_corpus_textless_files_are_empty_not_errors(corpus: Path, name: str) -> 
 def test_corpus_damaged_is_corrupt(corpus: Path, name: str) -> None:
     doc = textsieve.extract(corpus / "docx" / name)
     assert doc.status is Status.ERROR and doc.error.kind is ErrorKind.CORRUPT
+
+
+def test_localized_heading_styles_and_outline_levels() -> None:
+    styles = (f'<?xml version="1.0"?><w:styles xmlns:w="{W_NS}">'
+              '<w:style w:type="paragraph" w:styleId="berschrift1"><w:name w:val="heading 1"/>'
+              '</w:style><w:style w:type="paragraph" w:styleId="Kapitel">'
+              '<w:name w:val="Überschrift 2"/></w:style>'
+              '<w:style w:type="paragraph" w:styleId="Eigene"><w:name w:val="Eigene"/>'
+              '<w:basedOn w:val="Basis"/></w:style><w:style w:type="paragraph" '
+              'w:styleId="Basis"><w:name w:val="Basis"/><w:pPr><w:outlineLvl w:val="2"/>'
+              '</w:pPr></w:style></w:styles>').encode()
+
+    def para(style: str, text: str) -> str:
+        return (f'<w:p><w:pPr><w:pStyle w:val="{style}"/></w:pPr><w:r><w:t>{text}</w:t>'
+                '</w:r></w:p>')
+
+    body = _body(para("berschrift1", "Erstes") + para("Kapitel", "Zweites")
+                 + para("Eigene", "Drittes") + para("Unbekannt", "Normal"))
+    data = _patch(_make_docx(), {"word/document.xml": body, "word/styles.xml": styles})
+    md = textsieve.extract(data).markdown
+    assert "# Erstes" in md and "## Zweites" in md and "### Drittes" in md
+    assert "\nNormal" in md and "# Normal" not in md

@@ -27,8 +27,11 @@ from ._xml import local, open_zip, read_member, read_xml
 _REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _R_IDS = ("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id",
           "{http://purl.oclc.org/ooxml/officeDocument/relationships}id")
-_HEADING_NAME = re.compile(r"^(?:heading|berschrift|titre|titolo|encabezado|rubrik|kop)\s*(\d)$",
-                           re.I)
+# Style names are English in the XML even when the UI is not, but some writers store the
+# localized name; outlineLvl in the style covers the rest.
+_HEADING_NAME = re.compile(
+    r"^(?:heading|überschrift|titre|titolo|encabezado|título|rubrik|kop|nagłówek|заголовок)"
+    r"\s*(\d)$", re.I)
 
 # -- OOXML package helpers (shared with pptx) ------------------------------------------
 
