@@ -184,7 +184,8 @@ class _MailWalker:
         filename = _filename(part)
         disposition = part.get_content_disposition()
         payload = _payload(part)
-        is_text = ctype.startswith("text/") or ctype.startswith("message/")
+        # A multipart whose boundary never appears arrives as one string: keep it as text.
+        is_text = ctype.startswith(("text/", "message/", "multipart/"))
         if filename or disposition == "attachment" or not is_text:
             if payload:
                 self.attach(payload, filename or f"part-{self.count + 1}{_ext(ctype)}")
@@ -192,7 +193,7 @@ class _MailWalker:
         text = decode_body(payload, part.get_content_charset())
         if ctype == "text/html":
             text = html_to_text(text, self.ctx)
-        elif ctype == "text/plain":
+        elif ctype == "text/plain" or ctype.startswith("multipart/"):
             text = self.uudecode(text)
         if text.strip():
             self.bodies.append(text)

@@ -1,0 +1,211 @@
+"""Mail: generated EML/mbox round trips and every dev-corpus EML, MSG and mbox file."""
+
+from __future__ import annotations
+
+import io
+from email.message import EmailMessage
+from email.mime.text import MIMEText
+from pathlib import Path
+
+import pytest
+
+import textsieve
+from textsieve.model import ErrorKind
+
+
+def _pdf(text: str) -> bytes:
+    canvas = pytest.importorskip("reportlab.pdfgen.canvas")
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf)
+    c.drawString(72, 720, text)
+    c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def _docx(text: str) -> bytes:
+    docx = pytest.importorskip("docx")
+    d = docx.Document()
+    d.add_paragraph(text)
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def _rich_mail() -> bytes:
+    inner = EmailMessage()
+    inner["From"] = "Inner Sender <inner@example.org>"
+    inner["To"] = "someone@example.org"
+    inner["Subject"] = "Forwarded minutes"
+    inner.set_content("The inner message body talks about budgets.")
+
+    msg = EmailMessage()
+    msg["From"] = "Alice Example <alice@example.com>"
+    msg["To"] = "Bob <bob@example.com>, carol@example.com"
+    msg["Cc"] = "Dave <dave@example.com>"
+    msg["Subject"] = "Quarterly numbers ✓"
+    msg["Date"] = "Tue, 02 Mar 2021 10:15:00 +0100"
+    msg["Message-ID"] = "<abc123@example.com>"
+    msg.set_content("Hello Bob,\n\nplease find the numbers attached.\n")
+    msg.add_alternative("<html><body><p>Hello <b>Bob</b> (html)</p></body></html>",
+                        subtype="html")
+    msg.add_attachment(_pdf("Revenue grew by seven percent"), maintype="application",
+                       subtype="pdf", filename="report.pdf")
+    msg.add_attachment(_docx("Minutes of the board meeting"), maintype="application",
+                       subtype="vnd.openxmlformats-officedocument.wordprocessingml.document",
+                       filename="minutes.docx")
+    msg.add_attachment(inner)
+    return msg.as_bytes()
+
+
+def test_multipart_alternative_attachments_and_nested_message() -> None:
+    doc = textsieve.extract(_rich_mail())
+    assert doc.status == "ok", doc.error
+    assert doc.mime_type == "message/rfc822"
+    assert doc.title == "Quarterly numbers ✓"
+    assert doc.metadata.author == "Alice Example <alice@example.com>"
+    extra = doc.metadata.extra
+    assert extra["to"] == ["Bob <bob@example.com>", "carol@example.com"]
+    assert extra["cc"] == ["Dave <dave@example.com>"]
+    assert extra["date"] == "2021-03-02T10:15:00+01:00"
+    assert extra["message_id"] == "<abc123@example.com>"
+    text = doc.text
+    assert text.index("From: Alice Example") < text.index("Subject: Quarterly numbers")
+    assert text.index("Subject:") < text.index("please find the numbers attached.")
+    assert "(html)" not in text  # text/plain is preferred over its HTML alternative
+    kids = {c.name: c for c in doc.children}
+    assert "Revenue grew by seven percent" in kids["report.pdf"].text
+    assert "Minutes of the board meeting" in kids["minutes.docx"].text
+    nested = kids["Forwarded minutes.eml"]
+    assert nested.mime_type == "message/rfc822"
+    assert "The inner message body talks about budgets." in nested.text
+    assert "budgets" in doc.full_text()
+
+
+def test_html_only_body_becomes_text() -> None:
+    msg = EmailMessage()
+    msg["From"] = "a@example.com"
+    msg["Subject"] = "html only"
+    msg.set_content("<html><head><style>p{color:red}</style></head>"
+                    "<body><p>Visible words</p><script>var x=1;</script></body></html>",
+                    subtype="html")
+    doc = textsieve.extract(msg.as_bytes())
+    assert "Visible words" in doc.text
+    assert "color:red" not in doc.text and "var x" not in doc.text
+
+
+def test_iso_2022_jp_body_and_header() -> None:
+    body = MIMEText("こんにちは、世界。日本語のメールです。", "plain", "iso-2022-jp")
+    body["From"] = "taro@example.jp"
+    body["To"] = "hanako@example.jp"
+    body["Subject"] = "=?ISO-2022-JP?B?GyRCRnxLXDhsGyhC?="  # 日本語
+    doc = textsieve.extract(body.as_bytes())
+    assert "こんにちは、世界。日本語のメールです。" in doc.text
+    assert doc.title == "日本語"
+
+
+def test_broken_boundary_keeps_text() -> None:
+    raw = (b"From: x@example.com\nTo: y@example.com\nSubject: broken\n"
+           b"MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"XYZ\"\n\n"
+           b"--ABC\nContent-Type: text/plain\n\nThe body survives a wrong boundary.\n--ABC--\n")
+    doc = textsieve.extract(raw)
+    assert doc.status == "ok", doc.error
+    assert "The body survives a wrong boundary." in doc.text
+
+
+def test_cr_only_line_endings_and_nul_bytes() -> None:
+    raw = (b"From: old@mac.example\rTo: y@example.com\rSubject: classic\r\r"
+           b"Line one\rLine\x00 two\r")
+    doc = textsieve.extract(raw)
+    assert doc.title == "classic"
+    assert "Line one\nLine two" in doc.text
+
+
+def test_deep_mime_nesting_does_not_crash() -> None:
+    depth = 400
+    parts = [b"From: a@example.com\nTo: b@example.com\nSubject: deep\nMIME-Version: 1.0\n"]
+    for i in range(depth):
+        parts.append(b'Content-Type: multipart/mixed; boundary="b%d"\n\n--b%d\n' % (i, i))
+    parts.append(b"Content-Type: text/plain\n\ninnermost\n")
+    for i in reversed(range(depth)):
+        parts.append(b"--b%d--\n" % i)
+    doc = textsieve.extract(b"".join(parts))
+    assert doc.error is None or doc.error.kind != ErrorKind.INTERNAL
+    assert doc.title == "deep" or "deep" in doc.text
+
+
+def test_mbox_three_messages_with_escaped_from() -> None:
+    def message(n: int, body: str) -> str:
+        return (f"From sender{n}@example.com Sat Jan  3 01:05:34 1996\n"
+                f"From: Sender {n} <sender{n}@example.com>\nTo: list@example.com\n"
+                f"Subject: Message number {n}\nDate: Sat, 3 Jan 1996 01:05:34 +0000\n\n"
+                f"{body}\n\n")
+
+    data = (message(1, "First body.") +
+            message(2, "Second body.\n>From the mboxrd escaping, this line is quoted.") +
+            message(3, "Third body.")).encode()
+    doc = textsieve.extract(data)
+    assert doc.mime_type == "application/mbox"
+    assert doc.metadata.extra["messages"] == 3
+    assert [c.name for c in doc.children] == [f"Message number {n}" for n in (1, 2, 3)]
+    assert "First body." in doc.children[0].text
+    second = doc.children[1].text
+    assert "\nFrom the mboxrd escaping, this line is quoted." in second
+    assert ">From" not in second
+    assert "Third body." in doc.children[2].text
+    assert "Message number 2" in doc.text  # the index
+
+
+def test_mbox_single_message() -> None:
+    data = (b"From a@example.com Mon Jan  1 00:00:00 2001\nFrom: a@example.com\n"
+            b"Subject: only one\n\nLonely body\n")
+    doc = textsieve.extract(data)
+    assert len(doc.children) == 1
+    assert "Lonely body" in doc.children[0].text
+
+
+# -- dev corpus -----------------------------------------------------------------------------
+
+
+def test_every_dev_corpus_mail(corpus: Path) -> None:
+    files = sorted([*(corpus / "eml").iterdir(), *(corpus / "msg").iterdir(),
+                    *(corpus / "mbox").iterdir()])
+    assert len(files) > 40
+    for f in files:
+        doc = textsieve.extract(f)
+        assert doc.status == "ok", (f.name, doc.error)
+        assert doc.text.strip() or any(c.text.strip() for c in doc.children), f.name
+
+
+@pytest.mark.parametrize(("name", "needles"), [
+    ("eml/rubymail__japanese_iso_2022.eml", ["まみむめも", "すみま"]),
+    ("eml/rubymail__japanese_shift_jis.eml", ["このメールはテスト用のメールです"]),
+    ("eml/rubymail__ks_c_5601-1987.eml", ["스티해"]),
+    ("eml/rubymail__utf8_headers.eml", ["Jöhn Doe", "Märy Smith"]),
+    ("msg/poi__cyrillic_message.msg", ["Свиридов Дмитрий Владимирович"]),
+    ("msg/poi__HTMLBodyBinary_CP1251.msg", ["HTML автоматически"]),
+    ("msg/poi__simple_test_msg.msg", ["travis@overwrittenstack.com"]),
+])
+def test_known_mail_text(corpus: Path, name: str, needles: list[str]) -> None:
+    text = textsieve.extract(corpus / name).full_text()
+    for needle in needles:
+        assert needle in text, (name, needle)
+
+
+def test_msg_attachments_become_children(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "msg/poi__attachment_msg_pdf.msg")
+    assert doc.children
+    assert any(c.name and c.name.lower().endswith(".pdf") for c in doc.children)
+    assert doc.title and doc.metadata.author
+
+
+def test_stack_overflow_mail_is_handled(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "eml/mimekit__stack-overflow.txt")
+    assert doc.status == "ok", doc.error
+
+
+def test_fuzzed_msg_bytes_are_a_typed_error(corpus: Path) -> None:
+    data = bytearray((corpus / "msg/poi__quick.msg").read_bytes())
+    data[600:4000] = bytes(3400)  # wipe the directory/FAT region
+    doc = textsieve.extract(bytes(data))
+    assert doc.error is None or doc.error.kind != ErrorKind.INTERNAL
