@@ -1,0 +1,250 @@
+"""HTML and XML: structure, hidden content, charsets, metadata, and hostile XML."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import textsieve
+from textsieve.model import ErrorKind, Status
+
+PAGE = """<!DOCTYPE html>
+<html lang="de-AT">
+<head>
+  <meta charset="utf-8">
+  <title>Die  Seite</title>
+  <meta name="author" content="Ada Lovelace">
+  <meta name="description" content="A test page">
+  <meta name="keywords" content="alpha, beta">
+  <link rel="canonical" href="https://example.org/page">
+  <style>.x { color: red } STYLE_LEAK</style>
+  <script>var SCRIPT_LEAK = 1;</script>
+</head>
+<body>
+  <h1>Main   heading</h1>
+  <p>First <b>bold</b> paragraph
+     spread over lines.<br>After a break.</p>
+  <!-- COMMENT_LEAK -->
+  <noscript>NOSCRIPT_LEAK</noscript>
+  <template><p>TEMPLATE_LEAK</p></template>
+  <div hidden>HIDDEN_ATTR_LEAK</div>
+  <div style="display: none">DISPLAY_NONE_LEAK</div>
+  <span aria-hidden="true">ARIA_LEAK</span>
+  <ul>
+    <li>One</li>
+    <li>Two
+      <ol><li>Two.A</li><li>Two.B <ul><li>deep</li></ul></li></ol>
+    </li>
+    <li>Three with <a href="https://x.org">a link</a></li>
+  </ul>
+  <table>
+    <thead><tr><th>Name</th><th>Qty</th></tr></thead>
+    <tbody><tr><td>Apple</td><td>3</td></tr><tr><td>Pear | green</td><td>5</td></tr></tbody>
+  </table>
+  <h2>Code</h2>
+  <pre><code class="language-python">def f(x):
+    return x  # kept  spacing</code></pre>
+  <blockquote><p>Quoted one.</p><p>Quoted two.</p></blockquote>
+  <div>Last <i>words</i></div>
+</body>
+</html>
+"""
+
+
+def _extract(tmp_path: Path, data: bytes, name: str = "page.html") -> textsieve.Document:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return textsieve.extract(path)
+
+
+def test_html_structure(tmp_path: Path) -> None:
+    doc = _extract(tmp_path, PAGE.encode())
+    assert doc.status is Status.OK, doc.error
+    for leak in ("STYLE_LEAK", "SCRIPT_LEAK", "COMMENT_LEAK", "NOSCRIPT_LEAK", "TEMPLATE_LEAK",
+                 "HIDDEN_ATTR_LEAK", "DISPLAY_NONE_LEAK", "ARIA_LEAK", "Die Seite"):
+        assert leak not in doc.text and leak not in doc.markdown
+    text = doc.text
+    assert text.startswith("Main heading\n\nFirst bold paragraph spread over lines.\n"
+                           "After a break.")
+    assert "Name\tQty\nApple\t3\nPear | green\t5" in text
+    assert "Last words" in text
+    md = doc.markdown
+    assert md.startswith("# Main heading\n\nFirst bold paragraph")
+    assert "- One\n- Two\n  1. Two.A\n  2. Two.B\n    - deep\n- Three with a link" in md
+    assert "| Name | Qty |\n|---|---|\n| Apple | 3 |\n| Pear \\| green | 5 |" in md
+    assert "## Code" in md
+    assert "```python\ndef f(x):\n    return x  # kept  spacing\n```" in md
+    assert "> Quoted one.\n> Quoted two." in md
+    assert "https://x.org" not in md  # links as text only
+    assert doc.title == "Die Seite"
+    assert doc.metadata.language == "de-AT"
+    assert doc.metadata.author == "Ada Lovelace"
+    assert doc.metadata.keywords == "alpha, beta"
+    assert doc.metadata.extra["description"] == "A test page"
+    assert doc.metadata.extra["canonical"] == "https://example.org/page"
+
+
+@pytest.mark.parametrize(("charset", "codec", "words"), [
+    ("windows-1252", "cp1252", "Ça coûte 5 € — naïve façade"),
+    ("Shift_JIS", "shift_jis", "日本語のテキストです。カタカナ"),
+    ("iso-8859-7", "iso-8859-7", "Καλημέρα κόσμε"),
+])
+def test_meta_charset(tmp_path: Path, charset: str, codec: str, words: str) -> None:
+    page = (f'<html><head><meta http-equiv="Content-Type" content="text/html; '
+            f'charset={charset}"><title>t</title></head><body><p>{words}</p></body></html>')
+    doc = _extract(tmp_path, page.encode(codec))
+    assert doc.text == words
+
+
+def test_wrong_declared_charset_loses_to_utf8(tmp_path: Path) -> None:
+    page = '<html><head><meta charset="gb2312"></head><body><p>新闻 — naïve</p></body></html>'
+    doc = _extract(tmp_path, page.encode("utf-8"))
+    assert doc.text == "新闻 — naïve"
+    assert doc.metadata.encoding == "utf-8"
+
+
+def test_layout_table_is_not_a_markdown_table(tmp_path: Path) -> None:
+    page = ("<html><body><table><tr><td><p>Column text one.</p></td></tr>"
+            "<tr><td><table><tr><td>a</td><td>b</td></tr></table></td></tr></table>"
+            "</body></html>")
+    doc = _extract(tmp_path, page.encode())
+    assert doc.text.startswith("Column text one.")
+    assert "| a | b |" in doc.markdown
+    assert "| Column text one. |" not in doc.markdown
+
+
+# -- XML ---------------------------------------------------------------------------------
+BOMB = b"""<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<lolz><intro>Before the bomb</intro><b>&lol9;</b></lolz>
+"""
+
+
+def test_xml_bomb_not_expanded(tmp_path: Path) -> None:
+    t = time.perf_counter()
+    doc = _extract(tmp_path, BOMB, "bomb.xml")
+    assert time.perf_counter() - t < 2
+    assert doc.status is Status.OK, doc.error
+    assert "Before the bomb" in doc.text
+    assert "lollol" not in doc.text
+    assert len(doc.text) < 200
+
+
+def test_xxe_not_opened(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-VALUE")
+    data = (f'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY xxe SYSTEM "file://{secret}">]>'
+            f"<r><p>visible</p><p>&xxe;</p></r>").encode()
+    for name in ("xxe.xml", "xxe.html"):
+        doc = _extract(tmp_path, data, name)
+        assert "TOP-SECRET-VALUE" not in doc.text + doc.markdown
+        assert "visible" in doc.text
+
+
+def test_malformed_xml_recovers_with_warning(tmp_path: Path) -> None:
+    doc = _extract(tmp_path, b'<?xml version="1.0"?><doc><p>kept text</p><p>cut off', "m.xml")
+    assert doc.status is Status.OK
+    assert "kept text" in doc.text
+    assert any("malformed XML" in w for w in doc.warnings)
+
+
+def test_xml_generic_blocks_and_title(tmp_path: Path) -> None:
+    data = (b'<?xml version="1.0" encoding="ISO-8859-1"?>'
+            b"<article><front><article-meta><title-group><article-title>On \xe9t\xe9s"
+            b"</article-title></title-group></article-meta></front><body><sec><p>Mixed "
+            b"<italic>content</italic> here.</p><p>Second</p></sec></body></article>")
+    doc = _extract(tmp_path, data, "a.xml")
+    assert doc.title == "On étés"
+    assert doc.text == "On étés\n\nMixed content here.\n\nSecond"
+
+
+def test_rss_feed(tmp_path: Path) -> None:
+    data = b"""<?xml version="1.0"?><rss version="2.0"><channel><title>My feed</title>
+    <description>About things</description>
+    <item><title>First post</title>
+    <description>&lt;p&gt;Hello &lt;b&gt;world&lt;/b&gt;&amp;nbsp;!&lt;/p&gt;</description></item>
+    <item><title>Second post</title><description>Plain body</description></item>
+    </channel></rss>"""
+    doc = _extract(tmp_path, data, "feed.xml")
+    assert doc.title == "My feed"
+    assert doc.markdown == ("# My feed\n\nAbout things\n\n## First post\n\nHello world !"
+                            "\n\n## Second post\n\nPlain body")
+
+
+def test_xhtml_goes_through_html_walker(tmp_path: Path) -> None:
+    data = (b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml" xml:lang="fr">'
+            b"<head><title>X</title><style>p{}</style></head><body><h2>Titre</h2>"
+            b"<ul><li>un</li><li>deux</li></ul></body></html>")
+    doc = _extract(tmp_path, data, "x.xhtml")
+    assert doc.title == "X"
+    assert doc.metadata.language == "fr"
+    assert doc.markdown == "## Titre\n\n- un\n- deux"
+
+
+def _files(*folders: str) -> list[str]:
+    from conftest import CORPUS
+
+    return [f"{f}/{p.name}" for f in folders if (CORPUS / f).is_dir()
+            for p in sorted((CORPUS / f).iterdir())]
+
+
+@pytest.mark.parametrize("rel", _files("html", "xml"))
+def test_corpus_markup(corpus: Path, rel: str) -> None:
+    doc = textsieve.extract(corpus / rel)
+    assert doc.status is Status.OK, doc.error
+    assert doc.text.strip()
+    assert "\ufffd" not in doc.text
+    for leak in ("<script", "function(", "<div", "<p>", "&nbsp;"):
+        assert leak not in doc.text, leak
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("html/readability__qq_source.html", "新闻"),
+    ("html/trafilatura__landwirt.com.sensortechnik.html", "ü"),
+    ("html/trafilatura__cdu-fraktion-erfurt.de.waldorfschule.html", "ä"),
+    ("html/readability__hukumusume_source.html", "イソップ"),
+    ("xml/poi__SampleSS.xml", "2nd row\t2nd row 2nd column"),
+    ("xml/odfdo__test_flat_lo.fods", "abc"),
+    ("xml/feedparser__rss2.0withAtomNS.xml", "rsync and vfat | Geek at Play"),
+])
+def test_corpus_content(corpus: Path, name: str, expected: str) -> None:
+    doc = textsieve.extract(corpus / name)
+    assert expected in doc.text
+
+
+def test_corpus_metadata(corpus: Path) -> None:
+    quick = textsieve.extract(corpus / "html" / "poi__quick.html")
+    assert quick.title == "The quick brown fox jumps over the lazy dog"
+    assert quick.metadata.author == "Nevin Nollop"
+    assert quick.metadata.encoding == "cp1252"
+    jats = textsieve.extract(corpus / "xml" / "pubmed__pone.0000217.nxml")
+    assert jats.title
+    sheet = textsieve.extract(corpus / "xml" / "poi__SampleSS.xml")
+    assert sheet.metadata.extra["sheets"][0] == "First Sheet"
+
+
+def test_garbage_claiming_xml_is_corrupt() -> None:
+    from textsieve.extractors import Context
+    from textsieve.extractors.html import extract_xml
+    from textsieve.options import Options
+    from textsieve.render import Builder
+    from textsieve.source import Source
+
+    doc = textsieve.Document()
+    with pytest.raises(textsieve.ExtractionError) as err:
+        extract_xml(Source.from_bytes(b"<<<>>> not xml at all", "x.xml"), Context(Options()),
+                    doc, Builder())
+    assert err.value.kind is ErrorKind.CORRUPT
