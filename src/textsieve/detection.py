@@ -295,8 +295,9 @@ def _text_kind(head: bytes, ext: str) -> str:
     if _looks_like_headers(sample):  # before HTML: an MHTML mail holds <html> too
         first = sample.split(b"\n", 1)[0]
         return MBOX if _MBOX_FROM.match(first) else EML
-    if low.startswith((b"<!doctype html", b"<html")) or re.search(
-        rb"<(html|head|body)[\s>]", low[:2048]
+    if low.startswith((b"<!doctype html", b"<html")) or (
+        not low.startswith(b"<?xml")  # XML with a <body> (JATS, TEI) is not HTML
+        and re.search(rb"<(html|head|body)[\s>]", low[:2048])
     ):
         return HTML
     if low.startswith((b"<?xml", b"<!doctype", b"<!--")):
