@@ -101,6 +101,13 @@ def decode(data: bytes, declared: str | None = None) -> tuple[str, str]:
         best = from_bytes(data[:200_000]).best()
     except Exception:  # a detector failure must not lose the text
         best = None
+    if best is not None and best.encoding and best.coherence == 0.0 and best.chaos == 0.0:
+        # No language evidence (a few stray bytes, like one '©' in a small CSV): every
+        # code page ties and the detector's pick is arbitrary; the common one is likelier.
+        try:
+            return data.decode("cp1252"), "cp1252"
+        except UnicodeDecodeError:
+            pass
     if best is not None and best.encoding:
         enc = normalize_charset(best.encoding) or "cp1252"
         return data.decode(enc, errors="replace"), enc
