@@ -128,7 +128,6 @@ EXPECTED_ERRORS = {
     "poi__invalid.xlsx": ErrorKind.CORRUPT,
     "poi__poc-xmlbomb.xlsx": ErrorKind.CORRUPT,
     "poi__xlsx-corrupted.xlsx": ErrorKind.CORRUPT,
-    "xlrd__biff4_no_format_no_window2.xls": ErrorKind.CORRUPT,
     "calamine__issue_594_dos.ods": ErrorKind.TOO_LARGE,
 }
 
@@ -171,3 +170,21 @@ def test_corpus_xlsb(corpus: Path) -> None:
     doc = textsieve.extract(corpus / "xlsb" / "calamine__any_sheets.xlsb")
     assert doc.pages[0].text.startswith("Visible\n\n1\t2\n3\t4")
     assert doc.metadata.extra["sheets"] == ["Visible", "Hidden", "VeryHidden", "Chart"]
+
+
+def test_corpus_biff4_without_ole(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "xls" / "xlrd__biff4_no_format_no_window2.xls")
+    assert doc.status is Status.OK, doc.error
+    lines = doc.text.splitlines()
+    assert lines[0] == "ID\tTOTAL\tMAIN\tSUB"
+    assert "B\tBIRD PRODUCTS\tBird Product" in lines
+
+
+def test_rk_numbers() -> None:
+    import struct
+
+    from textsieve.extractors.sheets import _rk
+
+    assert _rk((123 << 2) | 2) == 123.0
+    assert _rk((12345 << 2) | 3) == 123.45
+    assert _rk((struct.unpack("<Q", struct.pack("<d", 1.5))[0] >> 32) & ~3) == 1.5

@@ -30,8 +30,12 @@ Cell = int | float | str | bool | dt.date | dt.datetime | dt.time | dt.timedelta
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """Every sheet in workbook order (hidden ones too): a heading, then its table."""
-    if src.head(8) == _OLE_MAGIC:
+    head = src.head(8)
+    if head == _OLE_MAGIC:
         _refuse_encrypted_xls(src, ctx)
+    elif head[:2] in _BIFF_BOF and head[2:4] in (b"\x04\x00", b"\x06\x00"):
+        _extract_old_biff(src.read(), doc, out)
+        return
     wb = _open(src, ctx)
     names: list[str] = []
     hidden: list[str] = []
@@ -55,6 +59,80 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     doc.metadata.extra["sheets"] = names
     if hidden:
         doc.metadata.extra["hidden_sheets"] = hidden
+
+
+# BIFF2-4 (Excel 2.x-4.0) worksheets are a bare record stream, not an OLE file: calamine
+# cannot open them, so read their cell records directly (labels, numbers, RKs, booleans).
+_BIFF_BOF = (b"\x09\x00", b"\x09\x02", b"\x09\x04")
+_BIFF_CODEPAGE = 0x0042
+
+
+def _biff_value(rtype: int, body: bytes, codepage: str) -> tuple[int, int, str] | None:
+    if len(body) < 4:
+        return None
+    row, col = struct.unpack_from("<HH", body)
+    if rtype == 0x0204 and len(body) >= 8:  # LABEL (BIFF3-4)
+        n = struct.unpack_from("<H", body, 6)[0]
+        return row, col, body[8:8 + n].decode(codepage, "replace")
+    if rtype == 0x0004 and len(body) >= 8:  # LABEL (BIFF2)
+        return row, col, body[8:8 + body[7]].decode(codepage, "replace")
+    if rtype == 0x0203 and len(body) >= 14:  # NUMBER
+        return row, col, _FLOAT(struct.unpack_from("<d", body, 6)[0])
+    if rtype == 0x0003 and len(body) >= 15:  # NUMBER (BIFF2)
+        return row, col, _FLOAT(struct.unpack_from("<d", body, 7)[0])
+    if rtype == 0x027E and len(body) >= 10:  # RK
+        return row, col, _FLOAT(_rk(struct.unpack_from("<I", body, 6)[0]))
+    if rtype == 0x0002 and len(body) >= 9:  # INTEGER (BIFF2)
+        return row, col, str(struct.unpack_from("<H", body, 7)[0])
+    if rtype == 0x0205 and len(body) >= 8 and body[7] == 0:  # BOOLERR: booleans only
+        return row, col, "TRUE" if body[6] else "FALSE"
+    return None
+
+
+def _rk(rk: int) -> float:
+    """An RK number: a 30-bit integer or the top of a double, optionally divided by 100."""
+    if rk & 2:
+        num = float(struct.unpack("<i", struct.pack("<I", rk & 0xFFFFFFFC))[0] >> 2)
+    else:
+        num = struct.unpack("<d", struct.pack("<Q", (rk & 0xFFFFFFFC) << 32))[0]
+    return num / 100 if rk & 1 else num
+
+
+def _extract_old_biff(data: bytes, doc: Document, out: Builder) -> None:
+    cells: dict[tuple[int, int], str] = {}
+    codepage = "cp1252"
+    pos = 0
+    while pos + 4 <= len(data):
+        rtype, rlen = struct.unpack_from("<HH", data, pos)
+        body = data[pos + 4:pos + 4 + rlen]
+        pos += 4 + rlen
+        if rtype == _BIFF_EOF:
+            break
+        if rtype == _BIFF_CODEPAGE and len(body) >= 2:
+            cp = struct.unpack_from("<H", body)[0]
+            codepage = f"cp{cp}" if cp not in (0x8000, 0x8001, 1200, 367) else "cp1252"
+            try:
+                "".encode(codepage)
+            except LookupError:
+                codepage = "cp1252"
+            continue
+        value = _biff_value(rtype, body, codepage)
+        if value is not None and value[2]:
+            cells[value[0], value[1]] = value[2]
+    if not cells:
+        raise ExtractionError(ErrorKind.CORRUPT, "BIFF2-4 worksheet holds no readable cells")
+    nrows = max(r for r, _ in cells) + 1
+    ncols = max(c for _, c in cells) + 1
+    if nrows * ncols > 10_000_000:
+        raise ExtractionError(ErrorKind.TOO_LARGE, "BIFF worksheet range is too large")
+    grid = [[""] * ncols for _ in range(nrows)]
+    for (r, c), v in cells.items():
+        grid[r][c] = v
+    out.start_page(1)
+    out.table(grid)
+    doc.metadata.page_count = 1
+    doc.metadata.extra["sheets"] = ["Sheet1"]  # a BIFF2-4 worksheet file has no sheet name
+    doc.metadata.extra["biff"] = "2-4"
 
 
 def _open(src: Source, ctx: Context) -> pc.CalamineWorkbook:
