@@ -1,9 +1,17 @@
 """Images: pixels only. Until OCR is enabled they are reported as ``needs_ocr``.
 
 Never an empty success: a user must be able to tell "no text" from "text not read yet".
+What we can learn cheaply is still recorded (size, format, frames, DPI) from the header
+alone: Pillow reads only the header on ``open`` when it is installed; otherwise a few lines
+of header parsing cover PNG, GIF, BMP, JPEG and WebP. Pixels are never decoded here.
 """
 
 from __future__ import annotations
+
+import numbers
+import struct
+import warnings
+from typing import Any
 
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
@@ -12,5 +20,86 @@ from . import Context
 
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    # metadata is shared with the final record, so it survives the needs_ocr error.
+    info = _pillow_info(src) or _header_info(src.head(1 << 16))
+    if info:
+        doc.metadata.extra.update(info)
+        if info.get("frames", 1) > 1:
+            doc.metadata.page_count = info["frames"]
     raise ExtractionError(ErrorKind.NEEDS_OCR,
                           f"{doc.mime_type} holds only pixels; its text needs OCR")
+
+
+def _pillow_info(src: Source) -> dict[str, Any] | None:
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # DecompressionBombWarning: we decode nothing
+            with src.open() as f, Image.open(f) as im:
+                info: dict[str, Any] = {"width": im.width, "height": im.height,
+                                        "image_format": im.format, "color_mode": im.mode}
+                frames = getattr(im, "n_frames", 1)
+                if frames > 1:
+                    info["frames"] = frames
+                dpi = im.info.get("dpi")  # TIFF gives IFDRational values, not floats
+                if dpi and all(isinstance(v, numbers.Real) for v in dpi):
+                    info["dpi"] = [round(float(v), 2) for v in dpi]
+                return info
+    except Exception:  # Pillow raises many types on odd headers; the fallback decides
+        return None
+
+
+def _header_info(h: bytes) -> dict[str, Any] | None:
+    """Width/height from the header bytes of the commonest formats (no Pillow)."""
+    try:
+        if h.startswith(b"\x89PNG\r\n\x1a\n") and h[12:16] == b"IHDR":
+            w, ht = struct.unpack(">II", h[16:24])
+            return {"width": w, "height": ht, "image_format": "PNG"}
+        if h[:6] in (b"GIF87a", b"GIF89a"):
+            w, ht = struct.unpack("<HH", h[6:10])
+            return {"width": w, "height": ht, "image_format": "GIF"}
+        if h.startswith(b"BM"):
+            w, ht = struct.unpack("<ii", h[18:26])
+            return {"width": w, "height": abs(ht), "image_format": "BMP"}
+        if h[:4] == b"RIFF" and h[8:12] == b"WEBP":
+            return _webp(h)
+        if h.startswith(b"\xff\xd8"):
+            return _jpeg(h)
+    except struct.error:
+        return None
+    return None
+
+
+def _webp(h: bytes) -> dict[str, Any] | None:
+    chunk = h[12:16]
+    if chunk == b"VP8X":
+        w = int.from_bytes(h[24:27], "little") + 1
+        ht = int.from_bytes(h[27:30], "little") + 1
+    elif chunk == b"VP8 ":
+        w, ht = (v & 0x3FFF for v in struct.unpack("<HH", h[26:30]))
+    elif chunk == b"VP8L":
+        bits = int.from_bytes(h[21:25], "little")
+        w, ht = (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    else:
+        return None
+    return {"width": w, "height": ht, "image_format": "WEBP"}
+
+
+def _jpeg(h: bytes) -> dict[str, Any] | None:
+    """Walk the JPEG segments to the first start-of-frame marker."""
+    i = 2
+    while i + 9 < len(h):
+        if h[i] != 0xFF:
+            return None
+        marker = h[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            ht, w = struct.unpack(">HH", h[i + 5:i + 9])
+            return {"width": w, "height": ht, "image_format": "JPEG"}
+        i += 2 + int.from_bytes(h[i + 2:i + 4], "big")
+    return None
