@@ -143,12 +143,45 @@ def test_zip_stored_crc_error_is_corrupt_member() -> None:
     assert any("could not be read" in w for w in doc.warnings)
 
 
-def test_zip_without_central_directory_is_corrupt() -> None:
-    data = make_zip([("a.txt", b"some text " * 50)])
-    cut = data[: data.index(b"PK\x01\x02")]  # a download cut before the directory
-    doc = textsieve.extract(cut, name="cut.zip")
-    assert doc.status is Status.ERROR and doc.error is not None
-    assert doc.error.kind is ErrorKind.CORRUPT
+def test_zip_cut_short_recovers_members_from_local_headers() -> None:
+    first, second = b"complete member text " * 40, os.urandom(40_000).hex().encode()
+    data = make_zip([("a.txt", first), ("b.txt", second)])
+    no_directory = data[: data.index(b"PK\x01\x02")]
+    doc = textsieve.extract(no_directory, name="cut.zip")
+    assert doc.status is Status.OK, doc.error
+    assert [c.text.strip() for c in doc.children] == [first.decode().strip(), second.decode()]
+    assert any("local headers" in w for w in doc.warnings)
+    # Cut inside the second member: the first is kept, the second is a corrupt child.
+    doc = textsieve.extract(data[: len(data) // 2], name="cut.zip")
+    k = kids(doc)
+    assert k["a.txt"].status is Status.OK
+    assert k["b.txt"].error is not None and k["b.txt"].error.kind is ErrorKind.CORRUPT
+    # Nothing left to recover: corrupt.
+    doc = textsieve.extract(data[:20], name="cut.zip")
+    assert doc.error is not None and doc.error.kind is ErrorKind.CORRUPT
+
+
+def test_streamed_zip_with_data_descriptors_recovered() -> None:
+    class Unseekable(io.RawIOBase):  # zipfile then writes sizes after the data
+        def __init__(self) -> None:
+            self.buf = io.BytesIO()
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b: bytes) -> int:  # type: ignore[override]
+            return self.buf.write(b)
+
+    sink = Unseekable()
+    with zipfile.ZipFile(sink, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, text in [("s.txt", b"streamed words " * 50), ("t.txt", b"second one")]:
+            with zf.open(name, "w") as f:
+                f.write(text)
+    data = sink.buf.getvalue()
+    assert data[6] & 0x08  # the data-descriptor flag is set
+    doc = textsieve.extract(data[: data.index(b"PK\x01\x02")], name="stream.zip")
+    assert [(c.name, c.text[:14]) for c in doc.children] == [
+        ("s.txt", "streamed words"), ("t.txt", "second one")]
 
 
 @pytest.mark.skipif(shutil.which("zip") is None, reason="zip CLI not installed")

@@ -15,8 +15,10 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
+import io
 import lzma
 import stat
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -176,28 +178,91 @@ def _read_capped(f: IO[bytes], room: int, max_ratio: float,
 
 
 # -- ZIP ----------------------------------------------------------------------------------
+_Opener = Callable[[zipfile.ZipInfo, "bytes | None"], IO[bytes]]
+
+
 def extract_zip(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     try:
         with src.open() as f, zipfile.ZipFile(f) as zf:
-            infos = zf.infolist()
-            if len(infos) > ctx.options.max_members:
-                raise ExtractionError(ErrorKind.TOO_LARGE,
-                                      f"ZIP has {len(infos)} members, more than the limit "
-                                      f"of {ctx.options.max_members}")
             if zf.comment:
                 doc.metadata.extra["comment"] = decode(zf.comment)[0].strip()
-            run = _Run(ctx, doc, "ZIP")
-            total = 0
-            for info in infos:
-                if _zip_skip(info):
-                    continue
-                total += 1
-                if run.stopped is None and run.count():
-                    _zip_member(zf, info, run)
-            doc.metadata.extra["members"] = total
-            run.finish(total)
+            _zip_members(zf.infolist(), lambda i, pwd: zf.open(i, pwd=pwd), ctx, doc)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        raise ExtractionError(ErrorKind.CORRUPT, f"not a readable ZIP archive: {exc}") from exc
+        if not _recover(src, ctx, doc):
+            raise ExtractionError(ErrorKind.CORRUPT,
+                                  f"not a readable ZIP archive: {exc}") from exc
+
+
+def _zip_members(infos: list[zipfile.ZipInfo], opener: _Opener, ctx: Context,
+                 doc: Document) -> None:
+    if len(infos) > ctx.options.max_members:
+        raise ExtractionError(ErrorKind.TOO_LARGE,
+                              f"ZIP has {len(infos)} members, more than the limit "
+                              f"of {ctx.options.max_members}")
+    run = _Run(ctx, doc, "ZIP")
+    total = 0
+    for info in infos:
+        if _zip_skip(info):
+            continue
+        total += 1
+        if run.stopped is None and run.count():
+            _zip_member(opener, info, run)
+    doc.metadata.extra["members"] = total
+    run.finish(total)
+
+
+_LOCAL = struct.Struct("<4sHHHHHIIIHH")  # a ZIP local file header (APPNOTE 4.3.7)
+
+
+def _recover(src: Source, ctx: Context, doc: Document) -> bool:
+    """Members of a ZIP without a (readable) central directory, from its local headers.
+
+    A download cut short loses the directory at the end but keeps every complete member
+    before the cut; the last, truncated one becomes a ``corrupt`` child.
+    """
+    head = src.head(4)
+    if head != b"PK\x03\x04":
+        return False
+    data = src.read()
+    infos: list[zipfile.ZipInfo] = []
+    cut: set[int] = set()  # members whose data the cut went through
+    pos = 0
+    while (pos := data.find(b"PK\x03\x04", pos)) >= 0 and len(infos) <= ctx.options.max_members:
+        if pos + _LOCAL.size > len(data):
+            break
+        _, _, flags, method, mtime, _, crc, csize, usize, nlen, elen = _LOCAL.unpack_from(
+            data, pos)
+        raw_name = data[pos + 30:pos + 30 + nlen]
+        info = zipfile.ZipInfo(raw_name.decode("utf-8" if flags & 0x800 else "cp437",
+                                               "replace"))
+        info.flag_bits, info.compress_type, info.extra = flags, method, data[
+            pos + 30 + nlen:pos + 30 + nlen + elen]
+        info.header_offset = pos + 30 + nlen + elen  # here: where the data starts
+        info._raw_time = mtime  # type: ignore[attr-defined]  # ZipCrypto check byte
+        left = len(data) - info.header_offset
+        if flags & 0x8 or csize == 0xFFFFFFFF:  # sizes follow the data: read to stream end
+            info.compress_size, info.file_size, info.CRC = left, 1 << 62, None
+        else:
+            info.compress_size, info.file_size, info.CRC = min(csize, left), usize, crc
+            if csize > left:
+                cut.add(len(infos))
+        infos.append(info)
+        pos = info.header_offset + (0 if flags & 0x8 else min(csize, left))
+        pos = max(pos, infos[-1].header_offset)
+    if not infos:
+        return False
+    buf = io.BytesIO(data)
+
+    def opener(info: zipfile.ZipInfo, pwd: bytes | None) -> IO[bytes]:
+        if cut and infos.index(info) in cut:
+            raise zipfile.BadZipFile("member truncated (the archive is cut short)")
+        buf.seek(info.header_offset)
+        return zipfile.ZipExtFile(buf, "r", info, pwd)
+
+    doc.warnings.append(f"no readable central directory: {len(infos)} members recovered "
+                        "from local headers")
+    _zip_members(infos, opener, ctx, doc)
+    return True
 
 
 def _zip_skip(info: zipfile.ZipInfo) -> bool:
@@ -234,7 +299,7 @@ def _zip_name(info: zipfile.ZipInfo) -> str:
         return info.filename
 
 
-def _zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, run: _Run) -> None:
+def _zip_member(opener: _Opener, info: zipfile.ZipInfo, run: _Run) -> None:
     name = _zip_name(info)
     opts = run.ctx.options
     method = info.compress_type
@@ -250,16 +315,17 @@ def _zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, run: _Run) -> None:
     if encrypted and not opts.password:
         run.fail(name, ErrorKind.ENCRYPTED, "encrypted member: a password is needed")
         return
-    if info.file_size > run.room:
+    known = info.CRC is not None  # None: a recovered member whose sizes follow its data
+    if known and info.file_size > run.room:
         run.too_big(name, _Overflow(True, info.file_size), info.file_size)
         return
-    if info.file_size > RATIO_FLOOR and info.file_size > opts.max_ratio * max(
+    if known and info.file_size > RATIO_FLOOR and info.file_size > opts.max_ratio * max(
             info.compress_size, 1):
         run.too_big(name, None, info.file_size)
         return
     pwd = opts.password.encode("utf-8") if encrypted and opts.password else None
     try:
-        with zf.open(info, pwd=pwd) as f:
+        with opener(info, pwd) as f:
             data = _read_capped(f, run.room, opts.max_ratio, lambda: info.compress_size)
     except _Overflow as exc:
         run.too_big(name, exc, info.file_size)
