@@ -147,7 +147,9 @@ class _Run:
         if any(c.status is Status.OK for c in doc.children):
             doc.warnings.append(msg)
         else:
-            first = next(c.error for c in failed if c.error)
+            # A member's parser bug must not make the archive look like one.
+            errs = [c.error for c in failed if c.error]
+            first = next((e for e in errs if e.kind is not ErrorKind.INTERNAL), errs[0])
             self.error(first.kind, msg)
 
     def error(self, kind: ErrorKind, message: str) -> None:
