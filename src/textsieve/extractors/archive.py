@@ -33,6 +33,9 @@ from ..textcodec import decode
 from . import Context
 
 _CHUNK = 1 << 20
+_SEVERITY = [ErrorKind.CORRUPT, ErrorKind.ENCRYPTED, ErrorKind.TOO_LARGE, ErrorKind.NEEDS_OCR,
+             ErrorKind.UNSUPPORTED, ErrorKind.MISSING_TOOL, ErrorKind.TIMEOUT,
+             ErrorKind.CRASHED, ErrorKind.NOT_FOUND, ErrorKind.INTERNAL]
 RATIO_FLOOR = 1 << 20  # below 1 MiB unpacked, a high ratio (a file of spaces) is harmless
 
 # ZIP compression methods by number (APPNOTE 4.4.5); zipfile reads 0, 8, 12 and 14.
@@ -147,10 +150,10 @@ class _Run:
         if any(c.status is Status.OK for c in doc.children):
             doc.warnings.append(msg)
         else:
-            # A member's parser bug must not make the archive look like one.
-            errs = [c.error for c in failed if c.error]
-            first = next((e for e in errs if e.kind is not ErrorKind.INTERNAL), errs[0])
-            self.error(first.kind, msg)
+            # The most telling kind: damage and passwords concern the archive itself; a
+            # member's parser bug must not make the archive look like one.
+            kind = min((c.error.kind for c in failed if c.error), key=_SEVERITY.index)
+            self.error(kind, msg)
 
     def error(self, kind: ErrorKind, message: str) -> None:
         self.doc.status, self.doc.error = Status.ERROR, ErrorInfo(kind, message)
