@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -108,10 +109,18 @@ FACTORIES: dict[str, Callable[[], Extract]] = {
 }
 
 
+def _norm(text: str) -> str:
+    return SPACES.sub(" ", unicodedata.normalize("NFKC", text)).casefold()
+
+
 def words_hit(text: str, words: list[str]) -> tuple[bool, list[str]]:
-    """All expected words present (case-insensitive, any whitespace between words)?"""
-    hay = SPACES.sub(" ", text).casefold()
-    missing = [w for w in words if SPACES.sub(" ", w).casefold() not in hay]
+    """All expected words present (NFKC, case-insensitive, any whitespace between words)?
+
+    The same rule as tests/test_corpus.py, applied to a tool's whole output (for textsieve
+    the full text incl. attachments/members: peers return one text body too).
+    """
+    hay = _norm(text)
+    missing = [w for w in words if _norm(w) not in hay]
     return not missing, missing
 
 
@@ -179,7 +188,8 @@ class FileResult:
     seconds: float
     error: str | None = None
     note: str = ""
-    expected: bool = False  # tests/corpus_expectations.tsv expects text here
+    expected: bool = False  # tests/corpus_expectations.tsv expects text (and words) here
+    no_text: bool = False  # ... says no text can come out (empty, encrypted, corrupt ...)
     words_hit: bool | None = None
     words_missing: list[str] = field(default_factory=list)
     head: str = ""
@@ -256,7 +266,7 @@ class ToolRun:
 
 
 def run_tool(python: str, tool: str, files: list[tuple[str, Path]],
-             expect: dict[str, list[str]], timeout: float) -> ToolRun:
+             expect: Expectations, timeout: float) -> ToolRun:
     """All files through one tool, file by file, restarting its worker after a hang/crash."""
     tr = ToolRun(tool)
     log = (OUT / f"worker-{tool}.log").open("w")
@@ -280,7 +290,7 @@ def run_tool(python: str, tool: str, files: list[tuple[str, Path]],
             if worker is None:
                 break
         fmt = relpath.split("/", 1)[0]
-        words = expect.get(relpath)
+        words = expect.words.get(relpath)
         t = time.perf_counter()
         ans = worker.ask({"path": str(path), "words": words}, timeout)
         if ans is None or ans.get("crashed"):
@@ -290,13 +300,14 @@ def run_tool(python: str, tool: str, files: list[tuple[str, Path]],
             err = f"timeout after {timeout:g} s" if ans is None else "worker crashed"
             tr.results.append(FileResult(tool, relpath, fmt, False, 0, time.perf_counter() - t,
                                          err, expected=words is not None,
+                                         no_text=relpath in expect.no_text,
                                          words_hit=False if words else None))
             continue
         tr.peak_rss_kb = max(tr.peak_rss_kb, ans["rss_kb"])
         tr.results.append(FileResult(
             tool, relpath, fmt, ans["ok"], ans["chars"], ans["seconds"], ans["error"],
-            ans.get("note", ""), words is not None, ans.get("words_hit"),
-            ans.get("words_missing", []), ans.get("head", "")))
+            ans.get("note", ""), words is not None, relpath in expect.no_text,
+            ans.get("words_hit"), ans.get("words_missing", []), ans.get("head", "")))
     if worker is not None:
         worker.close()
     tr.wall_s = time.perf_counter() - t_start
@@ -304,7 +315,7 @@ def run_tool(python: str, tool: str, files: list[tuple[str, Path]],
     return tr
 
 
-def run_cli(python: str, files: list[tuple[str, Path]], expect: dict[str, list[str]],
+def run_cli(python: str, files: list[tuple[str, Path]], expect: Expectations,
             timeout: float, jobs: int) -> ToolRun:
     """The real CLI over the whole corpus: isolated workers, ``-j jobs``, JSON Lines out.
 
@@ -332,12 +343,13 @@ def run_cli(python: str, files: list[tuple[str, Path]], expect: dict[str, list[s
             time.sleep(0.05)
     tr.wall_s = time.perf_counter() - t0
     by_path = {}
-    for line in out_path.read_text(encoding="utf-8").splitlines():
+    # split on "\n" only: str.splitlines() would also cut at U+2028 etc. inside the JSON.
+    for line in filter(None, out_path.read_text(encoding="utf-8").split("\n")):
         rec = json.loads(line)
         by_path[rec.pop("path")] = Document.from_dict(rec)
     for relpath, path in files:
         fmt = relpath.split("/", 1)[0]
-        words = expect.get(relpath)
+        words = expect.words.get(relpath)
         doc = by_path.get(str(path))
         if doc is None:
             tr.results.append(FileResult(CLI_ROW, relpath, fmt, False, 0, 0.0, "no record"))
@@ -349,7 +361,7 @@ def run_cli(python: str, files: list[tuple[str, Path]], expect: dict[str, list[s
         hit, missing = words_hit(text, words) if words else (None, [])
         tr.results.append(FileResult(CLI_ROW, relpath, fmt, ok, len(text.strip()),
                                      doc.timings.get("total", 0.0), err, str(doc.status),
-                                     words is not None, hit, missing,
+                                     words is not None, relpath in expect.no_text, hit, missing,
                                      SPACES.sub(" ", text[:160]).strip()))
     return tr
 
@@ -369,38 +381,32 @@ def corpus_files(corpus: Path, formats: set[str] | None) -> list[tuple[str, Path
     return files
 
 
-def split_words(cell: str) -> list[str]:
-    """Expected words: ``|``- or ``;``-separated phrases, else one word per blank."""
-    cell = cell.strip()
-    for sep in ("|", ";"):
-        if sep in cell:
-            return [w.strip() for w in cell.split(sep) if w.strip()]
-    return cell.split()
+@dataclass
+class Expectations:
+    """From tests/corpus_expectations.tsv (relpath, expect, words, where, ...)."""
+
+    words: dict[str, list[str]] = field(default_factory=dict)  # expect is exactly "ok"
+    no_text: set[str] = field(default_factory=set)  # "ok" is not among the outcomes
 
 
-def load_expectations(path: Path) -> dict[str, list[str]]:
-    """relpath -> expected words, for the files expected to yield text.
-
-    The TSV has columns relpath, expect, words, where ...; ``expect`` of ``ok`` (or
-    starting with ``ok``/``text``) marks a file that holds text. Rows without words, or
-    whose words are meant for metadata only (``where`` = title/metadata), are skipped:
-    peers only return a text body, so only body words compare like with like.
-    """
+def load_expectations(path: Path) -> Expectations:
+    """Only rows whose ``expect`` is exactly ``ok`` carry words here: two-sided rows
+    (``error:corrupt|ok``) say text may legitimately be absent, so they would blur the
+    figure. Rows that allow no ``ok`` at all (``empty``, ``error:encrypted`` ...) are
+    where a tool's non-empty "success" is garbage or a wrong password bypass."""
+    exp = Expectations()
     if not path.is_file():
-        return {}
-    out: dict[str, list[str]] = {}
+        return exp
     with path.open(encoding="utf-8", newline="") as f:
-        rows = csv.DictReader((ln for ln in f if not ln.startswith("#")), delimiter="\t")
-        for row in rows:
-            expect = (row.get("expect") or "").strip().lower()
-            where = (row.get("where") or "").strip().lower()
-            words = split_words(row.get("words") or "")
-            if not expect.startswith(("ok", "text")) or not words:
-                continue
-            if where in ("title", "metadata", "meta"):
-                continue
-            out[(row.get("relpath") or "").strip()] = words
-    return out
+        for row in csv.DictReader(f, delimiter="\t"):
+            rel = (row.get("relpath") or "").strip()
+            outcomes = {o.strip() for o in (row.get("expect") or "").split("|")}
+            words = [w.strip() for w in (row.get("words") or "").split("|") if w.strip()]
+            if outcomes == {"ok"} and words:
+                exp.words[rel] = words
+            elif "ok" not in outcomes:
+                exp.no_text.add(rel)
+    return exp
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -414,11 +420,13 @@ def summarise(tr: ToolRun, base_fps: float | None) -> dict:
     ok = sum(r.ok for r in tr.results)
     exp = [r for r in tr.results if r.expected]
     hit = sum(bool(r.words_hit) for r in exp)
+    no_text = [r for r in tr.results if r.no_text]
     secs = tr.wall_s if tr.tool == CLI_ROW else sum(r.seconds for r in tr.results)
     fps = n / secs if secs else 0.0
     return {
         "tool": tr.tool, "files": n, "ok": ok, "ok%": _pct(ok, n),
         "words": f"{hit}/{len(exp)}" if exp else "-",
+        "ok on no-text": f"{sum(r.ok for r in no_text)}/{len(no_text)}" if no_text else "-",
         "total s": f"{secs:.1f}", "files/s": f"{fps:.1f}",
         "peak RSS MB": f"{tr.peak_rss_kb / 1024:.0f}" + ("*" if tr.rss_note else ""),
         "vs textsieve": f"{fps / base_fps:.2f}x" if base_fps else "-",
@@ -441,11 +449,13 @@ def report(runs: list[ToolRun]) -> str:
     done = [r for r in runs if not r.unavailable]
     base = next((summarise(r, None)["_fps"] for r in done if r.tool == "textsieve"), None)
     rows = [summarise(r, base) for r in done]
-    cols = ["tool", "files", "ok", "ok%", "words", "total s", "files/s", "peak RSS MB",
-            "vs textsieve", "timeouts", "crashes", "start s"]
+    cols = ["tool", "files", "ok", "ok%", "words", "ok on no-text", "total s", "files/s",
+            "peak RSS MB", "vs textsieve", "timeouts", "crashes", "start s"]
     parts = ["## Overall (files/s = files / sum of per-file seconds; 'start s' = import + "
              "warm-up, not counted; 'words' = files expected to hold text whose output has "
-             "all the expected words)", table(rows, cols)]
+             "all the expected words; 'ok on no-text' = text returned for files expected "
+             "empty/encrypted/corrupt/needs-OCR: garbage or a legitimate recovery)",
+             table(rows, cols)]
     if any(r.rss_note for r in done):
         parts.append("* CLI row: wall time incl. start-up; RSS = sum over its processes.")
     for r in runs:
@@ -457,9 +467,11 @@ def report(runs: list[ToolRun]) -> str:
         row: dict = {"format": f}
         for r in done:
             sel = [x for x in r.results if x.format == f]
-            row[r.tool] = f"{sum(x.ok for x in sel)}/{len(sel)}"
+            hits = sum(bool(x.words_hit) for x in sel)
+            row[r.tool] = f"{sum(x.ok for x in sel)}/{len(sel)} w{hits}"
         fmt_rows.append(row)
-    parts += ["## ok per format", table(fmt_rows, ["format", *[r.tool for r in done]])]
+    parts += ["## per format: ok/files, w = files with all expected words",
+              table(fmt_rows, ["format", *[r.tool for r in done]])]
     return "\n\n".join(parts)
 
 
@@ -492,9 +504,12 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     files = corpus_files(ns.corpus, set(ns.formats.split(",")) if ns.formats else None)
     expect = load_expectations(EXPECTATIONS)
-    expect = {k: v for k, v in expect.items() if any(k == rel for rel, _ in files)}
-    print(f"{len(files)} files from {ns.corpus}; {len(expect)} with expected words "
-          f"({EXPECTATIONS.name if expect else 'no expectations file'}); python {ns.python}",
+    rels = {rel for rel, _ in files}
+    expect.words = {k: v for k, v in expect.words.items() if k in rels}
+    expect.no_text &= rels
+    print(f"{len(files)} files from {ns.corpus}; {len(expect.words)} with expected words, "
+          f"{len(expect.no_text)} expected to give no text ({EXPECTATIONS.name}); "
+          f"python {ns.python}",
           flush=True)
     runs = []
     for tool in ns.tools.split(","):
