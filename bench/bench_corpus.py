@@ -193,6 +193,7 @@ class FileResult:
     words_hit: bool | None = None
     words_missing: list[str] = field(default_factory=list)
     head: str = ""
+    peak_mb: float = 0.0  # the worker's peak RSS so far: where it jumps, this file did it
 
 
 class Worker:
@@ -307,7 +308,8 @@ def run_tool(python: str, tool: str, files: list[tuple[str, Path]],
         tr.results.append(FileResult(
             tool, relpath, fmt, ans["ok"], ans["chars"], ans["seconds"], ans["error"],
             ans.get("note", ""), words is not None, relpath in expect.no_text,
-            ans.get("words_hit"), ans.get("words_missing", []), ans.get("head", "")))
+            ans.get("words_hit"), ans.get("words_missing", []), ans.get("head", ""),
+            round(ans["rss_kb"] / 1024, 1)))
     if worker is not None:
         worker.close()
     tr.wall_s = time.perf_counter() - t_start
