@@ -173,6 +173,9 @@ def test_every_dev_corpus_mail(corpus: Path) -> None:
     assert len(files) > 40
     for f in files:
         doc = textsieve.extract(f)
+        if f.name == "poi__blank.msg":  # no sender, recipient, subject or body: only a date
+            assert doc.status == "empty", (f.name, doc.text)
+            continue
         assert doc.status == "ok", (f.name, doc.error)
         assert doc.text.strip() or any(c.text.strip() for c in doc.children), f.name
 

@@ -114,6 +114,9 @@ def decode(data: bytes, declared: str | None = None) -> tuple[str, str]:
     return data.decode("cp1252", errors="replace"), "cp1252"
 
 
+_SUSPICIOUS_CONTROLS = bytes(b for b in range(32) if b not in (0, 8, 9, 10, 11, 12, 13, 26, 27))
+
+
 def looks_binary(sample: bytes) -> bool:
     """True when a byte sample is not text in any common encoding."""
     if not sample:
@@ -123,5 +126,7 @@ def looks_binary(sample: bytes) -> bool:
     nul = sample.count(0)
     if nul > max(2, len(sample) // 100):
         return True
-    ctrl = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13, 27, 0))
-    return ctrl > len(sample) * 0.05
+    # Text never holds C0 controls beyond whitespace, ESC (ISO-2022), backspace (nroff
+    # overstrike), VT and SUB; more than a trace of them means binary.
+    ctrl = len(sample) - len(sample.translate(None, _SUSPICIOUS_CONTROLS))
+    return ctrl > max(2, len(sample) // 200)

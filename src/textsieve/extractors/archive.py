@@ -17,12 +17,17 @@ import gzip
 import hashlib
 import io
 import lzma
+import shutil
 import stat
 import struct
+import subprocess
 import tarfile
+import tempfile
+import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import IO
 
@@ -47,6 +52,8 @@ _ZIP_METHODS = {
 }
 _ZIP_READABLE = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2,
                  zipfile.ZIP_LZMA}
+# Legacy methods Info-ZIP's unzip still reads (shrink, reduce, implode, deflate64).
+_UNZIP_METHODS = {1, 2, 3, 4, 5, 6, 9}
 _MAC_JUNK = "__MACOSX/"  # AppleDouble resource forks Finder adds: never user content
 
 # Library errors that mean "the bytes are damaged", for members and whole streams.
@@ -188,18 +195,93 @@ _Opener = Callable[[zipfile.ZipInfo, "bytes | None"], IO[bytes]]
 
 def extract_zip(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     try:
-        with src.open() as f, zipfile.ZipFile(f) as zf:
+        with ExitStack() as stack:
+            f = stack.enter_context(src.open())
+            zf = stack.enter_context(zipfile.ZipFile(f))
             if zf.comment:
                 doc.metadata.extra["comment"] = decode(zf.comment)[0].strip()
-            _zip_members(zf.infolist(), lambda i, pwd: zf.open(i, pwd=pwd), ctx, doc)
+            _zip_members(zf.infolist(), lambda i, pwd: zf.open(i, pwd=pwd), ctx, doc,
+                         legacy=_UnzipTool(src, ctx, stack))
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         if not _recover(src, ctx, doc):
             raise ExtractionError(ErrorKind.CORRUPT,
                                   f"not a readable ZIP archive: {exc}") from exc
 
 
+class _UnzipTool:
+    """Reads members in legacy methods (deflate64, implode, ...) with Info-ZIP's unzip.
+
+    zipfile cannot decompress them; unzip can, and streaming its stdout through the same
+    capped reader keeps every bomb limit. The archive must be a file: bytes are spilled to
+    a temporary file once, on first use.
+    """
+
+    def __init__(self, src: Source, ctx: Context, stack: ExitStack) -> None:
+        self.src, self.ctx, self.stack = src, ctx, stack
+        self.exe = shutil.which("unzip")
+        self._path: str | None = str(src.path) if src.path is not None else None
+
+    def can_read(self, info: zipfile.ZipInfo) -> bool:
+        return self.exe is not None and info.compress_type in _UNZIP_METHODS
+
+    def open(self, info: zipfile.ZipInfo, pwd: bytes | None) -> IO[bytes]:
+        assert self.exe is not None
+        if self._path is None:
+            tmp = self.stack.enter_context(tempfile.NamedTemporaryFile(suffix=".zip"))  # noqa: SIM115
+            tmp.write(self.src.read())
+            tmp.flush()
+            self._path = tmp.name
+        # unzip matches member names as wildcards: bracket the special characters.
+        pattern = "".join(f"[{c}]" if c in "*?[" else c for c in info.filename)
+        proc = subprocess.Popen([self.exe, "-p", "-qq", self._path, pattern],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return _ToolStream(proc, self.ctx.options.tool_timeout)
+
+
+class _ToolStream(io.RawIOBase):
+    """A child process's stdout as a stream with a deadline (a timer kills the process).
+
+    Closing reaps the process; a failing exit status becomes a data error, so the member
+    is reported ``corrupt`` like any other damaged stream.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], timeout: float) -> None:
+        self.proc = proc
+        self.timer = threading.Timer(timeout, proc.kill)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        data = self.read1(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+    def read1(self, n: int = -1) -> bytes:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.read1(n if n > 0 else _CHUNK)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        super().close()
+        finished = self.proc.poll() is not None
+        if not finished:
+            self.proc.kill()  # stopped early (a limit was hit) or the timer is due
+        code = self.proc.wait()
+        self.timer.cancel()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        if code < 0 and not finished:
+            return  # we ended it ourselves; the reader already knows why
+        if code not in (0, 1):  # 1: warnings only
+            raise zlib.error(f"unzip could not decompress the member (exit status {code})")
+
+
 def _zip_members(infos: list[zipfile.ZipInfo], opener: _Opener, ctx: Context,
-                 doc: Document) -> None:
+                 doc: Document, legacy: _UnzipTool | None = None) -> None:
     if len(infos) > ctx.options.max_members:
         raise ExtractionError(ErrorKind.TOO_LARGE,
                               f"ZIP has {len(infos)} members, more than the limit "
@@ -211,7 +293,9 @@ def _zip_members(infos: list[zipfile.ZipInfo], opener: _Opener, ctx: Context,
             continue
         total += 1
         if run.stopped is None and run.count():
-            _zip_member(opener, info, run)
+            use_tool = legacy is not None and legacy.can_read(info)
+            _zip_member(legacy.open if use_tool else opener, info, run,  # type: ignore[union-attr]
+                        external=use_tool)
     doc.metadata.extra["members"] = total
     run.finish(total)
 
@@ -304,7 +388,8 @@ def _zip_name(info: zipfile.ZipInfo) -> str:
         return info.filename
 
 
-def _zip_member(opener: _Opener, info: zipfile.ZipInfo, run: _Run) -> None:
+def _zip_member(opener: _Opener, info: zipfile.ZipInfo, run: _Run,
+                external: bool = False) -> None:
     name = _zip_name(info)
     opts = run.ctx.options
     method = info.compress_type
@@ -312,7 +397,7 @@ def _zip_member(opener: _Opener, info: zipfile.ZipInfo, run: _Run) -> None:
     if method == 99:
         run.fail(name, ErrorKind.ENCRYPTED, "WinZip AES-encrypted member (not supported)")
         return
-    if method not in _ZIP_READABLE:
+    if method not in _ZIP_READABLE and not external:
         label = _ZIP_METHODS.get(method, "unknown")
         run.fail(name, ErrorKind.UNSUPPORTED,
                  f"ZIP compression method {method} ({label}) is not supported")

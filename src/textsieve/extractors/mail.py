@@ -318,7 +318,7 @@ def _fill_headers(msg: Message, doc: Document, out: Builder) -> None:
     if mid := _header(msg, "Message-ID"):
         extra["message_id"] = mid
     block = [f"{name}: {values[key]}" for name, key in _HEADERS if values[key]]
-    if block:
+    if any(values[key] for _, key in _HEADERS if key != "date"):  # a bare date is no content
         out.paragraph("\n".join(block))
 
 
@@ -546,7 +546,7 @@ def _render_msg(ole: Any, prefix: str, ctx: Context, doc: Document, out: Builder
             extra[key] = [x.strip() for x in value.split(";") if x.strip()]
     block = [f"{k}: {v}" for k, v in (("From", sender), ("To", to), ("Cc", cc), ("Date", date),
                                         ("Subject", subject)) if v]
-    if block:
+    if sender or to or cc or subject:  # a bare date is no content (a blank message is empty)
         out.paragraph("\n".join(block))
     body = m.text("1000")
     if not (body and body.strip()):
