@@ -27,12 +27,17 @@ def _edge_space(s: str) -> bool:
 
 def clean_inline(text: str) -> str:
     """Collapse runs of spaces and strip; keeps line breaks inside the text."""
+    if "\n" not in text and "\r" not in text:  # the common case: one line, one regex pass
+        return _WS.sub(" ", text).strip()
     lines = [_WS.sub(" ", ln).strip() for ln in text.replace("\r\n", "\n").split("\n")]
     return "\n".join(ln for ln in lines if ln)
 
 
 def _md_escape_line(line: str) -> str:
     # A paragraph that happens to start like a heading or list must not become one.
+    first = line.lstrip()[:1]
+    if not first or (first not in "#>+-*" and not first.isdigit()):
+        return line  # the common case, without running two regexes
     line = _MD_BULLET_START.sub(r"\1\\\2\3", line)
     return _MD_NUMBER_START.sub(r"\1\2\\\3\4", line)
 
