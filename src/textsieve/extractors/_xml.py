@@ -124,6 +124,17 @@ def read_xml(zf: zipfile.ZipFile, name: str, ctx: Context, *,
     return parse_xml(read_member(zf, name, ctx), recover=recover)
 
 
+def read_xml_lenient(zf: zipfile.ZipFile, name: str, ctx: Context) -> etree._Element | None:
+    """A secondary part (properties, styles, notes): damage there must not cost the
+    document's text, so a corrupt part reads as absent; other errors still propagate."""
+    try:
+        return read_xml(zf, name, ctx)
+    except ExtractionError as exc:
+        if exc.kind is not ErrorKind.CORRUPT:
+            raise
+        return None
+
+
 def local(tag: object) -> str:
     """Local name of an element tag ('' for comments, entities, PIs)."""
     if not isinstance(tag, str):

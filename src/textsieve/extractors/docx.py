@@ -22,7 +22,7 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
 from . import Context
-from ._xml import local, open_zip, read_member, read_xml
+from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
 _REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _R_IDS = ("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id",
@@ -73,7 +73,7 @@ def rid(el: etree._Element, attr: str = "id") -> str | None:
 
 def read_properties(zf: zipfile.ZipFile, ctx: Context, doc: Document) -> None:
     """docProps/core.xml and app.xml -> title, author, dates, language, pages."""
-    core = _safe_part(zf, "docProps/core.xml", ctx)
+    core = read_xml_lenient(zf, "docProps/core.xml", ctx)
     m = doc.metadata
     if core is not None:
         vals: dict[str, str] = {}
@@ -92,7 +92,7 @@ def read_properties(zf: zipfile.ZipFile, ctx: Context, doc: Document) -> None:
         for k in ("lastModifiedBy", "description", "category", "revision"):
             if k in vals:
                 m.extra[k] = vals[k]
-    app = _safe_part(zf, "docProps/app.xml", ctx)
+    app = read_xml_lenient(zf, "docProps/app.xml", ctx)
     if app is not None:
         for el in app:
             name, text = local(el.tag), (el.text or "").strip()
@@ -100,16 +100,6 @@ def read_properties(zf: zipfile.ZipFile, ctx: Context, doc: Document) -> None:
                 m.page_count = int(text)
             elif name == "Application" and text:
                 m.extra["application"] = text
-
-
-def _safe_part(zf: zipfile.ZipFile, name: str, ctx: Context) -> etree._Element | None:
-    """A secondary part: damage there must not cost the document's text."""
-    try:
-        return read_xml(zf, name, ctx)
-    except ExtractionError as exc:
-        if exc.kind is not ErrorKind.CORRUPT:
-            raise
-        return None
 
 
 def embedded_children(zf: zipfile.ZipFile, folder: str, ctx: Context, doc: Document) -> None:
@@ -492,7 +482,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
 def _first_part(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]],
                 kind: str) -> etree._Element | None:
     for path in by_kind.get(kind, []) or [f"word/{kind}.xml"]:
-        root = _safe_part(zf, path, ctx)
+        root = read_xml_lenient(zf, path, ctx)
         if root is not None:
             return root
     return None
@@ -504,7 +494,7 @@ def _story_texts(zf: zipfile.ZipFile, ctx: Context, paths: list[str], walker: _W
     seen: set[str] = set()
     texts: list[str] = []
     for path in sorted(set(paths), key=_natural):
-        root = _safe_part(zf, path, ctx)
+        root = read_xml_lenient(zf, path, ctx)
         if root is None:
             continue
         text = _render(walker, root)

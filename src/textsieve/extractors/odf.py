@@ -18,7 +18,7 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
 from . import Context
-from ._xml import local, open_zip, read_member, read_xml
+from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
@@ -371,7 +371,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         root = read_xml(zf, "content.xml", ctx)
         assert root is not None
         _meta(zf, ctx, doc)
-        styles = _safe(zf, "styles.xml", ctx)
+        styles = read_xml_lenient(zf, "styles.xml", ctx)
         walker = _Odf(out, zf, ctx, ctx.options.comments)
         walker.add_list_styles(styles)
         walker.add_list_styles(root)
@@ -394,15 +394,6 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
             out.paragraph(text)
         for text in walker.comment_texts:
             out.paragraph(text)
-
-
-def _safe(zf: zipfile.ZipFile, name: str, ctx: Context) -> etree._Element | None:
-    try:
-        return read_xml(zf, name, ctx)
-    except ExtractionError as exc:
-        if exc.kind is not ErrorKind.CORRUPT:
-            raise
-        return None
 
 
 def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str], list[str]]:

@@ -16,8 +16,8 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
 from . import Context
-from ._xml import local, open_zip
-from .docx import _natural, _safe_part, embedded_children, read_properties, rels, rid
+from ._xml import local, open_zip, read_xml_lenient
+from .docx import _natural, embedded_children, read_properties, rels, rid
 
 _TITLES = {"title", "ctrTitle"}
 _BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets
@@ -110,7 +110,7 @@ class _Slide:
         target = self.part_rels.get(key or "")
         if target is None:
             return
-        root = _safe_part(self.zf, target[1], self.ctx)
+        root = read_xml_lenient(self.zf, target[1], self.ctx)
         if root is None:
             return
         if chart:
@@ -251,7 +251,7 @@ def _int(v: str | None) -> int:
 
 def _slide_parts(zf: zipfile.ZipFile, ctx: Context, main: str) -> list[str]:
     """Slides in presentation order; falls back to the file names when the list is bad."""
-    pres = _safe_part(zf, main, ctx)
+    pres = read_xml_lenient(zf, main, ctx)
     pres_rels = rels(zf, main, ctx)
     parts: list[str] = []
     if pres is not None:
@@ -288,7 +288,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
 def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
                layouts: dict[str, dict[str, tuple[int, int]]], hidden: list[int],
                out: Builder) -> None:
-    root = _safe_part(zf, part, ctx)
+    root = read_xml_lenient(zf, part, ctx)
     if root is None:
         out.paragraph(f"[slide {n} could not be read]")
         return
@@ -300,8 +300,8 @@ def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
         master = next((p for k, p in rels(zf, layout_part, ctx).values()
                        if k == "slideMaster"), None)
         if master is not None and master not in layouts:
-            layouts[master] = _layout_positions(_safe_part(zf, master, ctx))
-        layouts[layout_part] = _layout_positions(_safe_part(zf, layout_part, ctx),
+            layouts[master] = _layout_positions(read_xml_lenient(zf, master, ctx))
+        layouts[layout_part] = _layout_positions(read_xml_lenient(zf, layout_part, ctx),
                                                  layouts.get(master or ""))
     slide = _Slide(zf, ctx, part, layouts.get(layout_part or "", {}))
     slide._rels = part_rels
@@ -315,7 +315,7 @@ def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
 
 
 def _notes(zf: zipfile.ZipFile, ctx: Context, part: str, out: Builder) -> None:
-    root = _safe_part(zf, part, ctx)
+    root = read_xml_lenient(zf, part, ctx)
     if root is None:
         return
     texts: list[str] = []
