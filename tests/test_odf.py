@@ -148,3 +148,48 @@ def test_corpus_has_text(corpus: Path, folder: str, name: str) -> None:
     assert out.text.strip()
     if folder == "odp":
         assert out.pages
+
+
+def _retype(data: bytes, mime: str) -> bytes:
+    """The same package declared as another OpenDocument type (mimetype + manifest root)."""
+    src = zipfile.ZipFile(io.BytesIO(data))
+    old = src.read("mimetype")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            body = src.read(info)
+            if info.filename == "mimetype":
+                body = mime.encode()
+            elif info.filename == "META-INF/manifest.xml":
+                body = body.replace(b'media-type="' + old + b'"',
+                                    b'media-type="' + mime.encode() + b'"')
+            dst.writestr(info, body)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("ext", "mime"), [
+    ("ott", "application/vnd.oasis.opendocument.text-template"),
+    ("odm", "application/vnd.oasis.opendocument.text-master"),
+    ("otm", "application/vnd.oasis.opendocument.text-master-template"),
+    ("oth", "application/vnd.oasis.opendocument.text-web"),
+])
+def test_every_text_flavour_and_template(ext: str, mime: str) -> None:
+    data = _retype(_make_odt(), mime)
+    assert textsieve.detect(data, name=f"x.{ext}") == mime
+    out = textsieve.extract(data, name=f"x.{ext}")
+    assert out.status is Status.OK, out.error
+    assert out.mime_type == mime
+    assert "# Main Title" in out.markdown and "Final words." in out.text
+
+
+def test_presentation_template() -> None:
+    doc = Document("presentation")
+    page = DrawPage("p1", name="Intro")
+    page.append(Frame.text_frame("Template slide words", size=("10cm", "2cm"),
+                                 position=("1cm", "1cm")))
+    doc.body.append(page)
+    mime = "application/vnd.oasis.opendocument.presentation-template"
+    out = textsieve.extract(_retype(_save(doc), mime), name="deck.otp")
+    assert out.mime_type == mime
+    assert out.status is Status.OK, out.error
+    assert "Template slide words" in out.text
