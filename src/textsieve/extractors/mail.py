@@ -60,22 +60,25 @@ def _fix_header(value: str) -> str:
     return " ".join(value.split())
 
 
-def _header(msg: Message, name: str) -> str | None:
-    try:
-        value = msg.get(name)
-        if value is None:
-            return None
-        return _fix_header(str(value))
-    except Exception:  # a header the modern policy cannot parse: decode it by hand
-        raw = _raw_header(msg, name)
-        if raw is None:
-            return None
-        try:
-            from email.header import decode_header, make_header
+_LONG_HEADER = 4096  # the modern header parser is super-linear: past this, decode by hand
 
-            return _fix_header(str(make_header(decode_header(raw))))
-        except Exception:
-            return _fix_header(raw)
+
+def _header(msg: Message, name: str) -> str | None:
+    raw = _raw_header(msg, name)
+    if raw is None:
+        return None
+    if len(raw) <= _LONG_HEADER:
+        try:
+            value = msg.get(name)
+            return None if value is None else _fix_header(str(value))
+        except Exception:  # a header the modern policy cannot parse: decode it by hand
+            pass
+    try:
+        from email.header import decode_header, make_header
+
+        return _fix_header(str(make_header(decode_header(raw))))
+    except Exception:
+        return _fix_header(raw)
 
 
 def _raw_header(msg: Message, name: str) -> str | None:
