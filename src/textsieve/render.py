@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 
 from .model import Page
 
-_MD_BULLET_START = re.compile(r"^(\s*)([#>+\-*])(\s)")
-_MD_NUMBER_START = re.compile(r"^(\s*)(\d+)([.)])(\s)")
+_MD_BULLET_START = re.compile(r"^([ \t]*)([#>+\-*])(?=\s|$)", re.M)
+_MD_NUMBER_START = re.compile(r"^([ \t]*)(\d+)([.)])(?=\s|$)", re.M)
 _WS = re.compile(r"[ \t\u00a0]+")
 _ODD_SPACE = re.compile(r"[^\S \t\n]")  # whitespace other than space/tab/newline
 
@@ -33,13 +33,14 @@ def clean_inline(text: str) -> str:
     return "\n".join(ln for ln in lines if ln)
 
 
-def _md_escape_line(line: str) -> str:
-    # A paragraph that happens to start like a heading or list must not become one.
-    first = line.lstrip()[:1]
-    if not first or (first not in "#>+-*" and not first.isdigit()):
-        return line  # the common case, without running two regexes
-    line = _MD_BULLET_START.sub(r"\1\\\2\3", line)
-    return _MD_NUMBER_START.sub(r"\1\2\\\3\4", line)
+def _md_escape(text: str) -> str:
+    """Escape line starts that Markdown would read as a heading, quote or list marker.
+
+    One multi-line regex pass per block (in C), not a Python call per line: PDF pages and
+    text files are thousands of lines.
+    """
+    text = _MD_BULLET_START.sub(r"\1\\\2", text)
+    return _MD_NUMBER_START.sub(r"\1\2\\\3", text)
 
 
 def _md_cell(text: str) -> str:
@@ -74,7 +75,7 @@ class Builder:
 
     def paragraph(self, text: str) -> None:
         text = clean_inline(text)
-        md = "\n".join(_md_escape_line(ln) for ln in text.split("\n"))
+        md = _md_escape(text)
         self._add(text, md)
 
     def preformatted(self, text: str) -> None:
@@ -82,7 +83,7 @@ class Builder:
         text = text.strip("\n")
         if not text.strip():
             return
-        self._add(text, "\n".join(_md_escape_line(ln) for ln in text.split("\n")))
+        self._add(text, _md_escape(text))
 
     def code(self, text: str, language: str = "") -> None:
         text = text.strip("\n")
