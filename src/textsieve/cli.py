@@ -74,7 +74,41 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("detect", help="print the MIME type of files, decided by content")
     p.add_argument("inputs", nargs="+", metavar="FILE")
+
+    p = sub.add_parser("run", help="extract sources into the archive (incremental, resumable)")
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help="files, folders or globs")
+    _add_archive_option(p)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--force", action="store_true", help="extract every item again")
+    g.add_argument("--retry-errors", action="store_true",
+                   help="only retry items that failed before")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    _add_extract_options(p)
+
+    p = sub.add_parser("search", help="full-text search of the archive")
+    p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
+    p.add_argument("-n", "--limit", type=int, default=20)
+    _add_archive_option(p)
+
+    p = sub.add_parser("show", help="print an archived item")
+    p.add_argument("id", type=int)
+    p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
+    _add_archive_option(p)
+
+    p = sub.add_parser("stats", help="summarise the archive by status, type and error")
+    _add_archive_option(p)
+
+    p = sub.add_parser("export", help="write the archive out as files, JSONL or Parquet")
+    p.add_argument("--to", required=True, metavar="PATH",
+                   help="folder (txt) or file (jsonl, parquet)")
+    p.add_argument("--format", choices=["txt", "jsonl", "parquet"], default="txt")
+    _add_archive_option(p)
     return parser
+
+
+def _add_archive_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--archive", default="textsieve.db", metavar="FILE",
+                   help="the archive file (default: textsieve.db here)")
 
 
 def _read_stdin() -> bytes:
@@ -139,14 +173,105 @@ def cmd_detect(ns: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def _open_archive(path: str, *, readonly: bool):
+    from .archive import Archive, ArchiveError
+
+    if readonly and not os.path.exists(path):
+        raise ArchiveError(f"{path}: no such archive (create it with textsieve run)")
+    return Archive(path, readonly=readonly)
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    from .run.progress import Progress
+    from .run.runner import Mode, run
+    from .sources import SourceError, open_source
+
+    archive_path = os.path.abspath(ns.archive)
+    exclude = frozenset({archive_path, archive_path + "-wal", archive_path + "-shm",
+                         archive_path + "-journal"})
+    try:
+        sources = [open_source(spec, exclude=exclude) for spec in ns.sources]
+    except SourceError as exc:
+        print(f"textsieve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    options = _options(ns)
+    mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
+        Mode.INCREMENTAL
+    progress = Progress(quiet=ns.quiet)
+    with _open_archive(ns.archive, readonly=False) as archive:
+        stats = run(sources, archive, options, mode=mode, progress=progress,
+                    run_options={"mode": str(mode), "timeout": options.timeout,
+                                 "workers": options.worker_count})
+    progress.finish(stats)
+    return EXIT_FAILED if stats.status.get("error") else EXIT_OK
+
+
+def cmd_search(ns: argparse.Namespace) -> int:
+    from .archive.search import QueryError, search
+
+    with _open_archive(ns.archive, readonly=True) as archive:
+        try:
+            hits = search(archive, ns.query, limit=ns.limit)
+        except QueryError as exc:
+            print(f"textsieve: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    for h in hits:
+        where = " › ".join(h.where)
+        title = f"  {h.title}" if h.title else ""
+        print(f"[{h.id}] {where}{title}\n    {h.snippet}")
+    if not hits:
+        print("no match", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_show(ns: argparse.Namespace) -> int:
+    with _open_archive(ns.archive, readonly=True) as archive:
+        doc = archive.document(ns.id)
+        where = " › ".join(w for _, w in archive.lineage(ns.id))
+    if doc is None:
+        print(f"textsieve: no item {ns.id}", file=sys.stderr)
+        return EXIT_FAILED
+    _emit(sys.stdout, where, doc, ns.format, many=False)
+    return EXIT_OK
+
+
+def cmd_stats(ns: argparse.Namespace) -> int:
+    from .archive.stats import format_stats, stats
+
+    with _open_archive(ns.archive, readonly=True) as archive:
+        print(format_stats(stats(archive)))
+    return EXIT_OK
+
+
+def cmd_export(ns: argparse.Namespace) -> int:
+    from .archive.export import ExportError, export
+
+    with _open_archive(ns.archive, readonly=True) as archive:
+        try:
+            n = export(archive, ns.to, ns.format)
+        except ExportError as exc:
+            print(f"textsieve: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    print(f"exported {n:,} items to {ns.to}", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
     if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
-    handler = {"extract": cmd_extract, "detect": cmd_detect}[ns.command]
+    handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
+               "search": cmd_search, "show": cmd_show, "stats": cmd_stats,
+               "export": cmd_export}[ns.command]
+    from .archive.store import ArchiveError
+
     try:
         return handler(ns)
+    except ArchiveError as exc:
+        print(f"textsieve: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except BrokenPipeError:  # `textsieve extract ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

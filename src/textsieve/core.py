@@ -75,7 +75,7 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
         msg = UNSUPPORTED.get(det.mime, f"no extractor for {det.mime}")
         raise ExtractionError(ErrorKind.UNSUPPORTED, f"{msg} ({det.note})" if det.note else msg)
     last: ExtractionError | None = None
-    for fn in extractors:
+    for tag, fn in extractors:
         out = Builder()
         trial = Document(name=doc.name, mime_type=doc.mime_type, metadata=doc.metadata,
                          warnings=list(doc.warnings))
@@ -91,6 +91,7 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
         trial.text, trial.markdown, trial.pages = out.build()
         trial.timings.update(doc.timings)
         trial.timings["extract"] = time.perf_counter() - t
+        trial.extractor = tag
         doc.__dict__.update({k: v for k, v in trial.__dict__.items()
                              if k not in ("size", "sha256")})
         doc.status = _status(doc)

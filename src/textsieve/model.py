@@ -100,6 +100,7 @@ class Document:
     sha256: str | None = None
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
     warnings: list[str] = field(default_factory=list)
+    extractor: str | None = None  # "module/version" that produced it (archive re-runs)
 
     @property
     def ok(self) -> bool:
@@ -146,6 +147,8 @@ class Document:
         d["timings"] = {k: round(v, 6) for k, v in self.timings.items()}
         if self.warnings:
             d["warnings"] = self.warnings
+        if self.extractor:
+            d["extractor"] = self.extractor
         return d
 
     @classmethod
@@ -167,8 +170,26 @@ class Document:
             sha256=d.get("sha256"),
             timings=d.get("timings", {}),
             warnings=d.get("warnings", []),
+            extractor=d.get("extractor"),
         )
 
     @classmethod
     def failed(cls, kind: ErrorKind, message: str, *, name: str | None = None) -> Document:
         return cls(name=name, status=Status.ERROR, error=ErrorInfo(kind, message))
+
+
+@dataclass(frozen=True)
+class Item:
+    """What to process: where it is, how the archive keys it, and which source named it.
+
+    Sources yield Items; the runner decides from the archive whether each needs work.
+    """
+
+    key: str  # normalised identity: absolute path, normalised URL, ...
+    original: str  # as the user or the source gave it
+    source: str  # the source spec that produced it (provenance)
+    path: str | None = None  # a local file to read
+    data: bytes | None = None  # or the bytes themselves (mail parts, fetched bodies)
+    name: str | None = None
+    size: int | None = None
+    mtime_ns: int | None = None

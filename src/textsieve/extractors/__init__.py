@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 Extractor = Callable[["Source", "Context", Document, "Builder"], None]
 
 _P = "textsieve.extractors."
+CORE_VERSION = "1"  # detection / rendering / model changes that alter every output
 _ODF = [f"{_P}odf:extract"]
 _SHEET = [f"{_P}sheets:extract"]
 
@@ -99,8 +100,29 @@ UNSUPPORTED = {
 }
 
 
-def extractors_for(mime: str) -> list[Extractor]:
-    return [_load(spec) for spec in REGISTRY.get(mime, [])]
+def extractors_for(mime: str) -> list[tuple[str, Extractor]]:
+    """(version tag, function) for each extractor of ``mime``, in order of preference."""
+    return [(version_of(spec), _load(spec)) for spec in REGISTRY.get(mime, [])]
+
+
+def version_of(spec: str) -> str:
+    """"module/N": bump a module's ``VERSION`` when its output changes, and archives
+    re-extract exactly the items that module produced (core changes bump CORE_VERSION)."""
+    mod = spec.partition(":")[0]
+    module = importlib.import_module(mod)
+    return f"{CORE_VERSION}:{mod.rsplit('.', 1)[-1]}/{getattr(module, 'VERSION', 1)}"
+
+
+def is_current(tag: str | None) -> bool:
+    """Whether an archived item's extractor tag is what this textsieve would use now."""
+    if not tag or ":" not in tag or "/" not in tag:
+        return False
+    core, _, rest = tag.partition(":")
+    mod = rest.partition("/")[0]
+    try:
+        return version_of(f"{__name__}.{mod}:x") == tag and core == CORE_VERSION
+    except ImportError:
+        return False
 
 
 _cache: dict[str, Extractor] = {}

@@ -106,8 +106,15 @@ class WorkerPool:
 
     def map(self, inputs: Iterable[Any], names: Iterable[str | None] | None = None,
             ) -> Iterator[Document]:
-        items = iter(inputs)
-        name_iter = iter(names) if names is not None else None
+        """One Document per input (a path, bytes or a file object), in input order."""
+        if names is None:
+            return self.map_pairs((obj, None) for obj in inputs)
+        return self.map_pairs(zip(inputs, names, strict=False))
+
+    def map_pairs(self, pairs: Iterable[tuple[Any, str | None]]) -> Iterator[Document]:
+        """Like ``map``, for (input, name) pairs; the iterable is consumed lazily, a
+        bounded window ahead of the results, so it may be an endless stream."""
+        items = iter(pairs)
         pending: deque[int] = deque()  # keys in input order
         done: dict[int, Document] = {}
         window = self.size * 4
@@ -121,11 +128,10 @@ class WorkerPool:
             nonlocal next_key, exhausted
             while not exhausted and len(pending) < window:
                 try:
-                    obj = next(items)
+                    obj, name = next(items)
                 except StopIteration:
                     exhausted = True
                     return
-                name = next(name_iter, None) if name_iter is not None else None
                 pending.append(next_key)
                 backlog.append((next_key, obj, name))
                 next_key += 1

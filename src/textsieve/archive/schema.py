@@ -1,0 +1,131 @@
+"""The archive's SQLite schema, as an ordered list of migrations.
+
+``PRAGMA user_version`` holds the schema version; ``PRAGMA application_id`` marks the file
+as a textsieve archive, so a foreign SQLite database is recognised and left untouched. An
+archive made by an older textsieve is migrated in place, one step per version, each step in
+its own transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+APPLICATION_ID = 0x54535652  # "TSVR"
+
+_V1 = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- One run of `textsieve run`: what it was asked, when, and what it did.
+CREATE TABLE runs (
+    id       INTEGER PRIMARY KEY,
+    started  REAL NOT NULL,
+    ended    REAL,
+    status   TEXT NOT NULL DEFAULT 'running',  -- running | completed | interrupted
+    options  TEXT NOT NULL DEFAULT '{}',       -- JSON
+    sources  TEXT NOT NULL DEFAULT '[]',       -- JSON list of source specs
+    counts   TEXT NOT NULL DEFAULT '{}'        -- JSON: new, changed, unchanged, ok, error...
+);
+
+-- A source as the user named it (a folder, a glob, later a URL list or a mailbox).
+CREATE TABLE sources (
+    id    INTEGER PRIMARY KEY,
+    spec  TEXT NOT NULL UNIQUE
+);
+
+-- One row per item: a top-level input or a child (member, attachment, embedded file).
+CREATE TABLE items (
+    id                 INTEGER PRIMARY KEY,
+    key                TEXT NOT NULL UNIQUE,   -- normalised path / URL; children: parent//name
+    original           TEXT,                   -- as first given (path or URL)
+    parent_id          INTEGER REFERENCES items(id) ON DELETE CASCADE,
+    name               TEXT,
+    sha256             TEXT,
+    size               INTEGER,
+    mtime_ns           INTEGER,                -- of the file, for the cheap unchanged check
+    mime_type          TEXT,
+    title              TEXT,
+    metadata           TEXT,                   -- JSON
+    status             TEXT NOT NULL,          -- ok | empty | error
+    error_kind         TEXT,
+    error_message      TEXT,
+    text               BLOB,                   -- zstd
+    markdown           BLOB,                   -- zstd
+    pages              BLOB,                   -- zstd JSON: [[number, start, end, ocr], ...]
+    text_chars         INTEGER NOT NULL DEFAULT 0,
+    warnings           TEXT,                   -- JSON list
+    extractor_version  TEXT,
+    first_seen         REAL NOT NULL,
+    last_seen          REAL NOT NULL,
+    extracted_at       REAL
+);
+CREATE INDEX items_parent ON items(parent_id);
+CREATE INDEX items_sha ON items(sha256);
+CREATE INDEX items_status ON items(status, error_kind);
+
+-- Which source produced which item (many-to-many), and in which runs it was seen.
+CREATE TABLE provenance (
+    item_id    INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    source_id  INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    first_run  INTEGER NOT NULL REFERENCES runs(id),
+    last_run   INTEGER NOT NULL REFERENCES runs(id),
+    PRIMARY KEY (item_id, source_id)
+) WITHOUT ROWID;
+
+-- Full-text index over titles and texts. The texts live compressed in `items`; the index
+-- reads them through this view (and the ts_unzstd() function every connection registers)
+-- only for snippets, so the archive does not store every text twice.
+CREATE VIEW items_fts_content AS
+    SELECT id, COALESCE(title, '') AS title, ts_unzstd(text) AS text FROM items;
+CREATE VIRTUAL TABLE items_fts USING fts5(
+    title, text,
+    content = 'items_fts_content', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+"""
+
+# Version 2: HTTP validators for conditional GET on re-runs of URL sources.
+_V2 = """
+ALTER TABLE items ADD COLUMN etag TEXT;
+ALTER TABLE items ADD COLUMN last_modified TEXT;
+"""
+
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2]
+VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection, target: int = VERSION) -> int:
+    """Bring the schema up to ``target``; returns the version it started from."""
+    start = conn.execute("PRAGMA user_version").fetchone()[0]
+    for version in range(start + 1, target + 1):
+        step = MIGRATIONS[version - 1]
+        conn.execute("BEGIN IMMEDIATE")  # one transaction per step: a crash leaves a
+        try:  # consistent version behind
+            if callable(step):
+                step(conn)
+            else:
+                for stmt in _statements(step):
+                    conn.execute(stmt)
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {version}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    return start
+
+
+def _statements(script: str) -> list[str]:
+    """Split a DDL script into complete statements, as SQLite itself judges them."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out

@@ -1,0 +1,53 @@
+"""`textsieve stats`: what the archive holds, by status, type and error kind."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .store import Archive
+
+
+def stats(archive: Archive) -> dict[str, Any]:
+    c = archive.conn
+    one = lambda sql: c.execute(sql).fetchone()  # noqa: E731
+    top, children = one("SELECT sum(parent_id IS NULL), sum(parent_id IS NOT NULL) FROM items")
+    chars, stored = one("SELECT coalesce(sum(text_chars), 0), coalesce(sum(length(text)), 0) "
+                        "FROM items")
+    return {
+        "file": str(archive.path),
+        "file_bytes": os.path.getsize(archive.path) if archive.path.exists() else 0,
+        "items": top or 0,
+        "children": children or 0,
+        "text_chars": chars,
+        "text_bytes_compressed": stored,
+        "by_status": dict(c.execute(
+            "SELECT status, count(*) FROM items GROUP BY status ORDER BY 2 DESC")),
+        "by_error": dict(c.execute(
+            "SELECT error_kind, count(*) FROM items WHERE error_kind IS NOT NULL "
+            "GROUP BY error_kind ORDER BY 2 DESC")),
+        "by_type": dict(c.execute(
+            "SELECT mime_type, count(*) FROM items GROUP BY mime_type ORDER BY 2 DESC")),
+        "runs": [dict(zip(("id", "started", "ended", "status"), r, strict=True))
+                 for r in c.execute("SELECT id, datetime(started, 'unixepoch'), "
+                                    "datetime(ended, 'unixepoch'), status FROM runs "
+                                    "ORDER BY id DESC LIMIT 5")],
+    }
+
+
+def format_stats(s: dict[str, Any]) -> str:
+    lines = [f"archive      {s['file']} ({s['file_bytes'] / 1e6:.1f} MB)",
+             f"items        {s['items']:,} (+{s['children']:,} members/attachments)",
+             f"text         {s['text_chars']:,} chars, "
+             f"{s['text_bytes_compressed'] / 1e6:.1f} MB compressed"]
+    for title, key in (("by status", "by_status"), ("by error", "by_error"),
+                       ("by type", "by_type")):
+        if s[key]:
+            lines.append(f"\n{title}:")
+            width = max(len(str(k)) for k in s[key])
+            lines += [f"  {k!s:<{width}}  {v:>8,}" for k, v in s[key].items()]
+    if s["runs"]:
+        lines.append("\nlast runs:")
+        lines += [f"  #{r['id']}  {r['started']} -> {r['ended'] or '…'}  {r['status']}"
+                  for r in s["runs"]]
+    return "\n".join(lines)

@@ -1,0 +1,333 @@
+"""The archive: one SQLite file holding every item's text, compressed, searchable.
+
+One writer (the driver of a run) writes in batches, one transaction per batch, in WAL
+mode: a run killed at any moment leaves every committed batch intact and nothing half
+written, and readers (search, show) work while a run writes. A file that is not a
+textsieve archive is never modified: it is refused with ``ArchiveError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from ..model import Document, ErrorInfo, ErrorKind, Item, Metadata, Page, Status
+from . import schema
+
+# zstd level 9: near level-19 ratios on extracted text at ~10x the speed; see
+# bench/bench_archive.py for the measurement behind the choice.
+ZSTD_LEVEL = 9
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class ArchiveError(Exception):
+    """The archive file cannot be used (not SQLite, not ours, damaged, too new)."""
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the archive remembers about an item, enough to decide whether to redo it."""
+
+    id: int
+    sha256: str | None
+    size: int | None
+    mtime_ns: int | None
+    status: str
+    extractor_version: str | None
+
+
+@dataclass
+class Entry:
+    """One extracted top-level item, ready to be written."""
+
+    item: Item
+    doc: Document
+
+
+class Archive:
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        _check_file(self.path)
+        if readonly:
+            uri = f"file:{self.path}?mode=ro"
+            self.conn = sqlite3.connect(uri, uri=True, isolation_level=None,
+                                        check_same_thread=False)
+        else:
+            self.conn = sqlite3.connect(self.path, isolation_level=None,
+                                        check_same_thread=False)
+        self._zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+        self._zd = zstandard.ZstdDecompressor()
+        self.conn.create_function("ts_unzstd", 1, self._unzstd_sql, deterministic=True)
+        try:
+            self._setup()
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise ArchiveError(f"{self.path}: not a usable archive ({exc})") from exc
+
+    # -- opening ----------------------------------------------------------------------------
+    def _setup(self) -> None:
+        c = self.conn
+        c.execute("PRAGMA busy_timeout = 30000")
+        app_id = c.execute("PRAGMA application_id").fetchone()[0]
+        version = c.execute("PRAGMA user_version").fetchone()[0]
+        tables = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id != schema.APPLICATION_ID and (tables or version):
+            raise ArchiveError(f"{self.path}: an SQLite database, but not a textsieve archive")
+        if version > schema.VERSION:
+            raise ArchiveError(f"{self.path}: made by a newer textsieve (schema {version}, "
+                               f"this one knows up to {schema.VERSION})")
+        if self.readonly:
+            if version < schema.VERSION:
+                raise ArchiveError(f"{self.path}: schema {version} needs migrating; "
+                                   "open it once for writing (textsieve run) first")
+            return
+        c.execute("PRAGMA journal_mode = WAL")
+        c.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable at checkpoints,
+        c.execute("PRAGMA foreign_keys = ON")  # never corrupt on a crash
+        if version < schema.VERSION:
+            schema.migrate(c)
+        if not version:
+            with self.transaction():
+                c.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)",
+                          (time.strftime("%Y-%m-%dT%H:%M:%S"),))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- compression ------------------------------------------------------------------------
+    def _zip(self, text: str | None) -> bytes | None:
+        return self._zc.compress(text.encode("utf-8")) if text else None
+
+    def unzip(self, blob: bytes | None) -> str:
+        return self._zd.decompress(blob).decode("utf-8") if blob else ""
+
+    def _unzstd_sql(self, blob: bytes | None) -> str:
+        return self.unzip(blob)
+
+    # -- runs -------------------------------------------------------------------------------
+    def begin_run(self, sources: list[str], options: dict[str, Any]) -> int:
+        with self.transaction() as c:
+            # A run still 'running' was killed: record that, its committed work stays.
+            c.execute("UPDATE runs SET status = 'interrupted' WHERE status = 'running'")
+            cur = c.execute("INSERT INTO runs (started, options, sources) VALUES (?, ?, ?)",
+                            (time.time(), json.dumps(options, default=str),
+                             json.dumps(sources)))
+            return int(cur.lastrowid or 0)
+
+    def end_run(self, run_id: int, counts: dict[str, int], status: str = "completed") -> None:
+        with self.transaction() as c:
+            c.execute("UPDATE runs SET ended = ?, status = ?, counts = ? WHERE id = ?",
+                      (time.time(), status, json.dumps(counts), run_id))
+
+    def source_id(self, spec: str) -> int:
+        row = self.conn.execute("SELECT id FROM sources WHERE spec = ?", (spec,)).fetchone()
+        if row:
+            return int(row[0])
+        with self.transaction() as c:
+            c.execute("INSERT OR IGNORE INTO sources (spec) VALUES (?)", (spec,))
+            return int(c.execute("SELECT id FROM sources WHERE spec = ?", (spec,)).fetchone()[0])
+
+    # -- incremental decisions --------------------------------------------------------------
+    def known(self, keys: Iterable[str]) -> dict[str, Known]:
+        """What the archive knows about these top-level keys (missing ones are new)."""
+        out: dict[str, Known] = {}
+        keys = list(keys)
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            q = ("SELECT key, id, sha256, size, mtime_ns, status, extractor_version FROM items "
+                 f"WHERE key IN ({','.join('?' * len(chunk))})")
+            for row in self.conn.execute(q, chunk):
+                out[row[0]] = Known(*row[1:])
+        return out
+
+    def touch(self, seen: list[tuple[int, int, int | None, str | None]], run_id: int,
+              source_id: int) -> None:
+        """Unchanged items: (id, size, mtime_ns, sha256) -> last_seen, provenance."""
+        if not seen:
+            return
+        now = time.time()
+        with self.transaction() as c:
+            c.executemany("UPDATE items SET last_seen = ?, size = ?, mtime_ns = ?, "
+                          "sha256 = COALESCE(?, sha256) WHERE id = ?",
+                          [(now, size, mtime, sha, i) for i, size, mtime, sha in seen])
+            self._provenance(c, [i for i, *_ in seen], source_id, run_id)
+
+    # -- writing ----------------------------------------------------------------------------
+    def write(self, entries: list[Entry], run_id: int, source_ids: dict[str, int]) -> None:
+        """Write a batch of extracted items (and their children) in one transaction."""
+        if not entries:
+            return
+        now = time.time()
+        with self.transaction() as c:
+            for e in entries:
+                old = c.execute("SELECT id, first_seen FROM items WHERE key = ?",
+                                (e.item.key,)).fetchone()
+                if old is not None:
+                    self._drop_children(c, old[0])
+                    self._unindex(c, [old[0]])
+                item_id = self._put(c, e.item.key, e.item.original, None, e.doc, e.item,
+                                    now, old)
+                self._children(c, e.item.key, item_id, e.doc, now)
+                self._provenance(c, [item_id], source_ids[e.item.source], run_id)
+
+    def _put(self, c: sqlite3.Connection, key: str, original: str | None,
+             parent: int | None, doc: Document, item: Item | None, now: float,
+             old: tuple[int, float] | None) -> int:
+        pages = None
+        if doc.pages:
+            offsets, pos = [], 0
+            for p in doc.pages:  # page texts are slices of the text: store offsets only
+                start = doc.text.find(p.text, pos) if p.text else pos
+                start = pos if start < 0 else start
+                offsets.append([p.number, start, start + len(p.text), int(p.ocr)])
+                pos = start + len(p.text)
+            pages = self._zip(json.dumps(offsets))
+        values = {
+            "key": key, "original": original, "parent_id": parent, "name": doc.name,
+            "sha256": doc.sha256, "size": doc.size if doc.size is not None else (
+                item.size if item else None),
+            "mtime_ns": item.mtime_ns if item else None, "mime_type": doc.mime_type,
+            "title": doc.title, "metadata": json.dumps(doc.metadata.to_dict(), default=str),
+            "status": str(doc.status),
+            "error_kind": str(doc.error.kind) if doc.error else None,
+            "error_message": doc.error.message if doc.error else None,
+            "text": self._zip(doc.text), "markdown": self._zip(
+                doc.markdown if doc.markdown != doc.text else None),
+            "pages": pages, "text_chars": len(doc.text),
+            "warnings": json.dumps(doc.warnings) if doc.warnings else None,
+            "extractor_version": doc.extractor, "last_seen": now, "extracted_at": now,
+        }
+        if old is not None:
+            sets = ", ".join(f"{k} = :{k}" for k in values)
+            c.execute(f"UPDATE items SET {sets} WHERE id = :id", {**values, "id": old[0]})
+            item_id = old[0]
+        else:
+            cols = ", ".join(values)
+            c.execute(f"INSERT INTO items ({cols}, first_seen) VALUES "
+                      f"({', '.join(':' + k for k in values)}, :first_seen)",
+                      {**values, "first_seen": now})
+            item_id = int(c.execute("SELECT last_insert_rowid()").fetchone()[0])
+        if doc.text or doc.title:
+            c.execute("INSERT INTO items_fts (rowid, title, text) VALUES (?, ?, ?)",
+                      (item_id, doc.title or "", doc.text))
+        return item_id
+
+    def _children(self, c: sqlite3.Connection, key: str, parent_id: int, doc: Document,
+                  now: float) -> None:
+        used: dict[str, int] = {}
+        for i, child in enumerate(doc.children):
+            name = child.name or f"#{i + 1}"
+            n = used[name] = used.get(name, 0) + 1
+            child_key = f"{key}//{name}" + (f"#{n}" if n > 1 else "")
+            cid = self._put(c, child_key, None, parent_id, child, None, now, None)
+            self._children(c, child_key, cid, child, now)
+
+    def _descendants(self, c: sqlite3.Connection, item_id: int) -> list[int]:
+        rows = c.execute(
+            "WITH RECURSIVE d(id) AS (SELECT id FROM items WHERE parent_id = ? "
+            "UNION ALL SELECT i.id FROM items i JOIN d ON i.parent_id = d.id) SELECT id FROM d",
+            (item_id,)).fetchall()
+        return [r[0] for r in rows]
+
+    def _drop_children(self, c: sqlite3.Connection, item_id: int) -> None:
+        ids = self._descendants(c, item_id)
+        if ids:
+            self._unindex(c, ids)
+            c.execute(f"DELETE FROM items WHERE id IN ({','.join('?' * len(ids))})", ids)
+
+    def _unindex(self, c: sqlite3.Connection, ids: list[int]) -> None:
+        """Remove rows from the full-text index (it needs the indexed values to do so)."""
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            c.execute("INSERT INTO items_fts (items_fts, rowid, title, text) "
+                      "SELECT 'delete', id, COALESCE(title, ''), ts_unzstd(text) FROM items "
+                      f"WHERE id IN ({','.join('?' * len(chunk))}) "
+                      "AND (text IS NOT NULL OR title IS NOT NULL)", chunk)
+
+    @staticmethod
+    def _provenance(c: sqlite3.Connection, ids: list[int], source_id: int, run_id: int) -> None:
+        c.executemany(
+            "INSERT INTO provenance (item_id, source_id, first_run, last_run) VALUES (?,?,?,?) "
+            "ON CONFLICT (item_id, source_id) DO UPDATE SET last_run = excluded.last_run",
+            [(i, source_id, run_id, run_id) for i in ids])
+
+    # -- reading ----------------------------------------------------------------------------
+    def document(self, item_id: int, *, children: bool = True) -> Document | None:
+        """An archived item as a Document (with its children, recursively)."""
+        row = self.conn.execute(
+            "SELECT id, name, mime_type, title, metadata, status, error_kind, error_message, "
+            "text, markdown, pages, size, sha256, warnings, extractor_version "
+            "FROM items WHERE id = ?", (item_id,)).fetchone()
+        if row is None:
+            return None
+        (iid, name, mime, title, meta, status, ekind, emsg, text, md, pages, size, sha,
+         warnings, version) = row
+        text_s = self.unzip(text)
+        doc = Document(
+            name=name, mime_type=mime or "application/octet-stream", text=text_s,
+            markdown=self.unzip(md) if md else text_s, title=title,
+            metadata=Metadata(**json.loads(meta)) if meta else Metadata(),
+            status=Status(status), error=ErrorInfo(ErrorKind(ekind), emsg or "")
+            if ekind else None, size=size, sha256=sha,
+            warnings=json.loads(warnings) if warnings else [], extractor=version)
+        if pages:
+            doc.pages = [Page(n, text_s[a:b], bool(o)) for n, a, b, o in
+                         json.loads(self.unzip(pages))]
+        if children:
+            for (cid,) in self.conn.execute(
+                    "SELECT id FROM items WHERE parent_id = ? ORDER BY id", (iid,)):
+                child = self.document(cid)
+                if child is not None:
+                    doc.children.append(child)
+        return doc
+
+    def lineage(self, item_id: int) -> list[tuple[int, str]]:
+        """(id, key or name) from the top-level item down to this one: where it came from."""
+        out: list[tuple[int, str]] = []
+        cur: int | None = item_id
+        while cur is not None:
+            row = self.conn.execute("SELECT parent_id, key, name FROM items WHERE id = ?",
+                                    (cur,)).fetchone()
+            if row is None:
+                break
+            out.append((cur, row[1] if row[0] is None else row[2] or row[1]))
+            cur = row[0]
+        return out[::-1]
+
+
+def _check_file(path: Path) -> None:
+    """Refuse, without touching it, a file that is not SQLite at all."""
+    if not path.exists():
+        return
+    if path.is_dir():
+        raise ArchiveError(f"{path}: is a folder, not an archive file")
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head and head != _SQLITE_MAGIC:
+        raise ArchiveError(f"{path}: not a textsieve archive (not an SQLite file)")
