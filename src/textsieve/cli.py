@@ -245,15 +245,19 @@ def cmd_stats(ns: argparse.Namespace) -> int:
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
+    from collections import Counter
+
     from .archive.export import ExportError, export
 
+    counts: Counter[str] = Counter()
     with _open_archive(ns.archive, readonly=True) as archive:
         try:
-            n = export(archive, ns.to, ns.format)
+            n = export(archive, ns.to, ns.format, counts=counts)
         except ExportError as exc:
             print(f"textsieve: {exc}", file=sys.stderr)
             return EXIT_FAILED
-    print(f"exported {n:,} items to {ns.to}", file=sys.stderr)
+    more = "".join(f", {v:,} {k}" for k, v in sorted(counts.items()) if k != "items" and v)
+    print(f"exported {n:,} items to {ns.to}{more}", file=sys.stderr)
     return EXIT_OK
 
 
