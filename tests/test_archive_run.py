@@ -1,0 +1,275 @@
+"""The archive's must-holds, end to end: real files, real ``textsieve`` processes.
+
+* a run killed with SIGKILL part-way and re-run equals an uninterrupted run;
+* a re-run over an unchanged folder extracts nothing; a changed file is re-extracted alone;
+  ``--force``, ``--retry-errors`` and outdated extractor versions do what they say;
+* search finds words that live only inside a PDF, a DOCX and a ZIP member, and says where;
+* readers work while a run writes;
+* a file that is not a textsieve archive is refused and left byte-for-byte untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from textsieve.archive import Archive, ArchiveError
+
+docx = pytest.importorskip("docx")
+canvas = pytest.importorskip("reportlab.pdfgen.canvas")
+
+WORDS = ("alder birch cedar dogwood elm fir ginkgo hazel juniper larch maple oak pine "
+         "rowan spruce tamarack walnut yew").split()
+
+
+# -- building inputs --------------------------------------------------------------------------
+def make_pdf(path: Path, lines: list[str], pages: int = 1) -> None:
+    """A text PDF; ``lines`` on the first page, later pages repeat them (bulk for timing)."""
+    c = canvas.Canvas(str(path))
+    for page in range(pages):
+        y = 800
+        for line in lines if page == 0 else lines[1:]:
+            c.drawString(72, y, line)
+            y -= 16
+        c.showPage()
+    c.save()
+
+
+def make_docx(path: Path, paragraphs: list[str]) -> None:
+    d = docx.Document()
+    for p in paragraphs:
+        d.add_paragraph(p)
+    d.save(str(path))
+
+
+def _prose(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def make_mixed_tree(root: Path, n: int, *, pdf_pages: int = 1) -> list[Path]:
+    """``n`` small files of mixed formats, each with a unique token ``uniqNNNN``."""
+    rng = random.Random(1234)
+    root.mkdir(parents=True, exist_ok=True)
+    out: list[Path] = []
+    for i in range(n):
+        token = f"uniq{i:04d}"
+        sub = root / f"d{i % 5}"
+        sub.mkdir(exist_ok=True)
+        kind = i % 6
+        body = f"{token} {_prose(rng, 40)}"
+        if kind == 0:
+            p = sub / f"note{i}.txt"
+            p.write_text(body + "\n", encoding="utf-8")
+        elif kind == 1:
+            p = sub / f"table{i}.csv"
+            p.write_text("id,word,tree\n" + "".join(
+                f"{j},{token if j == 0 else rng.choice(WORDS)},{rng.choice(WORDS)}\n"
+                for j in range(20)), encoding="utf-8")
+        elif kind == 2:
+            p = sub / f"page{i}.html"
+            p.write_text(f"<html><head><title>Page {i}</title></head><body><h1>{token}</h1>"
+                         f"<p>{_prose(rng, 60)}</p></body></html>", encoding="utf-8")
+        elif kind == 3:
+            p = sub / f"doc{i}.docx"
+            make_docx(p, [body, _prose(rng, 30)])
+        elif kind == 4:
+            p = sub / f"paper{i}.pdf"
+            make_pdf(p, [token, *(_prose(rng, 10) for _ in range(30))], pdf_pages)
+        else:
+            p = sub / f"bundle{i}.zip"
+            with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("inner/a.txt", body)
+                z.writestr("inner/b.csv", f"x,y\n1,{rng.choice(WORDS)}\n")
+                z.writestr("c.html", f"<p>{_prose(rng, 20)}</p>")
+        out.append(p)
+    return out
+
+
+# -- running and reading ----------------------------------------------------------------------
+def textsieve(*args: str | os.PathLike[str], cwd: Path | None = None,
+              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "textsieve", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def run_cmd(src: Path, db: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "textsieve", "run", str(src), "--archive", str(db),
+            "-j", "2", *extra]
+
+
+def snapshot(db: Path) -> dict[str, tuple]:
+    """key -> (sha256, status, error_kind, extractor_version, title, text), texts decoded."""
+    with Archive(db, readonly=True) as a:
+        rows = a.conn.execute("SELECT key, sha256, status, error_kind, extractor_version, "
+                              "title, text FROM items").fetchall()
+        return {r[0]: (*r[1:6], a.unzip(r[6])) for r in rows}
+
+
+def top_level_count(db: Path) -> int | None:
+    """Committed top-level items, read the way another process would (None: not yet)."""
+    if not db.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return conn.execute(
+                "SELECT count(*) FROM items WHERE parent_id IS NULL").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # not created yet / schema not there yet
+        return None
+
+
+def wait_for(pred: Callable[[], bool], proc: subprocess.Popen[bytes], what: str,
+             limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while not pred():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (rc {proc.returncode}) before {what}; "
+                                 "make the input tree bigger")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.005)
+
+
+def file_state(p: Path) -> tuple[str, int]:
+    return hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns
+
+
+def extracted_at(db: Path) -> dict[str, float]:
+    with Archive(db, readonly=True) as a:
+        return dict(a.conn.execute("SELECT key, extracted_at FROM items").fetchall())
+
+
+def runs(db: Path) -> list[tuple[str, dict[str, int]]]:
+    """(status, counts) of every run, oldest first."""
+    import json
+
+    with Archive(db, readonly=True) as a:
+        return [(s, json.loads(c)) for s, c in
+                a.conn.execute("SELECT status, counts FROM runs ORDER BY id")]
+
+
+def live_members(pgid: int) -> list[int]:
+    """Processes of a process group that are still running (zombies do not count)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(d.name))
+    return out
+
+
+def assert_index_matches_texts(archive: Archive) -> None:
+    """The full-text index holds exactly the tokens of the stored titles and texts: no
+    stale rows from replaced items, none missing. (FTS5's own 'integrity-check' with
+    content cannot say this: it expects a row for every content row, and items with
+    neither title nor text are deliberately not indexed.)"""
+    c = archive.conn
+    c.execute("INSERT INTO items_fts (items_fts) VALUES ('integrity-check')")
+    c.execute("CREATE VIRTUAL TABLE temp.fresh USING fts5(title, text, "
+              "tokenize = 'unicode61 remove_diacritics 2')")
+    c.execute("INSERT INTO temp.fresh (rowid, title, text) "
+              "SELECT id, title, text FROM items_fts_content")
+    c.execute("CREATE VIRTUAL TABLE temp.v_live USING fts5vocab(main, items_fts, 'instance')")
+    c.execute("CREATE VIRTUAL TABLE temp.v_fresh USING fts5vocab(temp, fresh, 'instance')")
+    q = "SELECT term, doc, col, offset FROM temp.{}"
+    live = set(c.execute(q.format("v_live")).fetchall())
+    fresh = set(c.execute(q.format("v_fresh")).fetchall())
+    assert live == fresh, (sorted(live - fresh)[:5], sorted(fresh - live)[:5])
+    for t in ("v_live", "v_fresh", "fresh"):
+        c.execute(f"DROP TABLE temp.{t}")
+
+
+# -- 1. SIGKILL part-way, re-run: the same archive as an uninterrupted run ----------------------
+N_BIG = 384  # ~1 s of work with -j 2: six 64-item batches, so a kill lands between commits
+
+
+@pytest.fixture(scope="module")
+def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("big") / "tree"
+    make_mixed_tree(root, N_BIG, pdf_pages=3)
+    return root
+
+
+def _kill_part_way(src: Path, db: Path, at_least: int) -> int:
+    """Start a run, SIGKILL its whole process group once ``at_least`` top-level items are
+    committed; returns how many were committed when it died."""
+    proc = subprocess.Popen(run_cmd(src, db, "-q"), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: (top_level_count(db) or 0) >= at_least, proc,
+                 f"{at_least} items were committed")
+        os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    deadline = time.monotonic() + 10  # the workers went down with the driver
+    while live_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not live_members(proc.pid)
+    committed = top_level_count(db)
+    assert committed is not None and at_least <= committed < N_BIG, \
+        f"killed too late ({committed} of {N_BIG} committed)"
+    return committed
+
+
+def test_sigkill_part_way_then_rerun_equals_an_uninterrupted_run(big_tree: Path,
+                                                                 tmp_path: Path) -> None:
+    a, b = tmp_path / "A.db", tmp_path / "B.db"
+    first = _kill_part_way(big_tree, a, 1)
+    second = _kill_part_way(big_tree, a, first + 1)  # the resumed run is killed as well
+    assert first < second
+
+    done = subprocess.run(run_cmd(big_tree, a), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    clean = subprocess.run(run_cmd(big_tree, b, "-q"), capture_output=True, text=True,
+                           timeout=120)
+    assert clean.returncode == 0, clean.stderr
+
+    # The same items (top-level and children), the same hashes, statuses and texts.
+    snap_a, snap_b = snapshot(a), snapshot(b)
+    assert set(snap_a) == set(snap_b)
+    assert sum(1 for k in snap_a if "//" in k) == N_BIG // 6 * 3  # zip members are there
+    diff = [k for k in snap_a if snap_a[k] != snap_b[k]]
+    assert not diff, diff[:5]
+    assert all(v[1] == "ok" for v in snap_a.values())
+
+    # The resumed runs redid nothing that had been committed, and lost nothing.
+    statuses = runs(a)
+    assert [s for s, _ in statuses] == ["interrupted", "interrupted", "completed"]
+    last = statuses[-1][1]
+    assert last["extracted"] == N_BIG - second and last["skipped"] == second
+
+    with Archive(a) as arch:
+        c = arch.conn
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert c.execute("SELECT count(*), count(DISTINCT key) FROM items").fetchone() == \
+            (len(snap_a), len(snap_a))
+        assert c.execute("SELECT count(*) FROM items c LEFT JOIN items p ON p.id = c.parent_id "
+                         "WHERE c.parent_id IS NOT NULL AND p.id IS NULL").fetchone()[0] == 0
+        assert c.execute("SELECT count(*) FROM items i WHERE parent_id IS NULL AND NOT EXISTS "
+                         "(SELECT 1 FROM provenance p WHERE p.item_id = i.id)").fetchone()[0] == 0
+        assert_index_matches_texts(arch)
+        hits = c.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'uniq*'")
+        assert hits.fetchone()[0] == N_BIG
