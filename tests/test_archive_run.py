@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -25,13 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from textsieve.archive import Archive, ArchiveError
+from textsieve.archive import Archive
 
 docx = pytest.importorskip("docx")
 canvas = pytest.importorskip("reportlab.pdfgen.canvas")
 
-WORDS = ("alder birch cedar dogwood elm fir ginkgo hazel juniper larch maple oak pine "
-         "rowan spruce tamarack walnut yew").split()
+WORDS = ["alder", "birch", "cedar", "dogwood", "elm", "fir", "ginkgo", "hazel", "juniper",
+         "larch", "maple", "oak", "pine", "rowan", "spruce", "tamarack", "walnut", "yew"]
 
 
 # -- building inputs --------------------------------------------------------------------------
@@ -273,3 +272,120 @@ def test_sigkill_part_way_then_rerun_equals_an_uninterrupted_run(big_tree: Path,
         assert_index_matches_texts(arch)
         hits = c.execute("SELECT count(*) FROM items_fts WHERE items_fts MATCH 'uniq*'")
         assert hits.fetchone()[0] == N_BIG
+
+
+# -- 2. incremental re-runs --------------------------------------------------------------------
+def _run_ok(src: Path, db: Path, *extra: str, rc: int = 0) -> dict[str, int]:
+    """One CLI run; returns its counts from the runs table (and checks its summary)."""
+    p = subprocess.run(run_cmd(src, db, *extra), capture_output=True, text=True, timeout=120)
+    assert p.returncode == rc, p.stderr
+    assert "Traceback" not in p.stderr
+    status, counts = runs(db)[-1]
+    assert status == "completed"
+    summary = {line.rsplit(None, 1)[0].strip(): line.rsplit(None, 1)[1]
+               for line in p.stderr.splitlines()
+               if line.startswith(("extracted", "unchanged")) and line[-1].isdigit()}
+    assert summary["extracted"] == str(counts["extracted"])
+    return counts
+
+
+def _changed(before: dict[str, float], after: dict[str, float]) -> set[str]:
+    """Keys extracted again (or newly) between two extracted_at snapshots."""
+    return {k for k, t in after.items() if before.get(k) != t}
+
+
+def test_incremental_reruns(tmp_path: Path) -> None:
+    src, db = tmp_path / "src", tmp_path / "a.db"
+    files = make_mixed_tree(src, 12)
+    note, bundle = files[0], files[5]
+    assert note.suffix == ".txt" and bundle.suffix == ".zip"
+
+    t0 = time.monotonic()
+    counts = _run_ok(src, db)
+    first = time.monotonic() - t0
+    assert counts["extracted"] == 12 and counts["why_new"] == 12
+    at = extracted_at(db)
+    assert len(at) == 12 + 2 * 3  # two zips of three members
+
+    # Unchanged folder: nothing extracted, nothing rewritten.
+    t0 = time.monotonic()
+    counts = _run_ok(src, db)
+    again = time.monotonic() - t0
+    assert counts["extracted"] == 0 and counts["skipped"] == 12
+    assert extracted_at(db) == at
+    print(f"first run {first:.2f}s, unchanged re-run {again:.2f}s")
+
+    # One file's content changes: that one alone is extracted again.
+    mtime = note.stat().st_mtime_ns
+    note.write_text("rewritten entirely\n", encoding="utf-8")
+    os.utime(note, ns=(mtime + 10**9, mtime + 10**9))
+    counts = _run_ok(src, db)
+    assert counts["extracted"] == 1 and counts["why_changed"] == 1
+    now = extracted_at(db)
+    assert _changed(at, now) == {str(note)}
+    assert snapshot(db)[str(note)][5] == "rewritten entirely"
+    at = now
+
+    # A zip whose members change: its children are replaced, not accumulated.
+    with zipfile.ZipFile(bundle, "w") as z:
+        z.writestr("only/member.txt", "the one member left")
+    counts = _run_ok(src, db)
+    assert counts["extracted"] == 1
+    now = extracted_at(db)
+    assert {k for k in now if k.startswith(f"{bundle}//")} == {f"{bundle}//only/member.txt"}
+    assert _changed(at, now) == {str(bundle), f"{bundle}//only/member.txt"}
+    at = now
+
+    # touch without a content change: nothing extracted, the new mtime is recorded.
+    other = files[1]
+    later = other.stat().st_mtime_ns + 5 * 10**9
+    os.utime(other, ns=(later, later))
+    counts = _run_ok(src, db)
+    assert counts["extracted"] == 0
+    assert extracted_at(db) == at
+    with Archive(db, readonly=True) as a:
+        assert a.conn.execute("SELECT mtime_ns FROM items WHERE key = ?",
+                              (str(other),)).fetchone()[0] == later
+
+    # A new file is added.
+    new = src / "new.txt"
+    new.write_text("brand new\n", encoding="utf-8")
+    counts = _run_ok(src, db)
+    assert counts["extracted"] == 1 and counts["why_new"] == 1
+    now = extracted_at(db)
+    assert _changed(at, now) == {str(new)}
+    at = now
+
+    # A corrupt PDF fails; --retry-errors redoes it and nothing else.
+    bad = src / "broken.pdf"
+    bad.write_bytes(b"%PDF-1.7\n1 0 obj <</Type /Catalog>>\n" + bytes(range(256)) * 4)
+    counts = _run_ok(src, db, rc=1)
+    assert counts["extracted"] == 1 and counts["status_error"] == 1
+    at = extracted_at(db)
+    counts = _run_ok(src, db, "--retry-errors", rc=1)
+    assert counts["extracted"] == 1 and counts["why_failed"] == 1
+    now = extracted_at(db)
+    assert _changed(at, now) == {str(bad)}
+    at = now
+
+    # A file deleted from the folder stays in the archive (no deletion semantics yet).
+    bad.unlink()
+    counts = _run_ok(src, db)
+    assert counts["extracted"] == 0 and counts["total"] == 13
+    assert str(bad) in extracted_at(db)
+
+    # An item made by an older extractor version is extracted again on the next run.
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE items SET extractor_version = '0:text/0' WHERE key = ?",
+                     (str(note),))
+    conn.close()
+    counts = _run_ok(src, db)
+    assert counts["extracted"] == 1 and counts["why_outdated"] == 1
+    now = extracted_at(db)
+    assert _changed(at, now) == {str(note)}
+    assert snapshot(db)[str(note)][3] != "0:text/0"
+
+    # --force redoes everything present.
+    counts = _run_ok(src, db, "--force")
+    assert counts["extracted"] == 13 and counts["why_forced"] == 13
+    assert _changed(now, extracted_at(db)) == set(now) - {str(bad)}
