@@ -389,3 +389,89 @@ def test_incremental_reruns(tmp_path: Path) -> None:
     counts = _run_ok(src, db, "--force")
     assert counts["extracted"] == 13 and counts["why_forced"] == 13
     assert _changed(now, extracted_at(db)) == set(now) - {str(bad)}
+
+
+# -- 3. search ---------------------------------------------------------------------------------
+def search_cli(db: Path, query: str) -> subprocess.CompletedProcess[str]:
+    p = textsieve("search", query, "--archive", db)
+    assert "Traceback" not in p.stderr
+    return p
+
+
+def hits_of(out: str) -> list[tuple[str, str]]:
+    """(where, snippet) per hit from `textsieve search` output."""
+    lines = out.splitlines()
+    return [(lines[i], lines[i + 1].strip()) for i in range(0, len(lines) - 1, 2)]
+
+
+@pytest.fixture
+def search_tree(tmp_path: Path) -> tuple[Path, Path]:
+    src, db = tmp_path / "src", tmp_path / "s.db"
+    src.mkdir()
+    make_pdf(src / "report.pdf", ["Quarterly figures", "the zephyrquill appears here only"])
+    make_docx(src / "letter.docx", ["Dear reader,", "a marrowlight was seen at dawn"])
+    with zipfile.ZipFile(src / "bundle.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("notes/deep/member.txt", "inside the zip lives the quintessor word")
+        z.writestr("other.txt", "nothing special")
+    filler = " ".join(WORDS * 3)
+    (src / "dense.txt").write_text(f"grey heron {filler} heron heron heron heron\n",
+                                   encoding="utf-8")
+    (src / "sparse.txt").write_text(f"heron grey {filler}\n", encoding="utf-8")
+    (src / "cafe.txt").write_text("we met at the café\n", encoding="utf-8")
+    (src / "plain.txt").write_text("resume without accents: naive cafe\n", encoding="utf-8")
+    (src / "old.txt").write_text("the obsoletium word\n", encoding="utf-8")
+    _run_ok(src, db)
+    return src, db
+
+
+def test_search_finds_words_only_inside_pdf_docx_and_zip_member(
+        search_tree: tuple[Path, Path]) -> None:
+    src, db = search_tree
+    for word, where in [("zephyrquill", [f"{src / 'report.pdf'}"]),
+                        ("marrowlight", [f"{src / 'letter.docx'}"]),
+                        ("quintessor", [f"{src / 'bundle.zip'}", "notes/deep/member.txt"])]:
+        p = search_cli(db, word)
+        assert p.returncode == 0, p.stderr
+        hits = hits_of(p.stdout)
+        assert len(hits) == 1, p.stdout
+        head, snippet = hits[0]
+        assert all(w in head for w in where), head
+        assert f"[{word}]" in snippet
+
+
+def test_search_ranking_phrases_errors_and_diacritics(search_tree: tuple[Path, Path]) -> None:
+    src, db = search_tree
+    hits = hits_of(search_cli(db, "heron").stdout)
+    assert [h[0].split()[1] for h in hits] == [str(src / "dense.txt"), str(src / "sparse.txt")]
+
+    hits = hits_of(search_cli(db, '"grey heron"').stdout)
+    assert [h[0].split()[1] for h in hits] == [str(src / "dense.txt")]
+
+    bad = search_cli(db, '"unbalanced')
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "cannot search" in bad.stderr and len(bad.stderr.splitlines()) == 1
+
+    for query in ("cafe", "café"):  # either spelling finds both
+        found = {h[0].split()[1] for h in hits_of(search_cli(db, query).stdout)}
+        assert found == {str(src / "cafe.txt"), str(src / "plain.txt")}, query
+
+    none = search_cli(db, "nowhereword")
+    assert none.returncode == 1 and none.stdout == ""
+
+
+def test_reextraction_removes_old_words_from_the_index(search_tree: tuple[Path, Path]) -> None:
+    src, db = search_tree
+    assert search_cli(db, "obsoletium").returncode == 0
+    assert search_cli(db, "quintessor").returncode == 0
+    (src / "old.txt").write_text("now the novelium word, longer than before\n",
+                                 encoding="utf-8")
+    with zipfile.ZipFile(src / "bundle.zip", "w") as z:
+        z.writestr("notes/deep/member.txt", "the member now says freshling instead")
+    assert _run_ok(src, db)["extracted"] == 2
+    for gone in ("obsoletium", "quintessor"):
+        p = search_cli(db, gone)
+        assert p.returncode == 1 and p.stdout == "", p.stdout
+    for new in ("novelium", "freshling"):
+        assert len(hits_of(search_cli(db, new).stdout)) == 1
+    with Archive(db) as a:
+        assert_index_matches_texts(a)
