@@ -475,3 +475,47 @@ def test_reextraction_removes_old_words_from_the_index(search_tree: tuple[Path, 
         assert len(hits_of(search_cli(db, new).stdout)) == 1
     with Archive(db) as a:
         assert_index_matches_texts(a)
+
+
+# -- 4. reading while a run writes -------------------------------------------------------------
+def test_search_while_a_run_writes(big_tree: Path, tmp_path: Path) -> None:
+    from textsieve.archive.search import search
+
+    db = tmp_path / "live.db"
+    proc = subprocess.Popen(run_cmd(big_tree, db, "-q"), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen: list[int] = []
+    cli_checks = 0
+    try:
+        wait_for(lambda: (top_level_count(db) or 0) >= 1, proc, "a first commit")
+        while proc.poll() is None:
+            with Archive(db, readonly=True) as a:
+                c = a.conn
+                c.execute("BEGIN")  # one snapshot for all three reads
+                top = c.execute("SELECT count(*) FROM items WHERE parent_id IS NULL")
+                n_top = top.fetchone()[0]
+                # Every committed text with a token is in the index, and nothing else is.
+                with_token = c.execute("SELECT count(*) FROM items "
+                                       "WHERE ts_unzstd(text) LIKE '%uniq%'").fetchone()[0]
+                indexed = c.execute("SELECT count(*) FROM items_fts "
+                                    "WHERE items_fts MATCH 'uniq*'").fetchone()[0]
+                c.execute("COMMIT")
+                assert with_token == indexed == n_top
+                assert [h.where[0] for h in search(a, "uniq0000")] == [
+                    str(big_tree / "d0" / "note0.txt")]
+            assert not seen or n_top >= seen[-1]
+            seen.append(n_top)
+            if cli_checks < 3 or len(seen) % 10 == 0:
+                p = textsieve("search", "uniq0000", "--archive", db)  # the first file
+                assert p.returncode == 0 and "note0.txt" in p.stdout, p.stderr
+                assert "locked" not in p.stderr
+                cli_checks += 1
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "locked" not in err.decode()
+    part_way = [n for n in seen if 0 < n < N_BIG]
+    assert len(part_way) >= 3 and cli_checks >= 1, seen  # the reads really overlapped writes
+    print(f"{len(seen)} snapshots, {cli_checks} CLI searches during the run")
