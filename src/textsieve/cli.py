@@ -182,6 +182,7 @@ def _open_archive(path: str, *, readonly: bool):
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
+    from .archive.stats import totals
     from .run.progress import Progress
     from .run.runner import Mode, run
     from .sources import SourceError, open_source
@@ -198,11 +199,11 @@ def cmd_run(ns: argparse.Namespace) -> int:
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
         Mode.INCREMENTAL
     progress = Progress(quiet=ns.quiet)
-    with _open_archive(ns.archive, readonly=False) as archive:
+    with _open_archive(ns.archive, readonly=False) as archive, progress:
         stats = run(sources, archive, options, mode=mode, progress=progress,
                     run_options={"mode": str(mode), "timeout": options.timeout,
                                  "workers": options.worker_count})
-    progress.finish(stats)
+        progress.finish(stats, totals(archive))  # on Ctrl-C, the summary so far
     return EXIT_FAILED if stats.status.get("error") else EXIT_OK
 
 

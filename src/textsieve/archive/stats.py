@@ -8,17 +8,27 @@ from typing import Any
 from .store import Archive
 
 
+def file_bytes(archive: Archive) -> int:
+    """The archive's size on disk, its write-ahead log included (not yet checkpointed)."""
+    paths = (archive.path, archive.path.with_name(archive.path.name + "-wal"))
+    return sum(os.path.getsize(p) for p in paths if p.exists())
+
+
+def totals(archive: Archive) -> dict[str, Any]:
+    """The headline numbers, cheap enough to print after every run."""
+    top, children, errors = archive.conn.execute(
+        "SELECT sum(parent_id IS NULL), sum(parent_id IS NOT NULL), "
+        "sum(status = 'error' AND parent_id IS NULL) FROM items").fetchone()
+    return {"file": str(archive.path), "file_bytes": file_bytes(archive),
+            "items": top or 0, "children": children or 0, "errors": errors or 0}
+
+
 def stats(archive: Archive) -> dict[str, Any]:
     c = archive.conn
-    one = lambda sql: c.execute(sql).fetchone()  # noqa: E731
-    top, children = one("SELECT sum(parent_id IS NULL), sum(parent_id IS NOT NULL) FROM items")
-    chars, stored = one("SELECT coalesce(sum(text_chars), 0), coalesce(sum(length(text)), 0) "
-                        "FROM items")
+    chars, stored = c.execute("SELECT coalesce(sum(text_chars), 0), "
+                              "coalesce(sum(length(text)), 0) FROM items").fetchone()
     return {
-        "file": str(archive.path),
-        "file_bytes": os.path.getsize(archive.path) if archive.path.exists() else 0,
-        "items": top or 0,
-        "children": children or 0,
+        **totals(archive),
         "text_chars": chars,
         "text_bytes_compressed": stored,
         "by_status": dict(c.execute(
