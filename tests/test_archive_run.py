@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from textsieve.archive import Archive
+from textsieve.archive import Archive, ArchiveError
 
 docx = pytest.importorskip("docx")
 canvas = pytest.importorskip("reportlab.pdfgen.canvas")
@@ -519,3 +519,62 @@ def test_search_while_a_run_writes(big_tree: Path, tmp_path: Path) -> None:
     part_way = [n for n in seen if 0 < n < N_BIG]
     assert len(part_way) >= 3 and cli_checks >= 1, seen  # the reads really overlapped writes
     print(f"{len(seen)} snapshots, {cli_checks} CLI searches during the run")
+
+
+# -- 5. a file that is not a (healthy) textsieve archive is refused and left alone ------------
+def _foreign_sqlite(p: Path) -> None:
+    conn = sqlite3.connect(p)
+    conn.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, owner TEXT)")
+    conn.execute("INSERT INTO accounts (owner) VALUES ('someone else')")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("kind, make, message", [
+    ("random", lambda p: p.write_bytes(random.Random(7).randbytes(20_000)), "not an SQLite"),
+    ("text", lambda p: p.write_text("my shopping list\n"), "not an SQLite"),
+    ("empty", lambda p: p.write_bytes(b""), "empty file"),
+    ("foreign", _foreign_sqlite, "not a textsieve archive"),
+])
+def test_a_foreign_file_as_archive_is_refused_and_untouched(
+        tmp_path: Path, kind: str, make: Callable[[Path], object], message: str) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("hello\n")
+    target = tmp_path / f"{kind}.db"
+    make(target)
+    os.utime(target, ns=(10**18, 10**18))  # a distinctive mtime any write would move
+    before = file_state(target)
+    for args in (["run", src, "-q"], ["search", "hello"], ["stats"], ["show", "1"]):
+        p = textsieve(*args, "--archive", target)
+        assert p.returncode == 1, (args, p.stderr)
+        assert p.stderr.startswith(f"textsieve: {target}: ") and message in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr and p.stdout == ""
+        assert file_state(target) == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == sorted(["src", target.name])
+    with pytest.raises(ArchiveError):
+        Archive(target)
+    assert file_state(target) == before
+
+
+@pytest.mark.parametrize("damage", ["truncated", "holed"])
+def test_a_damaged_archive_gives_a_clear_error(big_tree: Path, tmp_path: Path,
+                                               damage: str) -> None:
+    db = tmp_path / "a.db"
+    subprocess.run(run_cmd(big_tree, db, "-q"), check=True, timeout=120)
+    with Archive(db) as a:  # fold the WAL into the file, as after any finished run
+        a.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    assert len(data) > 200_000
+    if damage == "truncated":
+        data = data[:len(data) // 2]
+    else:  # pages in the middle overwritten: the header and schema still look fine
+        mid = len(data) // 2
+        data[mid:mid + 16 * 4096] = b"\xff" * (16 * 4096)
+    db.write_bytes(bytes(data))
+    for args in (["run", big_tree, "-q"], ["search", "uniq*", "-n", "1000"], ["stats"]):
+        p = textsieve(*args, "--archive", db)
+        assert p.returncode == 1, (args, p.stdout[-300:], p.stderr[-2000:])
+        assert "Traceback" not in p.stderr, p.stderr[-2000:]
+        assert p.stderr.startswith(f"textsieve: {db}: "), p.stderr
+        assert "malformed" in p.stderr

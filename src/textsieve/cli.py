@@ -10,6 +10,7 @@ import argparse
 import glob
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 
@@ -276,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         return handler(ns)
     except ArchiveError as exc:
         print(f"textsieve: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except sqlite3.DatabaseError as exc:  # damage the open checks cannot see (a bad page)
+        where = getattr(ns, "archive", "archive")
+        print(f"textsieve: {where}: cannot use the archive ({exc})", file=sys.stderr)
         return EXIT_FAILED
     except BrokenPipeError:  # `textsieve extract ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -322,12 +322,15 @@ class Archive:
 
 
 def _check_file(path: Path) -> None:
-    """Refuse, without touching it, a file that is not SQLite at all."""
+    """Refuse, without touching it, a file that is not SQLite at all (or is empty)."""
     if not path.exists():
         return
     if path.is_dir():
         raise ArchiveError(f"{path}: is a folder, not an archive file")
     with open(path, "rb") as f:
         head = f.read(16)
-    if head and head != _SQLITE_MAGIC:
+    if not head:  # SQLite would silently make it a new database: not ours to take over
+        raise ArchiveError(f"{path}: an empty file, not a textsieve archive "
+                           "(remove it to start a new archive there)")
+    if head != _SQLITE_MAGIC:
         raise ArchiveError(f"{path}: not a textsieve archive (not an SQLite file)")
