@@ -143,21 +143,25 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
         batch.clear()
         last_commit = time.monotonic()
 
-    with WorkerPool(options) as pool:
-        pairs = ((item.path if item.path is not None else item.data, item.name)
-                 for item in todo())
-        for doc in pool.map_pairs(pairs):
-            item = pending.popleft()
-            if doc.name is None:
-                doc.name = item.name
-            batch.append(Entry(item, doc))
-            stats.done += 1
-            stats.status[str(doc.status)] += 1
-            if doc.error:
-                stats.errors[str(doc.error.kind)] += 1
-            if len(batch) >= BATCH_ITEMS or time.monotonic() - last_commit > BATCH_SECONDS:
-                flush()
-            notify(stats, doc)
+    try:
+        with WorkerPool(options) as pool:
+            pairs = ((item.path if item.path is not None else item.data, item.name)
+                     for item in todo())
+            for doc in pool.map_pairs(pairs):
+                item = pending.popleft()
+                if doc.name is None:
+                    doc.name = item.name
+                batch.append(Entry(item, doc))
+                stats.done += 1
+                stats.status[str(doc.status)] += 1
+                if doc.error:
+                    stats.errors[str(doc.error.kind)] += 1
+                if len(batch) >= BATCH_ITEMS or time.monotonic() - last_commit > BATCH_SECONDS:
+                    flush()
+                notify(stats, doc)
+    except KeyboardInterrupt:
+        flush()  # Ctrl-C: keep what is already extracted; the re-run does the rest
+        raise
     flush()
     stats.listing_done = True
     notify(stats, None)
