@@ -1,0 +1,147 @@
+"""Archives made by older textsieves are migrated in place; newer ones are refused untouched.
+
+The version-1 archive here is built with the real version-1 migration (``schema.migrate(conn,
+target=1)``) and an item written with the same SQL the store uses, on a plain ``sqlite3``
+connection: no code of the current writer is involved in making the old file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from textsieve.archive import Archive, ArchiveError, schema
+from textsieve.archive.search import search
+
+OLD_TEXT = "An archived heron note, written by textsieve with schema one."
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """A bare connection with the one SQL function the schema's view needs."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    zd = zstandard.ZstdDecompressor()
+    conn.create_function("ts_unzstd", 1,
+                         lambda b: zd.decompress(b).decode("utf-8") if b else "",
+                         deterministic=True)
+    return conn
+
+
+def make_v1_archive(path: Path) -> None:
+    conn = _connect(path)
+    assert schema.migrate(conn, target=1) == 0
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    now = time.time()
+    text = zstandard.ZstdCompressor(level=9).compress(OLD_TEXT.encode("utf-8"))
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO meta VALUES ('created', '2020-01-01T00:00:00')")
+    conn.execute("INSERT INTO runs (started, ended, status) VALUES (?, ?, 'completed')",
+                 (now, now))
+    conn.execute("INSERT INTO sources (spec) VALUES ('dir:/old')")
+    conn.execute(
+        "INSERT INTO items (key, original, name, sha256, size, mtime_ns, mime_type, title, "
+        "metadata, status, text, text_chars, extractor_version, first_seen, last_seen, "
+        "extracted_at) VALUES ('/old/note.txt', '/old/note.txt', 'note.txt', ?, ?, 1, "
+        "'text/plain', 'Old note', '{}', 'ok', ?, ?, '1:text/1', ?, ?, ?)",
+        (hashlib.sha256(OLD_TEXT.encode()).hexdigest(), len(OLD_TEXT), text, len(OLD_TEXT),
+         now, now, now))
+    item_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+    conn.execute("INSERT INTO items_fts (rowid, title, text) VALUES (?, ?, ?)",
+                 (item_id, "Old note", OLD_TEXT))
+    conn.execute("INSERT INTO provenance VALUES (?, 1, 1, 1)", (item_id,))
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def state(p: Path) -> tuple[str, int]:
+    return hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns
+
+
+def test_a_version_1_archive_is_migrated_and_keeps_its_items(tmp_path: Path) -> None:
+    db = tmp_path / "old.db"
+    make_v1_archive(db)
+    assert schema.VERSION > 1
+
+    # Readers do not migrate: a clear error, and the file is left as it was.
+    before = state(db)
+    with pytest.raises(ArchiveError, match="needs migrating"):
+        Archive(db, readonly=True)
+    p = subprocess.run([sys.executable, "-m", "textsieve", "search", "heron",
+                        "--archive", str(db)], capture_output=True, text=True)
+    assert p.returncode == 1 and "needs migrating" in p.stderr and "Traceback" not in p.stderr
+    assert state(db) == before
+
+    with Archive(db) as a:
+        c = a.conn
+        assert c.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION
+        assert c.execute("PRAGMA application_id").fetchone()[0] == schema.APPLICATION_ID
+        assert {"etag", "last_modified"} <= columns(c, "items")
+        assert c.execute("SELECT value FROM meta WHERE key = 'created'").fetchone()[0] == \
+            "2020-01-01T00:00:00"
+        (item_id,) = c.execute("SELECT id FROM items WHERE key = '/old/note.txt'").fetchone()
+        doc = a.document(item_id)
+        assert doc is not None and doc.text == OLD_TEXT and doc.title == "Old note"
+        assert doc.extractor == "1:text/1"
+        hits = search(a, "heron")
+        assert [(h.id, h.where) for h in hits] == [(item_id, ["/old/note.txt"])]
+
+    # Opening again is a no-op, and a run adds to the migrated archive.
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "new.txt").write_text("a new heron note\n", encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "textsieve", "run", str(src), "--archive",
+                        str(db), "-q", "-j", "1"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    with Archive(db, readonly=True) as a:
+        assert a.conn.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION
+        assert sorted(h.where[0] for h in search(a, "heron")) == \
+            sorted(["/old/note.txt", str(src / "new.txt")])
+        extracted = [json.loads(c)["extracted"] if c != "{}" else None for (c,) in
+                    a.conn.execute("SELECT counts FROM runs ORDER BY id")]
+        assert extracted == [None, 1]  # the old run, then ours: only the new file
+
+
+def test_a_failed_migration_step_leaves_the_previous_version(tmp_path: Path) -> None:
+    """Each step is one transaction: a step that fails half-way leaves nothing behind."""
+    db = tmp_path / "odd.db"
+    make_v1_archive(db)
+    conn = _connect(db)
+    conn.execute("ALTER TABLE items ADD COLUMN last_modified TEXT")  # v2's second statement
+    conn.close()                                                   # will now fail
+    with pytest.raises(ArchiveError, match="duplicate column"):
+        Archive(db)
+    conn = _connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert "etag" not in columns(conn, "items")  # v2's first statement was rolled back
+    conn.close()
+
+
+def test_an_archive_from_a_newer_textsieve_is_refused_untouched(tmp_path: Path) -> None:
+    db = tmp_path / "future.db"
+    with Archive(db):
+        pass
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version = {schema.VERSION + 1}")
+    conn.close()
+    before = state(db)
+    for readonly in (False, True):
+        with pytest.raises(ArchiveError, match="newer textsieve"):
+            Archive(db, readonly=readonly)
+    p = subprocess.run([sys.executable, "-m", "textsieve", "run", str(tmp_path), "--archive",
+                        str(db), "-q"], capture_output=True, text=True)
+    assert p.returncode == 1 and "newer textsieve" in p.stderr and "Traceback" not in p.stderr
+    assert state(db) == before
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION + 1
+    conn.close()
