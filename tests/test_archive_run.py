@@ -368,6 +368,18 @@ def test_incremental_reruns(tmp_path: Path) -> None:
     assert _changed(at, now) == {str(bad)}
     at = now
 
+    # A plain re-run does not retry a failure that would repeat (same bytes, same
+    # extractor) ...
+    counts = _run_ok(src, db)
+    assert counts["extracted"] == 0
+    # ... but does retry one that may not (a timeout, a crash).
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE items SET error_kind = 'timeout' WHERE key = ?", (str(bad),))
+    conn.close()
+    counts = _run_ok(src, db, rc=1)
+    assert counts["extracted"] == 1 and counts["why_failed"] == 1
+    at = extracted_at(db)
+
     # A file deleted from the folder stays in the archive (no deletion semantics yet).
     bad.unlink()
     counts = _run_ok(src, db)

@@ -12,7 +12,7 @@ import time
 import traceback
 
 from . import detection as d
-from .extractors import _FALLBACK_KINDS, UNSUPPORTED, Context, extractors_for
+from .extractors import _FALLBACK_KINDS, REGISTRY_TAG, UNSUPPORTED, Context, extractors_for
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from .options import Options
 from .render import Builder
@@ -72,10 +72,12 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
         return
     extractors = extractors_for(det.mime)
     if not extractors:
+        doc.extractor = REGISTRY_TAG  # a later textsieve may read this format
         msg = UNSUPPORTED.get(det.mime, f"no extractor for {det.mime}")
         raise ExtractionError(ErrorKind.UNSUPPORTED, f"{msg} ({det.note})" if det.note else msg)
     last: ExtractionError | None = None
     for tag, fn in extractors:
+        doc.extractor = tag  # failures are versioned too: a newer extractor retries them
         out = Builder()
         trial = Document(name=doc.name, mime_type=doc.mime_type, metadata=doc.metadata,
                          warnings=list(doc.warnings))

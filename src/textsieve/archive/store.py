@@ -43,6 +43,7 @@ class Known:
     mtime_ns: int | None
     status: str
     extractor_version: str | None
+    error_kind: str | None = None
 
 
 @dataclass
@@ -160,7 +161,8 @@ class Archive:
         keys = list(keys)
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
-            q = ("SELECT key, id, sha256, size, mtime_ns, status, extractor_version FROM items "
+            q = ("SELECT key, id, sha256, size, mtime_ns, status, extractor_version, error_kind "
+                 "FROM items "
                  f"WHERE key IN ({','.join('?' * len(chunk))})")
             for row in self.conn.execute(q, chunk):
                 out[row[0]] = Known(*row[1:])

@@ -1,8 +1,9 @@
 """``textsieve run``: sources -> decide what is new -> isolated extraction -> archive.
 
 Like a build system, the archive is the state: an item is extracted only when it is new,
-its content changed (size or mtime moved and the content hash differs), it failed before,
-or the extractor that made it has a newer version. Results are written by this process
+its content changed (size or mtime moved and the content hash differs), it failed in a way
+that may not repeat (timeout, crash, missing tool), or the extractor that made it (or
+failed on it) has a newer version. Results are written by this process
 alone, in batches of one transaction each, so a run killed at any moment is resumed by
 running the same command again.
 """
@@ -60,6 +61,11 @@ class RunStats:
 
 ProgressFn = Callable[[RunStats, Document | None], None]
 
+# Failures that may not happen again on the same bytes with the same extractor: retried
+# on every run. The others (encrypted, corrupt, unsupported, needs_ocr, ...) are retried
+# when their extractor gets a new version, or on request (--retry-errors).
+TRANSIENT_ERRORS = frozenset({"timeout", "crashed", "internal", "not_found", "missing_tool"})
+
 BATCH_ITEMS = 64  # at most this many items per transaction ...
 BATCH_SECONDS = 2.0  # ... and at least one commit every this many seconds
 
@@ -78,12 +84,13 @@ def decide(item: Item, known: Known | None, mode: Mode) -> tuple[Why | None, str
         return Why.FORCED, None
     if known is None:
         return (None if mode is Mode.RETRY_ERRORS else Why.NEW), None
-    if known.status == Status.ERROR:
+    if known.status == Status.ERROR and (mode is Mode.RETRY_ERRORS
+                                         or known.error_kind in TRANSIENT_ERRORS):
         return Why.FAILED, None
     if mode is Mode.RETRY_ERRORS:
         return None, None
     if not is_current(known.extractor_version):
-        return Why.OUTDATED, None
+        return Why.OUTDATED, None  # includes failures a newer extractor may now overcome
     if item.size == known.size and item.mtime_ns == known.mtime_ns:
         return None, None
     if item.path is None:
