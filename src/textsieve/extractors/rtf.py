@@ -54,6 +54,12 @@ _SYMBOLS = {
     "ldblquote": "\u201c", "rdblquote": "\u201d", "zwj": "\u200d", "zwnj": "\u200c",
     "ltrmark": "", "rtlmark": "", "chftn": "",
 }
+# Control words word() acts on outside a group start; all others (borders, cell geometry,
+# fonts sizes: most of a real RTF file) change nothing we track and are skipped unparsed.
+_HANDLED = frozenset(w.encode() for w in (
+    *_SYMBOLS, "u", "uc", "cell", "nestcell", "row", "nestrow", "intbl", "pard", "f",
+    "fcharset", "ansicpg", "mac", "pc", "pca", "deff", "yr", "mo", "dy", "hr", "min", "plain",
+    "bin"))
 _CONTROL_SYMBOLS = {b"~": "\u00a0", b"_": "\u2011", b"-": "", b"\\": "\\", b"{": "{",
                     b"}": "}", b"\t": "\t", b"\n": "\n\n", b"\r": "\n\n"}
 _CHARSETS = {
@@ -239,6 +245,8 @@ class _Converter:
                 self.add_bytes(m.group(6))
                 group_start = False
             elif kind in (1, 2):
+                if not group_start and not self.skip_chars and m.group(1) not in _HANDLED:
+                    continue  # formatting we ignore: no state change, nothing to flush
                 name = m.group(1).decode("ascii")
                 arg = int(m.group(2)) if m.group(2) else None
                 if name == "bin" and arg:
