@@ -131,8 +131,22 @@ def archive() -> None:
     (OUT / "trip.zip").write_bytes(buf.getvalue())
 
 
+def scan() -> None:
+    """A 'scanned' notice: text as pixels only, slightly tilted, for the OCR path."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 42)
+    img = Image.new("L", (1500, 420), 255)
+    draw = ImageDraw.Draw(img)
+    for i, line in enumerate(["NOTICE: the heron hide is closed", "for repairs until",
+                              "the end of March. Thank you."]):
+        draw.text((60, 60 + i * 105), line, font=font, fill=20)
+    img = img.rotate(0.6, fillcolor=255, resample=Image.Resampling.BICUBIC)
+    img.save(OUT / "notice-scan.png", dpi=(300, 300), optimize=True)
+
+
 if __name__ == "__main__":
     OUT.mkdir(exist_ok=True)
-    for fn in (pdf, docx, pptx, xlsx, odt, html, text_and_csv, mail, archive):
+    for fn in (pdf, docx, pptx, xlsx, odt, html, text_and_csv, mail, archive, scan):
         fn()
     print("\n".join(sorted(p.name for p in OUT.iterdir())))

@@ -22,7 +22,8 @@ def _img(fmt: str, size: tuple[int, int] = (123, 45), **kw: object) -> bytes:
 
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG", "GIF", "BMP", "TIFF", "WEBP"])
 def test_image_is_needs_ocr_with_dimensions(fmt: str) -> None:
-    doc = textsieve.extract(_img(fmt), name=f"pic.{fmt.lower()}")
+    """With OCR off an image is needs_ocr (never an empty success), with its header facts."""
+    doc = textsieve.extract(_img(fmt), name=f"pic.{fmt.lower()}", ocr="never")
     assert doc.status is Status.ERROR and doc.error is not None
     assert doc.error.kind is ErrorKind.NEEDS_OCR
     extra = doc.metadata.extra
@@ -50,7 +51,7 @@ def test_corpus_images(corpus: Path) -> None:
     files = [p for d in ("png", "jpg", "tiff") for p in sorted((corpus / d).iterdir())]
     assert files
     for p in files:
-        doc = textsieve.extract(p)
+        doc = textsieve.extract(p, ocr="never")  # OCR of these: test_corpus, test_ocr
         if doc.mime_type.startswith("image/"):
             assert doc.error is not None, p
             assert doc.error.kind in (ErrorKind.NEEDS_OCR, ErrorKind.CORRUPT), (p, doc.error)

@@ -79,15 +79,15 @@ def test_from_path_equals_from_bytes(tmp_path: Path) -> None:
         "hello from a file path")
 
 
-def test_image_only_needs_ocr() -> None:
-    doc = textsieve.extract(make_pdf([None, None]))
+def test_image_only_needs_ocr_when_ocr_is_off() -> None:
+    doc = textsieve.extract(make_pdf([None, None]), ocr="never")
     assert doc.status is Status.ERROR
     assert doc.error is not None and doc.error.kind is ErrorKind.NEEDS_OCR
     assert "2 pages" in doc.error.message
 
 
-def test_mixed_pages_list_pages_needing_ocr() -> None:
-    doc = textsieve.extract(make_pdf(["real text here", None, "more text", None]))
+def test_mixed_pages_list_pages_needing_ocr_when_ocr_is_off() -> None:
+    doc = textsieve.extract(make_pdf(["real text here", None, "more text", None]), ocr="never")
     assert doc.status is Status.OK
     assert doc.metadata.extra["pages_needing_ocr"] == [2, 4]
     assert any("OCR" in w for w in doc.warnings)
@@ -211,14 +211,14 @@ def test_corpus_owner_only_opens(corpus: Path) -> None:
     ("qpdf__encrypted-with-images.pdf", ErrorKind.NEEDS_OCR),
 ])
 def test_corpus_typed_errors(corpus: Path, name: str, kind: ErrorKind) -> None:
-    doc = textsieve.extract(corpus / PDF_DIR / name)
+    doc = textsieve.extract(corpus / PDF_DIR / name, ocr="never")
     assert doc.error is not None and doc.error.kind is kind, doc.error
     if "Brotli" in name:
         assert "Brotli" in doc.error.message
 
 
 def test_corpus_mixed_scan(corpus: Path) -> None:
-    doc = textsieve.extract(corpus / PDF_DIR / "ocrmypdf__multipage.pdf")
+    doc = textsieve.extract(corpus / PDF_DIR / "ocrmypdf__multipage.pdf", ocr="never")
     assert doc.status is Status.OK
     assert doc.metadata.extra["pages_needing_ocr"]
 
@@ -236,9 +236,10 @@ def _corpus_pdfs() -> list[str]:
 
 @pytest.mark.parametrize("name", _corpus_pdfs())
 def test_corpus_every_pdf(corpus: Path, name: str) -> None:
-    """Text or a typed error; never internal, never empty when pdftotext finds text."""
+    """Text layer: text or a typed error; never internal, never empty when pdftotext finds
+    text. (OCR of the scans is covered by test_corpus and test_ocr.)"""
     path = corpus / PDF_DIR / name
-    doc = textsieve.extract(path)
+    doc = textsieve.extract(path, ocr="never")
     if doc.error is not None:
         assert doc.error.kind is not ErrorKind.INTERNAL, doc.error
         assert doc.error.message
@@ -249,7 +250,7 @@ def test_corpus_every_pdf(corpus: Path, name: str) -> None:
 
 def test_corpus_garbled_text_layer(corpus: Path) -> None:
     """TAMReview's body fonts have no Unicode mapping: those pages are flagged for OCR."""
-    doc = textsieve.extract(corpus / PDF_DIR / "pdfjs__TAMReview.pdf")
+    doc = textsieve.extract(corpus / PDF_DIR / "pdfjs__TAMReview.pdf", ocr="never")
     assert doc.status is Status.OK
     flagged = doc.metadata.extra["pages_needing_ocr"]
     assert 1 not in flagged and 23 not in flagged and 2 in flagged

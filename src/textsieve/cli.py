@@ -46,6 +46,8 @@ def _options(ns: argparse.Namespace) -> Options:
         workers=ns.jobs,
         comments=ns.comments,
         libreoffice=not ns.no_libreoffice,
+        ocr=ns.ocr,
+        ocr_lang=ns.lang,
     )
 
 
@@ -60,6 +62,14 @@ def _add_extract_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--comments", action="store_true", help="include document comments")
     p.add_argument("--no-libreoffice", action="store_true",
                    help="never fall back to LibreOffice for legacy formats")
+    _add_ocr_options(p)
+
+
+def _add_ocr_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ocr", choices=["auto", "always", "never"], default="auto",
+                   help="auto: OCR pages without usable text (default); always; never")
+    p.add_argument("--lang", default="eng", metavar="LANGS",
+                   help="OCR languages, tesseract codes joined by + (default: eng)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only retry items that failed before")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     _add_extract_options(p)
+
+    p = sub.add_parser("ocr", help="make a scanned PDF searchable: the same pages with an "
+                       "invisible OCR text layer")
+    p.add_argument("input", metavar="IN.pdf")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.pdf",
+                   help="the searchable PDF to write (the input is never modified)")
+    p.add_argument("--lang", default="eng", help="tesseract languages, e.g. eng+deu")
+    p.add_argument("--ocr", choices=["auto", "always"], default="auto",
+                   help="auto: only pages without a usable text layer (default); always: all")
+    p.add_argument("-j", "--jobs", type=int, default=0,
+                   help="pages OCRed in parallel (default: number of cores)")
+    p.add_argument("--password", help="password for an encrypted PDF")
 
     p = sub.add_parser("search", help="full-text search of the archive")
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
@@ -129,7 +151,7 @@ def cmd_extract(ns: argparse.Namespace) -> int:
     many = len(paths) > 1
     failed = 0
     out = sys.stdout
-    workers = min(options.worker_count, len(paths))
+    workers = options.worker_count  # all of them even for one file: its OCR pages spread
     for path, doc in zip(paths, extract_many(objs, options, names=names, workers=workers),
                          strict=True):
         if doc.status is Status.ERROR:
@@ -208,6 +230,33 @@ def cmd_run(ns: argparse.Namespace) -> int:
     return EXIT_FAILED if stats.status.get("error") else EXIT_OK
 
 
+def cmd_ocr(ns: argparse.Namespace) -> int:
+    from .model import ExtractionError
+    from .ocr.searchable import make_searchable
+    from .run.pool import WorkerPool
+
+    options = Options(password=ns.password, workers=ns.jobs, ocr=ns.ocr, ocr_lang=ns.lang)
+    if not os.path.isfile(ns.input):
+        print(f"textsieve: {ns.input}: no such file", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        with WorkerPool(options) as pool:  # the pages of the scan spread over all cores
+            report = make_searchable(ns.input, ns.output, options, pool=pool)
+    except (ExtractionError, OSError) as exc:
+        what = f"{exc.kind}: {exc.message}" if isinstance(exc, ExtractionError) else str(exc)
+        print(f"textsieve: {ns.input}: cannot make it searchable: {what}", file=sys.stderr)
+        return EXIT_FAILED
+    ocred, kept, missing = report["ocr_pages"], report["kept_pages"], report["missing_pages"]
+    print(f"{ns.output}: {len(ocred)} page(s) OCRed, {len(kept)} kept their text layer "
+          f"({report['seconds']:.1f} s)", file=sys.stderr)
+    if missing:
+        reasons = "; ".join(f"page {n}: {report['errors'][n]}" for n in missing[:10])
+        print(f"textsieve: {ns.input}: OCR failed on {len(missing)} page(s), left without "
+              f"text in {ns.output}: {reasons}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
 def cmd_search(ns: argparse.Namespace) -> int:
     from .archive.search import QueryError, search
 
@@ -269,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
-               "search": cmd_search, "show": cmd_show, "stats": cmd_stats,
+               "ocr": cmd_ocr, "search": cmd_search, "show": cmd_show, "stats": cmd_stats,
                "export": cmd_export}[ns.command]
     from .archive.store import ArchiveError
 

@@ -14,6 +14,7 @@ import traceback
 from . import detection as d
 from .extractors import _FALLBACK_KINDS, REGISTRY_TAG, UNSUPPORTED, Context, extractors_for
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
+from .ocr import PageOcr, merge, ocr_pages
 from .options import Options
 from .render import Builder
 from .source import Source
@@ -30,8 +31,11 @@ def _sha256(src: Source) -> str:
     return h.hexdigest()
 
 
-def extract_source(src: Source, options: Options, ctx: Context | None = None) -> Document:
-    ctx = ctx or Context(options)
+def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
+                   defer_ocr: bool = False) -> Document:
+    """Extract one input. With ``defer_ocr`` the pages to OCR are left listed in
+    ``metadata.extra["ocr_pending"]`` for the caller (the worker pool) to spread out."""
+    ctx = ctx or Context(options, defer_ocr=defer_ocr)
     doc = Document(name=src.name)
     t0 = time.perf_counter()
     try:
@@ -48,6 +52,9 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None) ->
             doc.warnings.append(det.note)
         doc.timings["detect"] = time.perf_counter() - t0
         _dispatch(src, ctx, doc, det)
+        if doc.metadata.extra.get("ocr_pending") and not ctx.defer_ocr:
+            finish_ocr(doc, ocr_pages(src, doc.mime_type, doc.metadata.extra["ocr_pending"],
+                                      options))
     except ExtractionError as exc:
         doc.status, doc.error = Status.ERROR, ErrorInfo(exc.kind, exc.message)
     except FileNotFoundError as exc:
@@ -100,6 +107,22 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
         return
     assert last is not None
     raise last
+
+
+def finish_ocr(doc: Document, results: list[PageOcr]) -> None:
+    """Merge OCR results into a document and decide its status again."""
+    merge(doc, results)
+    failed = [r for r in results if r.error]
+    if not doc.text.strip() and failed and len(failed) == len(results):
+        first = failed[0].error or "OCR failed"
+        kind, _, message = first.partition(": ")
+        try:
+            error_kind = ErrorKind(kind)
+        except ValueError:
+            error_kind, message = ErrorKind.INTERNAL, first
+        doc.status, doc.error = Status.ERROR, ErrorInfo(error_kind, f"OCR: {message}")
+        return
+    doc.status = _status(doc)
 
 
 def _status(doc: Document) -> Status:

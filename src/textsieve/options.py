@@ -30,6 +30,12 @@ class Options:
     comments: bool = False  # include DOCX/ODT comments
     libreoffice: bool = True  # use LibreOffice headless as a last resort when installed
     tool_timeout: float = 60.0  # seconds for one external helper program (antiword, ...)
+    # OCR.
+    ocr: str = "auto"  # auto: pages without usable text | always | never
+    ocr_lang: str = "eng"  # tesseract languages, e.g. "eng+deu"
+    ocr_dpi: int = 300  # render resolution for PDF pages (lower for huge pages)
+    ocr_page_timeout: float = 180.0  # seconds per page (isolated runs)
+    max_image_pixels: int = 250_000_000  # larger images are refused (decompression bombs)
 
     def with_(self, **changes: Any) -> Options:
         return replace(self, **changes)

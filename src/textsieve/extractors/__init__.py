@@ -159,6 +159,7 @@ class Context:
     depth: int = 0
     budget: Budget = field(default_factory=Budget)
     ancestors: tuple[str, ...] = ()  # sha256 of the containers we are inside (loops)
+    defer_ocr: bool = False  # the worker pool OCRs this document's pages in parallel
 
     def child(self, data: bytes, name: str | None) -> Document:
         """Extract a member/attachment/embedded file as a child Document.

@@ -1,6 +1,5 @@
-"""Images: pixels only. Until OCR is enabled they are reported as ``needs_ocr``.
-
-Never an empty success: a user must be able to tell "no text" from "text not read yet".
+"""Images: pixels only, so every frame is marked for OCR (``ocr_pending``); with OCR off
+they are reported ``needs_ocr``, never an empty success.
 What we can learn cheaply is still recorded (size, format, frames, DPI) from the header
 alone: Pillow reads only the header on ``open`` when it is installed; otherwise a few lines
 of header parsing cover PNG, GIF, BMP, JPEG and WebP. Pixels are never decoded here.
@@ -26,8 +25,16 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         doc.metadata.extra.update(info)
         if info.get("frames", 1) > 1:
             doc.metadata.page_count = info["frames"]
-    raise ExtractionError(ErrorKind.NEEDS_OCR,
-                          f"{doc.mime_type} holds only pixels; its text needs OCR")
+    if ctx.options.ocr == "never":
+        raise ExtractionError(ErrorKind.NEEDS_OCR,
+                              f"{doc.mime_type} holds only pixels; its text needs OCR")
+    pixels = (info or {}).get("width", 0) * (info or {}).get("height", 0)
+    if pixels > ctx.options.max_image_pixels:
+        raise ExtractionError(ErrorKind.TOO_LARGE,
+                              f"image of {pixels:,} pixels is above the limit of "
+                              f"{ctx.options.max_image_pixels:,} (a decompression bomb?)")
+    frames = int((info or {}).get("frames", 1))
+    doc.metadata.extra["ocr_pending"] = list(range(1, frames + 1))
 
 
 def _pillow_info(src: Source) -> dict[str, Any] | None:

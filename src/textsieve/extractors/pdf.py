@@ -4,8 +4,10 @@ PDFium is a C++ parser that is fast and recovers most damaged files; we open fro
 when we have one (PDFium reads lazily, the file is never loaded whole) and close every page
 and text page as soon as its text is out, so memory stays flat on long documents.
 
-A PDF with no text layer is not "empty": when its pages hold images the text needs OCR, and
-we say so (``needs_ocr``, or ``pages_needing_ocr`` for mixed documents).
+A PDF with no text layer is not "empty": pages that hold only images, or a text layer that
+is garbage (fonts without a Unicode mapping), are marked for OCR (``ocr_pending``) and the
+core or the worker pool OCRs exactly those pages; with OCR off they are reported
+(``needs_ocr``, or ``pages_needing_ocr`` for mixed documents).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ _SHOWN_FIELD_TYPES = {c.FPDF_FORMFIELD_TEXTFIELD, c.FPDF_FORMFIELD_COMBOBOX,
 
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    with _open(src, ctx.options.password) as pdf, _forms(pdf) as forms:
+    with open_document(src, ctx.options.password) as pdf, _forms(pdf) as forms:
         _metadata(pdf, doc)
         n_pages = len(pdf)
         doc.metadata.page_count = n_pages
@@ -60,7 +62,14 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                 out.preformatted("\n".join(fields))
                 any_text = True
         _attachments(pdf, ctx, doc)
-    _classify_scans(doc, image_only, garbled, any_text)
+    mode = ctx.options.ocr
+    if mode == "always":
+        doc.metadata.extra["ocr_pending"] = list(range(1, n_pages + 1))
+    elif mode == "auto" and (image_only or garbled):
+        # The pages without usable text are OCRed, the others keep their text layer.
+        doc.metadata.extra["ocr_pending"] = sorted(image_only + garbled)
+    else:
+        _classify_scans(doc, image_only, garbled, any_text)
 
 
 def _classify_scans(doc: Document, image_only: list[int], garbled: list[int],
@@ -93,7 +102,7 @@ def _classify_scans(doc: Document, image_only: list[int], garbled: list[int],
 # -- opening ---------------------------------------------------------------------------------
 
 @contextmanager
-def _open(src: Source, password: str | None) -> Iterator[pdfium.PdfDocument]:
+def open_document(src: Source, password: str | None) -> Iterator[pdfium.PdfDocument]:
     """Open with the raw API so we can read PDFium's error code and retry the password."""
     data = None if src.path is not None else src.read()
     candidates = _password_bytes(password)

@@ -23,8 +23,20 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from ..model import Document, ErrorInfo, ErrorKind, Status
+from ..model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from ..options import Options
+
+
+@dataclass
+class _Task:
+    """One unit of work for a worker: a whole input, or one page of it to OCR."""
+
+    key: int
+    obj: Any
+    name: str | None
+    page: int | None = None  # set: OCR this page (1-based) of ``obj`` (a PDF or an image)
+    mime: str | None = None
+    want_pdf: bool = False  # OCR pages: also return tesseract's text-only PDF page
 
 
 def _worker_main(conn: Connection, options: Options) -> None:
@@ -37,31 +49,44 @@ def _worker_main(conn: Connection, options: Options) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
     from .. import _source
     from ..core import extract_source
+    from ..ocr import PageOcr, ocr_pages
 
     while True:
         try:
-            task = conn.recv()
+            task: _Task | None = conn.recv()
         except (EOFError, KeyboardInterrupt):
             return
         if task is None:
             return
-        key, obj, name = task
+        result: Document | PageOcr
         try:
-            doc = extract_source(_source(obj, name, options), options)
+            src = _source(task.obj, task.name, options)
+            if task.page is None:
+                # Top-level documents leave their OCR pages to the pool, which spreads
+                # them over every worker.
+                result = extract_source(src, options, defer_ocr=True)
+            else:
+                assert task.mime is not None
+                result = ocr_pages(src, task.mime, [task.page], options,
+                                   want_pdf=task.want_pdf)[0]
+        except ExtractionError as exc:  # a page task that cannot start (no language data)
+            result = PageOcr(task.page or 0, error=f"{exc.kind}: {exc.message}")
         except BaseException as exc:
-            doc = Document.failed(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}", name=name)
+            msg = f"{type(exc).__name__}: {exc}"
+            result = (Document.failed(ErrorKind.INTERNAL, msg, name=task.name)
+                      if task.page is None else PageOcr(task.page, error=f"internal: {msg}"))
         try:
-            conn.send((key, doc))
+            conn.send((task.key, task.page, result))
         except MemoryError:
-            conn.send((key, Document.failed(ErrorKind.TOO_LARGE, "result too large",
-                                            name=name)))
+            conn.send((task.key, task.page, Document.failed(
+                ErrorKind.TOO_LARGE, "result too large", name=task.name)))
 
 
 @dataclass
 class _Worker:
     proc: Any
     conn: Connection
-    task: tuple[int, Any, str | None] | None = None
+    task: _Task | None = None
     deadline: float = 0.0
 
 
@@ -113,74 +138,133 @@ class WorkerPool:
 
     def map_pairs(self, pairs: Iterable[tuple[Any, str | None]]) -> Iterator[Document]:
         """Like ``map``, for (input, name) pairs; the iterable is consumed lazily, a
-        bounded window ahead of the results, so it may be an endless stream."""
+        bounded window ahead of the results, so it may be an endless stream.
+
+        A document that comes back with pages to OCR is not finished: its pages go to the
+        front of the queue as one task each, so a long scan keeps every worker busy, and
+        the document is merged and yielded when its last page is in.
+        """
+        from ..core import finish_ocr
+        from ..ocr import PageOcr
+
         items = iter(pairs)
-        pending: deque[int] = deque()  # keys in input order
+        order: deque[int] = deque()  # keys in input order
         done: dict[int, Document] = {}
+        waiting: dict[int, tuple[Document, set[int], list[PageOcr]]] = {}
+        backlog: deque[_Task] = deque()
         window = self.size * 4
-        next_key = 0
-        exhausted = False
-        while len(self._workers) < self.size:
-            self._workers.append(self._spawn())
-        backlog: deque[tuple[int, Any, str | None]] = deque()
+        state = {"next": 0, "exhausted": False}
 
         def refill() -> None:
-            nonlocal next_key, exhausted
-            while not exhausted and len(pending) < window:
+            while not state["exhausted"] and len(order) < window:
                 try:
                     obj, name = next(items)
                 except StopIteration:
-                    exhausted = True
+                    state["exhausted"] = True
                     return
-                pending.append(next_key)
-                backlog.append((next_key, obj, name))
-                next_key += 1
+                key = state["next"]
+                state["next"] += 1
+                order.append(key)
+                backlog.append(_Task(key, obj, name))
+
+        def finished(task: _Task, result: Any) -> None:
+            if task.page is None:
+                doc: Document = result
+                pages = doc.metadata.extra.get("ocr_pending") if doc.ok else None
+                if not pages:
+                    done[task.key] = doc
+                    return
+                waiting[task.key] = (doc, set(pages), [])
+                backlog.extendleft(reversed([
+                    _Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type)
+                    for p in pages]))
+                return
+            doc, left, results = waiting[task.key]
+            results.append(result)
+            left.discard(task.page)
+            if not left:
+                del waiting[task.key]
+                results.sort(key=lambda r: r.number)
+                finish_ocr(doc, results)
+                done[task.key] = doc
+
+        def failed(task: _Task, kind: ErrorKind, message: str) -> Any:
+            if task.page is not None:
+                return PageOcr(task.page, error=f"{kind}: {message}")
+            return _failed(task.obj, task.name, kind, message)
 
         while True:
             refill()
-            for i, w in enumerate(self._workers):
-                if w.task is None and backlog:
-                    task = backlog.popleft()
-                    try:
-                        w.conn.send(task)
-                    except (OSError, ValueError):
-                        self._kill(w)
-                        w = self._workers[i] = self._spawn()
-                        w.conn.send(task)
-                    w.task, w.deadline = task, time.monotonic() + self.options.timeout
-            while pending and pending[0] in done:
-                yield done.pop(pending.popleft())
-            busy = [w for w in self._workers if w.task is not None]
-            if not busy:
-                if exhausted and not backlog and not pending:
-                    return
+            while order and order[0] in done:
+                yield done.pop(order.popleft())
+            if state["exhausted"] and not order:
+                return
+            self._step(backlog, finished, failed)
+
+    def _step(self, backlog: deque[_Task], finished: Any, failed: Any) -> None:
+        """Hand out tasks to idle workers, then wait for one result or deadline."""
+        while len(self._workers) < self.size:
+            self._workers.append(self._spawn())
+        for i, w in enumerate(self._workers):
+            if w.task is None and backlog:
+                task = backlog.popleft()
+                try:
+                    w.conn.send(task)
+                except (OSError, ValueError):
+                    self._kill(w)
+                    w = self._workers[i] = self._spawn()
+                    w.conn.send(task)
+                limit = self.options.timeout if task.page is None else \
+                    self.options.ocr_page_timeout
+                w.task, w.deadline = task, time.monotonic() + limit
+        busy = [w for w in self._workers if w.task is not None]
+        if not busy:
+            return
+        timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+        ready = wait([w.conn for w in busy], timeout=timeout)
+        for i, w in enumerate(self._workers):
+            task = w.task
+            if task is None:
                 continue
-            now = time.monotonic()
-            timeout = max(0.0, min(w.deadline for w in busy) - now)
-            ready = wait([w.conn for w in busy], timeout=timeout)
-            for i, w in enumerate(self._workers):
-                if w.task is None:
+            if w.conn in ready:
+                try:
+                    _key, _page, result = w.conn.recv()
+                    w.task = None
+                    finished(task, result)
                     continue
-                key, obj, name = w.task
-                if w.conn in ready:
-                    try:
-                        rkey, doc = w.conn.recv()
-                        assert rkey == key
-                        done[key] = doc
-                        w.task = None
-                        continue
-                    except (EOFError, OSError):
-                        code = w.proc.exitcode if not w.proc.is_alive() else None
-                        w.proc.join(1)
-                        code = w.proc.exitcode if code is None else code
-                        done[key] = _crashed(obj, name, code)
-                elif time.monotonic() >= w.deadline:
-                    done[key] = _failed(obj, name, ErrorKind.TIMEOUT,
-                                        f"extraction exceeded {self.options.timeout:g} s")
-                else:
-                    continue
-                self._kill(w)
-                self._workers[i] = self._spawn()
+                except (EOFError, OSError):
+                    code = w.proc.exitcode if not w.proc.is_alive() else None
+                    w.proc.join(1)
+                    code = w.proc.exitcode if code is None else code
+                    finished(task, failed(task, ErrorKind.CRASHED, _how(code)))
+            elif time.monotonic() >= w.deadline:
+                what = "extraction" if task.page is None else f"OCR of page {task.page}"
+                limit = self.options.timeout if task.page is None else \
+                    self.options.ocr_page_timeout
+                finished(task, failed(task, ErrorKind.TIMEOUT, f"{what} exceeded {limit:g} s"))
+            else:
+                continue
+            self._kill(w)
+            self._workers[i] = self._spawn()
+
+    def ocr(self, obj: Any, name: str | None, mime: str, pages: list[int], *,
+            want_pdf: bool = False) -> list[Any]:
+        """OCR pages of one PDF or image across all workers; PageOcr per page, in order."""
+        from ..ocr import PageOcr
+
+        backlog = deque(_Task(0, obj, name, page=p, mime=mime, want_pdf=want_pdf)
+                        for p in pages)
+        results: dict[int, PageOcr] = {}
+
+        def finished(task: _Task, result: PageOcr) -> None:
+            results[task.page or 0] = result
+
+        def failed(task: _Task, kind: ErrorKind, message: str) -> PageOcr:
+            return PageOcr(task.page or 0, error=f"{kind}: {message}")
+
+        while len(results) < len(pages):
+            self._step(backlog, finished, failed)
+        return [results[p] for p in pages]
 
 
 def _display_name(obj: Any, name: str | None) -> str | None:
@@ -197,7 +281,7 @@ def _failed(obj: Any, name: str | None, kind: ErrorKind, message: str) -> Docume
     return doc
 
 
-def _crashed(obj: Any, name: str | None, exitcode: int | None) -> Document:
+def _how(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
             how = f"killed by {signal.Signals(-exitcode).name}"
@@ -205,7 +289,7 @@ def _crashed(obj: Any, name: str | None, exitcode: int | None) -> Document:
             how = f"killed by signal {-exitcode}"
     else:
         how = f"exited with status {exitcode}"
-    return _failed(obj, name, ErrorKind.CRASHED, f"the extractor process died ({how})")
+    return f"the extractor process died ({how})"
 
 
 def extract_many(inputs: Iterable[Any], options: Options, *,

@@ -1,0 +1,110 @@
+"""OCR of pages (PDF pages, image frames): render, orient, recognise, merge back.
+
+Extractors decide *which* pages need OCR; this package does it. ``ocr_pages`` works on
+one document in the calling process; the worker pool spreads the pages of a long scan over
+all its workers (one page per task) and merges the results with ``merge``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..model import Document, ErrorKind, ExtractionError
+from ..options import Options
+from ..render import Builder
+from ..source import Source
+
+
+@dataclass
+class PageOcr:
+    """The OCR result of one page (or the reason it has none)."""
+
+    number: int  # 1-based page / frame number
+    text: str = ""
+    confidence: float = 0.0
+    rotation: int = 0  # degrees (counter-clockwise) the page was turned to read it
+    pdf: bytes | None = None  # text-only PDF page, for searchable PDFs
+    seconds: float = 0.0
+    error: str | None = None  # why this page has no text (it is then a "missing page")
+
+
+def ocr_pages(src: Source, mime: str, pages: list[int], options: Options, *,
+              want_pdf: bool = False) -> list[PageOcr]:
+    """OCR the given pages of a PDF or an image, one after the other, in this process."""
+    from . import engine, raster
+
+    engine.check_languages(options.ocr_lang)
+    out: list[PageOcr] = []
+    with raster.open_pages(src, mime, options) as pager:
+        for number in pages:
+            t0 = time.perf_counter()
+            try:
+                img, dpi = pager.image(number)
+                result = raster.read_upright(img, options.ocr_lang, dpi, want_pdf=want_pdf)
+                result.number = number
+            except ExtractionError as exc:
+                if exc.kind in (ErrorKind.MISSING_TOOL, ErrorKind.TOO_LARGE) and len(pages) == 1:
+                    raise
+                result = PageOcr(number, error=f"{exc.kind}: {exc.message}")
+            except Exception as exc:  # one bad page must not cost the document
+                result = PageOcr(number, error=f"{type(exc).__name__}: {exc}")
+            result.seconds = time.perf_counter() - t0
+            out.append(result)
+    return out
+
+
+def merge(doc: Document, results: list[PageOcr]) -> None:
+    """Put OCR text into a paged document and render its text and Markdown again.
+
+    Pages without a result keep what they had; pages whose OCR failed are listed in
+    ``metadata.extra["missing_pages"]``; the pages that were OCRed in ``ocr_pages``.
+    """
+    by_page = {r.number: r for r in results}
+    pages = list(doc.pages)
+    known = {p.number for p in pages}
+    for r in results:  # an image document has no pages before its OCR
+        if r.number not in known:
+            from ..model import Page
+
+            pages.append(Page(r.number, ""))
+    pages.sort(key=lambda p: p.number)
+    out = Builder()
+    ocred, missing = [], []
+    for p in pages:
+        out.start_page(p.number)
+        r = by_page.get(p.number)
+        text = p.text
+        if r is not None:
+            if r.error is None:
+                text = _tidy(r.text)
+                ocred.append(p.number)
+            else:
+                missing.append(p.number)
+        out.preformatted(text)
+    doc.text, doc.markdown, doc.pages = out.build()
+    for page in doc.pages:
+        page.ocr = page.number in ocred
+    extra = doc.metadata.extra
+    if ocred:
+        extra["ocr_pages"] = ocred
+        extra["ocr_seconds"] = round(sum(r.seconds for r in results), 3)
+        conf = [r.confidence for r in results if r.error is None and r.confidence >= 0]
+        if conf:
+            extra["ocr_confidence"] = round(sum(conf) / len(conf), 1)
+        rotated = {r.number: r.rotation for r in results if r.rotation}
+        if rotated:
+            extra["ocr_rotated"] = rotated
+    if missing:
+        extra["missing_pages"] = missing
+        reasons = {r.number: r.error for r in results if r.error}
+        doc.warnings.append("OCR failed on page(s) " + ", ".join(
+            f"{n} ({reasons[n]})" for n in missing[:10]))
+    extra.pop("pages_needing_ocr", None)
+    extra.pop("ocr_pending", None)
+
+
+def _tidy(text: str) -> str:
+    """Tesseract ends pages with a form feed and pads lines; keep paragraphs."""
+    lines = [ln.rstrip() for ln in text.replace("\x0c", "").splitlines()]
+    return "\n".join(lines).strip("\n")

@@ -1,0 +1,206 @@
+"""Pixels for OCR: PDF pages rendered in-process, image frames decoded, both made upright.
+
+Rendering happens here, not in a ``pdftoppm`` subprocess: pypdfium2 renders a page
+straight into memory in grey, at a resolution chosen for the page (300 dpi, less for huge
+pages), so nothing is written to disk and nothing is re-decoded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from .. import detection as d
+from ..model import ErrorKind, ExtractionError
+from ..options import Options
+from ..source import Source
+from . import PageOcr, engine
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+MAX_PAGE_PIXELS = 60_000_000  # a 300 dpi A2 page; larger pages are rendered at lower dpi
+MIN_IMAGE_SIDE = 1200  # images smaller than this (and of unknown or low dpi) are upscaled
+TRUST_OSD = 5.0  # tesseract's orientation confidence above which we take its word
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+class _PdfPages:
+    def __init__(self, src: Source, options: Options) -> None:
+        import pypdfium2 as pdfium
+
+        from ..extractors.pdf import open_document
+
+        self._cm = open_document(src, options.password)
+        self.pdf: Any = self._cm.__enter__()
+        self.dpi = options.ocr_dpi
+        self._pdfium = pdfium
+
+    def image(self, number: int) -> tuple[Image.Image, int]:
+        page = self.pdf[number - 1]
+        try:
+            w, h = page.get_size()  # points, after /Rotate
+            dpi = self.dpi
+            pixels = (w / 72 * dpi) * (h / 72 * dpi)
+            if pixels > MAX_PAGE_PIXELS:
+                dpi = int(dpi * math.sqrt(MAX_PAGE_PIXELS / pixels))
+            bitmap = page.render(scale=dpi / 72, grayscale=True, draw_annots=True)
+            try:
+                return bitmap.to_pil().copy(), dpi
+            finally:
+                bitmap.close()
+        finally:
+            page.close()
+
+    def close(self) -> None:
+        self._cm.__exit__(None, None, None)
+
+
+class _ImagePages:
+    def __init__(self, src: Source, options: Options) -> None:
+        from PIL import Image
+
+        Image.MAX_IMAGE_PIXELS = options.max_image_pixels
+        self._Image = Image
+        self.src = src
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                self.im = Image.open(src.open())
+                self.im.size  # noqa: B018 - the header must parse now, not later
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+            raise ExtractionError(ErrorKind.TOO_LARGE, f"image too large: {exc}") from exc
+        except (OSError, SyntaxError, ValueError) as exc:
+            raise ExtractionError(ErrorKind.CORRUPT, f"unreadable image: {exc}") from exc
+
+    def image(self, number: int) -> tuple[Image.Image, int]:
+        Image = self._Image
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                self.im.seek(number - 1)
+                frame = self.im.copy()
+        except EOFError as exc:
+            raise ExtractionError(ErrorKind.CORRUPT, f"frame {number} missing") from exc
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+            raise ExtractionError(ErrorKind.TOO_LARGE, f"image too large: {exc}") from exc
+        except (OSError, SyntaxError, ValueError) as exc:
+            raise ExtractionError(ErrorKind.CORRUPT, f"unreadable image: {exc}") from exc
+        frame = _flatten(frame)
+        dpi = _dpi(self.im.info.get("dpi"))
+        scale = 1.0
+        if dpi and dpi < 200:
+            scale = min(4.0, 300 / dpi)
+        elif not dpi and max(frame.size) < MIN_IMAGE_SIDE:
+            scale = min(4.0, MIN_IMAGE_SIDE / max(frame.size))
+        if scale > 1.05:  # small text reads far better upscaled (tesseract wants ~30 px caps)
+            size = (round(frame.width * scale), round(frame.height * scale))
+            frame = frame.resize(size, Image.Resampling.LANCZOS)
+            dpi = round((dpi or 300 / scale) * scale)
+        return frame, int(dpi or 300)
+
+    def close(self) -> None:
+        self.im.close()
+
+
+def _dpi(value: Any) -> float | None:
+    try:
+        x = float(value[0])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return x if 50 <= x <= 5000 else None
+
+
+def _flatten(img: Image.Image) -> Image.Image:
+    """Grey on white: transparency over white (a WebP/PNG with alpha), palettes resolved."""
+    from PIL import Image
+
+    if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
+        rgba = img.convert("RGBA")
+        bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        img = Image.alpha_composite(bg, rgba)
+    if img.mode == "1":
+        return img.convert("L")
+    return img.convert("L") if img.mode != "L" else img
+
+
+@contextmanager
+def open_pages(src: Source, mime: str, options: Options) -> Iterator[_PdfPages | _ImagePages]:
+    pager: _PdfPages | _ImagePages = _PdfPages(src, options) if mime == d.PDF else \
+        _ImagePages(src, options)
+    try:
+        yield pager
+    finally:
+        pager.close()
+
+
+def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = False) -> PageOcr:
+    """Recognise a page whatever way up it was scanned, paying for orientation only when
+    the page does not read well as it lies.
+
+    Most pages are upright: they are read once, and if that reads well we are done. Only
+    otherwise is Tesseract's orientation detector asked; when it is sure, its angle is
+    tried; when it is not (common on real scans, where the usual tools then read the page
+    as it lies and return garbage), each orientation is tried on a small, cheap sample and
+    the one that reads best wins. The best full reading is kept either way.
+    """
+    first = engine.recognize(img, lang, dpi=dpi, want_pdf=want_pdf)
+    if not _WORD.search(first.text):
+        # Page segmentation found no text block: a label, a logo, a few scattered words.
+        sparse = engine.recognize(img, lang, dpi=dpi, want_pdf=want_pdf, psm=engine.PSM_SPARSE)
+        if _score(sparse) > _score(first):
+            first = sparse
+    if _reads_well(first):
+        return PageOcr(0, text=first.text, confidence=first.confidence, pdf=first.pdf)
+    angle = _orientation(img, lang, dpi)
+    best, best_angle = first, 0
+    if angle:
+        turned = engine.recognize(img.rotate(angle, expand=True), lang, dpi=dpi,
+                                  want_pdf=want_pdf)
+        if _score(turned) > _score(first):
+            best, best_angle = turned, angle
+    return PageOcr(0, text=best.text, confidence=best.confidence, rotation=best_angle,
+                   pdf=best.pdf)
+
+
+def _reads_well(rec: engine.Recognized) -> bool:
+    return rec.confidence >= 70 and len(_WORD.findall(rec.text)) >= 5
+
+
+def _score(rec: engine.Recognized) -> float:
+    """How well a reading reads: confident and made of words (garbage is neither)."""
+    return max(rec.confidence, 0) * min(len(_WORD.findall(rec.text)), 40)
+
+
+def _orientation(img: Image.Image, lang: str, dpi: int) -> int:
+    """Degrees (counter-clockwise) that make the page upright, 0 if it already is."""
+    small, small_dpi = _sample(img, dpi)
+    guess = engine.orientation(small)
+    if guess is not None and guess[1] >= TRUST_OSD:
+        return guess[0] % 360
+    candidates = [0, 180, 90, 270]
+    if guess is not None and guess[0] in candidates:  # try the detector's guess first
+        candidates.remove(guess[0])
+        candidates.insert(0, guess[0])
+    best, best_score = 0, -1.0
+    for angle in candidates:
+        probe = small.rotate(angle, expand=True) if angle else small
+        score = _score(engine.recognize(probe, lang, dpi=small_dpi))
+        if score > best_score:
+            best, best_score = angle, score
+    return best
+
+
+def _sample(img: Image.Image, dpi: int) -> tuple[Image.Image, int]:
+    """The page at 150 dpi: enough to judge orientation, several times cheaper."""
+    from PIL import Image
+
+    if dpi <= 200:
+        return img, dpi
+    factor = 150 / dpi
+    size = (max(1, round(img.width * factor)), max(1, round(img.height * factor)))
+    return img.resize(size, Image.Resampling.BILINEAR), 150
