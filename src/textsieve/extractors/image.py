@@ -17,6 +17,9 @@ from ..render import Builder
 from ..source import Source
 from . import Context
 
+# Output version (archives re-extract items made by an older one): 2 = OCR of pages/images.
+VERSION = 2
+
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     # metadata is shared with the final record, so it survives the needs_ocr error.

@@ -27,6 +27,9 @@ from ..render import Builder
 from ..source import Source
 from . import Context
 
+# Output version (archives re-extract items made by an older one): 2 = OCR of pages/images.
+VERSION = 2
+
 # Control characters PDFium or broken fonts leave in the text (NUL, form feed, ...). PDFium
 # marks a hyphen it removed at a line end with U+FFFE and has already joined the word
 # ("com\ufffepile"), so dropping U+FFFE is the whole, free, dehyphenation.
