@@ -1,0 +1,379 @@
+"""OCR throughput and accuracy, side by side in one run, on the same generated scans.
+
+Run by hand: ``.venv/bin/python bench/bench_ocr.py [--pages 10] [--cores N]``.
+
+Inputs: ``--pages`` pages of prose with numbers and punctuation, rendered with DejaVu Serif
+11 pt at 300 dpi, each slightly skewed, blurred, noisy and stored as JPEG in one PDF
+(cached in bench/out/, with the true text beside it). Contenders, each timed end to end:
+
+(a)  the classic pipeline: ``pdftoppm -r 300`` then the ``tesseract`` command per page,
+     pages run with ``xargs -P <cores>`` (default environment, as people run it; and again
+     with OMP_THREAD_LIMIT=1, which is kinder to a busy machine);
+(b)  ``ocrmypdf --force-ocr --sidecar -j <cores>`` (its fastest text-only mode,
+     ``--output-type none``), from bench/.peers/ocr-venv;
+(c)  the limit: tesseract's recognition alone, one warm tesserocr engine per worker
+     process, on pages rendered beforehand (nothing else is timed);
+(d)  textsieve: the ``textsieve extract -j N`` command, and the in-process worker pool
+     (``extract_many``), on 1 core and on <cores>.
+
+Then searchable-PDF creation: ``textsieve ocr`` against ``ocrmypdf --force-ocr`` writing a
+PDF (``--output-type pdf``, and its default PDF/A), with the CER of ``pdftotext`` on each
+output. CER: Levenshtein edits / characters of the true text, whitespace collapsed,
+typographic quotes folded to ASCII for every contender alike.
+
+Set-up for (b), once: ``python3 -m venv bench/.peers/ocr-venv &&
+bench/.peers/ocr-venv/bin/pip install ocrmypdf`` (MPL-2.0; a bench-only peer, kept out of
+.venv; v17 needs no Ghostscript: it rasterises with pypdfium2 and writes PDF/A itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import io
+import json
+import multiprocessing as mp
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+OCRMYPDF = ROOT / "bench" / ".peers" / "ocr-venv" / "bin" / "ocrmypdf"
+TEXTSIEVE = ROOT / ".venv" / "bin" / "textsieve"
+SERIF = "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"
+DPI = 300
+
+SENTENCES = [
+    "The committee approved the revised budget of 14,250 euros on 3 March 2021.",
+    "All invoices must be paid within thirty days of the delivery date.",
+    "Our records show that the shipment left the warehouse in Rotterdam on Tuesday.",
+    "Please return the signed contract, together with a copy of your identity card.",
+    "The average temperature in the test chamber was 21.4 degrees, with a variance of 0.3.",
+    "If the device does not start, check that the battery is charged and correctly inserted.",
+    "Section 7(b) of the agreement describes the obligations of both parties in detail.",
+    "The survey collected 1,832 responses from members in twelve regional offices.",
+    "Maintenance is scheduled for the first weekend of every quarter, from 22:00 to 04:00.",
+    "We regret to inform you that the position has already been filled.",
+    "The library will be closed on public holidays and during the annual inventory.",
+    "Each participant received a printed manual, a badge and a map of the building.",
+    "Revenue grew by 8.5 percent, driven mainly by exports to Canada and Japan.",
+    "The old bridge over the river was rebuilt in 1957 after the great flood.",
+    "Questions about this notice may be sent to the office of the city clerk.",
+    "A second inspection found no further damage to the roof or the north wall.",
+    "The patient was advised to rest, drink plenty of water and return in two weeks.",
+    "Orders placed before noon are dispatched on the same working day.",
+    "The minutes of the previous meeting were read and approved without changes.",
+    "Her report, submitted in June, recommends replacing the heating system entirely.",
+    "Reference number: KX-4471/B. Keep this letter for your records.",
+    "The train to Hamburg departs from platform 9 at 7:45 and arrives at 11:20.",
+]
+
+
+# -- scans -------------------------------------------------------------------------------
+
+def page_text(rng: random.Random, font, width_px: int, max_lines: int) -> list[str]:
+    """Paragraphs of shuffled sentences, wrapped to the text width by measuring."""
+    lines: list[str] = []
+    while len(lines) < max_lines - 1:
+        para = " ".join(rng.sample(SENTENCES, rng.randint(3, 5)))
+        words, cur = para.split(), ""
+        for w in words:
+            trial = f"{cur} {w}".strip()
+            if font.getlength(trial) <= width_px:
+                cur = trial
+            else:
+                lines.append(cur)
+                cur = w
+        lines.append(cur)
+        lines.append("")  # paragraph gap
+    return lines[:max_lines]
+
+
+def make_scans(pages: int) -> tuple[Path, list[str]]:
+    """The cached scan PDF and the true text of each page (generated on first use)."""
+    from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+    pdf_path = OUT / f"ocr-scans-{pages}.pdf"
+    truth_path = pdf_path.with_suffix(".json")
+    if pdf_path.exists() and truth_path.exists():
+        return pdf_path, json.loads(truth_path.read_text())
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(4)
+    w_pt, h_pt = 595, 842  # A4
+    size = round(11 / 72 * DPI)
+    font = ImageFont.truetype(SERIF, size)
+    margin, step = DPI, round(size * 1.45)
+    width, height = round(w_pt / 72 * DPI), round(h_pt / 72 * DPI)
+    max_lines = (height - 2 * margin) // step
+    c = canvas.Canvas(str(pdf_path), pagesize=(w_pt, h_pt))
+    truth = []
+    for _ in range(pages):
+        lines = page_text(rng, font, width - 2 * margin, max_lines)
+        truth.append("\n".join(lines))
+        img = Image.new("L", (width, height), 255)
+        draw = ImageDraw.Draw(img)
+        for i, line in enumerate(lines):
+            draw.text((margin, margin + i * step), line, font=font, fill=20)
+        img = img.rotate(rng.uniform(-0.8, 0.8), resample=Image.Resampling.BICUBIC,
+                         fillcolor=255)
+        img = img.filter(ImageFilter.GaussianBlur(0.6))
+        noise = Image.effect_noise(img.size, 40)
+        img = Image.blend(img, noise, 0.10)
+        specks = ImageDraw.Draw(img)
+        for _ in range(400):
+            x, y = rng.randrange(width), rng.randrange(height)
+            specks.point((x, y), fill=rng.choice((0, 90)))
+        buf = io.BytesIO()
+        img.save(buf, "JPEG", quality=75)
+        buf.seek(0)
+        c.drawImage(ImageReader(buf), 0, 0, w_pt, h_pt)
+        c.showPage()
+    c.save()
+    truth_path.write_text(json.dumps(truth))
+    return pdf_path, truth
+
+
+# -- accuracy ----------------------------------------------------------------------------
+
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                         "\u2014": "-", "\u2013": "-", "\ufb01": "fi", "\ufb02": "fl"})
+
+
+def norm(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).translate(_QUOTES).split())
+
+
+def _lev(a: str, b: str) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def edits(truth: str, got: str) -> int:
+    """Levenshtein distance, computed per differing stretch between difflib's anchors
+    (exact for the small local errors OCR makes, and fast on whole pages)."""
+    sm = difflib.SequenceMatcher(None, truth, got, autojunk=False)
+    return sum(_lev(truth[i1:i2], got[j1:j2]) for tag, i1, i2, j1, j2 in sm.get_opcodes()
+               if tag != "equal")
+
+
+def cer(truth: list[str], got: list[str]) -> float:
+    if len(got) != len(truth):
+        got = (got + [""] * len(truth))[:len(truth)]
+    total = sum(len(norm(t)) for t in truth)
+    return sum(edits(norm(t), norm(g)) for t, g in zip(truth, got, strict=True)) / total
+
+
+# -- contenders --------------------------------------------------------------------------
+
+def peer_env(omp_one: bool = False) -> dict[str, str]:
+    """The environment a user has: textsieve's own OMP_THREAD_LIMIT is not inherited."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_THREAD_LIMIT"}
+    if omp_one:
+        env["OMP_THREAD_LIMIT"] = "1"
+    return env
+
+
+def classic(pdf: Path, cores: int, omp_one: bool) -> list[str]:
+    with tempfile.TemporaryDirectory(prefix="bench-ocr-a-") as tmp:
+        # pdftoppm's default PPM: with -png, zlib on a noisy 300 dpi scan costs poppler
+        # ~12 s a page here, which would measure PNG compression, not OCR.
+        script = (f"pdftoppm -r {DPI} '{pdf}' '{tmp}/pg' && "
+                  f"ls '{tmp}'/pg-*.ppm | xargs -P {cores} -I{{}} "
+                  f"tesseract {{}} {{}} -l eng 2>/dev/null")
+        subprocess.run(["bash", "-c", script], check=True, env=peer_env(omp_one))
+        files = sorted(Path(tmp).glob("pg-*.ppm.txt"), key=lambda p: int(
+            re.findall(r"\d+", p.name)[0]))
+        return [f.read_text() for f in files]
+
+
+def ocrmypdf_text(pdf: Path, cores: int) -> list[str]:
+    with tempfile.TemporaryDirectory(prefix="bench-ocr-b-") as tmp:
+        side = Path(tmp, "side.txt")
+        subprocess.run([str(OCRMYPDF), "--force-ocr", "--sidecar", str(side), "-j",
+                        str(cores), "--output-type", "none", "-q", str(pdf), "-"],
+                       check=True, env=peer_env(), stdout=subprocess.DEVNULL)
+        return side.read_text().split("\f")
+
+
+_IMAGES: list = []
+_API = None
+
+
+def _limit_init() -> None:
+    global _API
+    import tesserocr
+
+    from textsieve.ocr import engine
+
+    _API = tesserocr.PyTessBaseAPI(path=(engine.tessdata_dir() or "") + "/", lang="eng",
+                                   psm=3)
+
+
+def _limit_page(i: int) -> tuple[str, float]:
+    t0 = time.perf_counter()
+    _API.SetImage(_IMAGES[i])
+    _API.SetSourceResolution(DPI)
+    text = _API.GetUTF8Text()
+    return text, time.perf_counter() - t0
+
+
+def limit(pdf: Path, cores: int) -> tuple[list[str], float, float]:
+    """(texts, wall seconds of recognition, summed per-page recognition seconds)."""
+    import pypdfium2 as pdfium
+
+    os.environ["OMP_THREAD_LIMIT"] = "1"
+    doc = pdfium.PdfDocument(str(pdf))
+    _IMAGES[:] = [doc[i].render(scale=DPI / 72, grayscale=True).to_pil().copy()
+                  for i in range(len(doc))]
+    doc.close()
+    with mp.get_context("fork").Pool(cores, initializer=_limit_init) as pool:
+        pool.map(_limit_page, [0] * cores, chunksize=1)  # warm every engine first
+        t0 = time.perf_counter()
+        out = pool.map(_limit_page, range(len(_IMAGES)), chunksize=1)
+        wall = time.perf_counter() - t0
+    return [t for t, _ in out], wall, sum(s for _, s in out)
+
+
+def textsieve_cli(pdf: Path, cores: int) -> list[str]:
+    proc = subprocess.run([str(TEXTSIEVE), "extract", "-j", str(cores), "-f", "json",
+                           str(pdf)], check=True, capture_output=True, text=True)
+    return [p["text"] for p in json.loads(proc.stdout)["pages"]]
+
+
+def textsieve_pool(pdf: Path, cores: int) -> list[str]:
+    from textsieve.options import Options
+    from textsieve.run.pool import extract_many
+
+    doc = next(iter(extract_many([str(pdf)], Options(workers=cores), workers=cores)))
+    assert doc.ok, doc.error
+    return [p.text for p in doc.pages]
+
+
+def pdftotext_pages(pdf: Path) -> list[str]:
+    out = subprocess.run(["pdftotext", str(pdf), "-"], check=True, capture_output=True,
+                         text=True).stdout
+    return out.split("\f")[:-1]
+
+
+def timed(fn: Callable[[], list[str]], repeat: int) -> tuple[list[str], float]:
+    """Texts and the best wall time of ``repeat`` runs (other jobs on the machine only
+    ever make a run slower)."""
+    best, texts = float("inf"), []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        texts = fn()
+        best = min(best, time.perf_counter() - t0)
+    return texts, best
+
+
+# -- main --------------------------------------------------------------------------------
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pages", type=int, default=10)
+    ap.add_argument("--cores", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--repeat", type=int, default=1, help="best of N runs per contender")
+    args = ap.parse_args()
+    cores = args.cores
+    pdf, truth = make_scans(args.pages)
+    n = len(truth)
+    have_ocrmypdf = OCRMYPDF.exists()
+    import tesserocr
+
+    tess_cli = subprocess.run(["tesseract", "--version"], capture_output=True,
+                              text=True).stdout.split("\n")[0]
+    print(f"{n} scanned pages ({pdf.name}, {sum(len(norm(t)) for t in truth):,} chars), "
+          f"{cores} cores, python {sys.version.split()[0]}")
+    print(f"tesseract CLI: {tess_cli}; tesserocr {tesserocr.__version__} "
+          f"(libtesseract {tesserocr.tesseract_version().split()[1]})"
+          + ("" if have_ocrmypdf else "; ocrmypdf: not installed (see docstring)"))
+
+    rows: list[tuple[str, float, float]] = []  # name, seconds, cer
+
+    def add(name: str, texts: list[str], seconds: float) -> None:
+        rows.append((name, seconds, cer(truth, texts)))
+        print(f"  {name:42s} {seconds:7.2f} s  {n / seconds:6.2f} pages/s  "
+              f"CER {rows[-1][2]:.3%}", flush=True)
+
+    print("\n== text from scans")
+    limit_texts, limit_wall, limit_sum = min(
+        (limit(pdf, cores) for _ in range(args.repeat)), key=lambda r: r[1])
+    add(f"(c) limit: tesserocr only, {cores} procs", limit_texts, limit_wall)
+    t1, w1, _ = min((limit(pdf, 1) for _ in range(args.repeat)), key=lambda r: r[1])
+    add("(c) limit: tesserocr only, 1 proc", t1, w1)
+    for name, fn in [
+        (f"(d) textsieve pool -j {cores}", lambda: textsieve_pool(pdf, cores)),
+        ("(d) textsieve pool -j 1", lambda: textsieve_pool(pdf, 1)),
+        (f"(d) textsieve extract CLI -j {cores}", lambda: textsieve_cli(pdf, cores)),
+        ("(d) textsieve extract CLI -j 1", lambda: textsieve_cli(pdf, 1)),
+        (f"(a) pdftoppm + tesseract, xargs -P {cores}", lambda: classic(pdf, cores, False)),
+        ("(a') same, OMP_THREAD_LIMIT=1", lambda: classic(pdf, cores, True)),
+    ] + ([(f"(b) ocrmypdf --sidecar -j {cores}", lambda: ocrmypdf_text(pdf, cores))]
+         if have_ocrmypdf else []):
+        add(name, *timed(fn, args.repeat))
+
+    by = {name: (s, c) for name, s, c in rows}
+    ts = by[f"(d) textsieve pool -j {cores}"][0]
+    ts_cli = by[f"(d) textsieve extract CLI -j {cores}"][0]
+    print("\nratios (throughput, textsieve pool / CLI over the other):")
+    for name, s, _ in rows:
+        if not name.startswith("(d)"):
+            print(f"  vs {name:42s} pool {s / ts:5.2f}x   CLI {s / ts_cli:5.2f}x")
+    print(f"  textsieve -j {cores} vs -j 1: pool "
+          f"{by['(d) textsieve pool -j 1'][0] / ts:.2f}x, CLI "
+          f"{by['(d) textsieve extract CLI -j 1'][0] / ts_cli:.2f}x; "
+          f"limit {cores} procs vs 1: {w1 / limit_wall:.2f}x")
+    print(f"  limit: {limit_sum / n:.2f} s of recognition per page (sum over workers)")
+
+    print("\n== searchable PDF")
+    with tempfile.TemporaryDirectory(prefix="bench-ocr-pdf-") as tmp:
+        out = Path(tmp, "ts.pdf")
+        t0 = time.perf_counter()
+        subprocess.run([str(TEXTSIEVE), "ocr", str(pdf), "-o", str(out), "-j", str(cores)],
+                       check=True, capture_output=True)
+        ts_pdf = time.perf_counter() - t0
+        print(f"  {'textsieve ocr -j ' + str(cores):42s} {ts_pdf:7.2f} s  "
+              f"{n / ts_pdf:6.2f} pages/s  CER {cer(truth, pdftotext_pages(out)):.3%}  "
+              f"{out.stat().st_size / 1e6:.2f} MB (input {pdf.stat().st_size / 1e6:.2f} MB)")
+        if have_ocrmypdf:
+            for kind in ("pdf", "pdfa"):
+                peer = Path(tmp, f"om-{kind}.pdf")
+                t0 = time.perf_counter()
+                proc = subprocess.run([str(OCRMYPDF), "--force-ocr", "-j", str(cores), "-q",
+                                       "--output-type", kind, str(pdf), str(peer)],
+                                      env=peer_env(), capture_output=True, text=True)
+                s = time.perf_counter() - t0
+                if proc.returncode != 0:
+                    why = proc.stderr.strip().splitlines()[-1:] or ["?"]
+                    print(f"  ocrmypdf --output-type {kind}: failed after {s:.1f} s "
+                          f"(exit {proc.returncode}: {why[0]})")
+                    continue
+                print(f"  {'ocrmypdf --force-ocr --output-type ' + kind:42s} {s:7.2f} s  "
+                      f"{n / s:6.2f} pages/s  CER {cer(truth, pdftotext_pages(peer)):.3%}  "
+                      f"{peer.stat().st_size / 1e6:.2f} MB  (textsieve {s / ts_pdf:.2f}x)")
+    if shutil.which("nproc"):
+        load = os.getloadavg()[0]
+        print(f"\nload average at the end: {load:.1f} (other jobs skew timings)")
+
+
+if __name__ == "__main__":
+    main()
