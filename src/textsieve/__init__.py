@@ -36,6 +36,8 @@ Input = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 def _source(obj: Input, name: str | None, options: Options):  # -> Source
     from .source import Source
 
+    if isinstance(obj, Source):
+        return obj
     if isinstance(obj, (bytes, bytearray, memoryview)):
         return Source.from_bytes(bytes(obj), name=name)
     if isinstance(obj, (str, os.PathLike)):

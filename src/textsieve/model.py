@@ -34,6 +34,17 @@ class ErrorKind(StrEnum):
     MISSING_TOOL = "missing_tool"  # a required external program is not installed
     NOT_FOUND = "not_found"  # the input path does not exist or cannot be read
     INTERNAL = "internal"  # a bug in textsieve: reported, never hidden
+    # Fetching web resources (textsieve.fetch).
+    HTTP_404 = "http_404"  # not found
+    HTTP_410 = "http_410"  # gone for good
+    HTTP_429 = "http_429"  # still rate-limited after the retries
+    HTTP_4XX = "http_4xx"  # any other client error (401, 403, ...)
+    HTTP_5XX = "http_5xx"  # server error, still failing after the retries
+    DNS = "dns"  # the host name does not resolve
+    TLS = "tls"  # TLS handshake or certificate failure
+    CONNECTION = "connection"  # refused, reset, closed mid-response
+    REDIRECT_LOOP = "redirect_loop"  # a redirect chain came back to a URL already seen
+    TOO_MANY_REDIRECTS = "too_many_redirects"  # longer than Options.max_redirects
 
 
 class ExtractionError(Exception):
@@ -193,3 +204,4 @@ class Item:
     name: str | None = None
     size: int | None = None
     mtime_ns: int | None = None
+    url: str | None = None  # a web resource to fetch

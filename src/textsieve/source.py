@@ -21,6 +21,10 @@ class Source:
     path: Path | None = None
     data_: bytes | None = field(default=None, repr=False)
     max_size: int | None = None
+    # What the transport said, for fetched web resources (hints, like the name).
+    url: str | None = None  # final URL after redirects
+    charset: str | None = None  # from the Content-Type header
+    content_type: str | None = None  # media type from the Content-Type header
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], max_size: int | None = None) -> Source:

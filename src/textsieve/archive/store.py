@@ -44,6 +44,8 @@ class Known:
     status: str
     extractor_version: str | None
     error_kind: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Entry:
 
     item: Item
     doc: Document
+    validators: tuple[str | None, str | None] | None = None  # HTTP (etag, last_modified)
 
 
 class Archive:
@@ -161,22 +164,24 @@ class Archive:
         keys = list(keys)
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
-            q = ("SELECT key, id, sha256, size, mtime_ns, status, extractor_version, error_kind "
-                 "FROM items "
+            q = ("SELECT key, id, sha256, size, mtime_ns, status, extractor_version, error_kind, "
+                 "etag, last_modified FROM items "
                  f"WHERE key IN ({','.join('?' * len(chunk))})")
             for row in self.conn.execute(q, chunk):
                 out[row[0]] = Known(*row[1:])
         return out
 
-    def touch(self, seen: list[tuple[int, int, int | None, str | None]], run_id: int,
+    def touch(self, seen: list[tuple[int, int | None, int | None, str | None]], run_id: int,
               source_id: int) -> None:
-        """Unchanged items: (id, size, mtime_ns, sha256) -> last_seen, provenance."""
+        """Unchanged items: (id, size, mtime_ns, sha256) -> last_seen, provenance (a None
+        leaves the stored value: a web page has no mtime)."""
         if not seen:
             return
         now = time.time()
         with self.transaction() as c:
-            c.executemany("UPDATE items SET last_seen = ?, size = ?, mtime_ns = ?, "
-                          "sha256 = COALESCE(?, sha256) WHERE id = ?",
+            c.executemany("UPDATE items SET last_seen = ?, size = COALESCE(?, size), "
+                          "mtime_ns = COALESCE(?, mtime_ns), sha256 = COALESCE(?, sha256) "
+                          "WHERE id = ?",
                           [(now, size, mtime, sha, i) for i, size, mtime, sha in seen])
             self._provenance(c, [i for i, *_ in seen], source_id, run_id)
 
@@ -195,6 +200,9 @@ class Archive:
                     self._unindex(c, [old[0]])
                 item_id = self._put(c, e.item.key, e.item.original, None, e.doc, e.item,
                                     now, old)
+                if e.validators is not None:
+                    c.execute("UPDATE items SET etag = ?, last_modified = ? WHERE id = ?",
+                              (*e.validators, item_id))
                 self._children(c, e.item.key, item_id, e.doc, now)
                 self._provenance(c, [item_id], source_ids[e.item.source], run_id)
 

@@ -255,11 +255,16 @@ def declared_charset(data: bytes) -> str | None:
     return m.group(1).decode("ascii", "replace") if m else None
 
 
-def decode_html(data: bytes) -> tuple[str, str]:
+def decode_html(data: bytes, http_charset: str | None = None) -> tuple[str, str]:
     """BOM, then strict UTF-8 (it beats a wrong declaration: qq.com says gb2312 and sends
-    UTF-8), then the declared charset if it decodes cleanly, then detection."""
+    UTF-8), then the charset of the HTTP header, then the page's own declaration, each only
+    if it decodes the bytes cleanly, then detection."""
     if bom_encoding(data):
         return decode(data)
+    if http_charset and normalize_charset(http_charset) not in (None, "utf-8"):
+        text, enc = decode(data, http_charset)
+        if enc == normalize_charset(http_charset):
+            return text, enc
     declared = declared_charset(data)
     text, enc = decode(data, declared)
     if enc == "utf-8" and declared and data.isascii():
@@ -283,7 +288,7 @@ def parse_html(text: str) -> etree._Element:
 def extract_html(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """All visible text of a page, with its structure, plus head metadata."""
     data = src.read()
-    text, enc = decode_html(data)
+    text, enc = decode_html(data, src.charset)
     doc.metadata.encoding = enc
     if "\x00" in text:
         text = text.replace("\x00", "")

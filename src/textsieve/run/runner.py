@@ -14,8 +14,10 @@ import hashlib
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from ..archive.store import Archive, Entry, Known
 from ..extractors import is_current
@@ -114,35 +116,37 @@ def run(sources: list[ItemSource], archive: Archive, options: Options, *,
     return stats
 
 
+@dataclass
+class _Job:
+    """An item on its way to a worker, with what fetching it taught us."""
+
+    item: Item
+    obj: object  # a path, or a Source holding fetched bytes and transport hints
+    why: Why
+    fetched: dict[str, object] | None = None  # url, final_url, http_status, validators...
+
+
 def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mode,
          stats: RunStats, run_id: int, source_ids: dict[str, int],
          progress: ProgressFn | None) -> None:
-    pending: deque[Item] = deque()
+    pending: deque[_Job] = deque()
     batch: list[Entry] = []
     last_commit = time.monotonic()
     notify = progress or (lambda s, d: None)
+    web = _WebStage(options, mode)
 
-    def todo() -> Iterator[Item]:
-        """Items that need work, in source order; unchanged ones are recorded on the way."""
-        for src in sources:
-            for chunk in _chunks(src.items(), 256):
-                stats.total += len(chunk)
-                known = archive.known(i.key for i in chunk)
-                unchanged: list[tuple[int, int, int | None, str | None]] = []
-                for item in chunk:
-                    k = known.get(item.key)
-                    why, sha = decide(item, k, mode)
-                    if why is None:
-                        if k is not None:
-                            unchanged.append((k.id, item.size or 0, item.mtime_ns, sha))
-                        stats.skipped += 1
-                        continue
-                    stats.why[why] += 1
-                    pending.append(item)
-                    yield item
-                archive.touch(unchanged, run_id, source_ids[src.spec])
-                notify(stats, None)
-        stats.listing_done = True
+    def record(entry: Entry) -> None:
+        """Count a finished item and commit the batch when it is due."""
+        nonlocal last_commit
+        doc = entry.doc
+        batch.append(entry)
+        stats.done += 1
+        stats.status[str(doc.status)] += 1
+        if doc.error:
+            stats.errors[str(doc.error.kind)] += 1
+        if len(batch) >= BATCH_ITEMS or time.monotonic() - last_commit > BATCH_SECONDS:
+            flush()
+        notify(stats, doc)
 
     def flush() -> None:
         nonlocal last_commit
@@ -150,28 +154,161 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
         batch.clear()
         last_commit = time.monotonic()
 
+    def fetched(jobs: Iterator[tuple[_Job | Entry | int, str]]) -> Iterator[_Job]:
+        """Web results: extract the new, record failures, touch what did not change."""
+        for out, spec in jobs:
+            if isinstance(out, _Job):
+                yield out
+            elif isinstance(out, Entry):
+                record(out)
+            else:
+                stats.skipped += 1
+                archive.touch([(out, None, None, None)], run_id, source_ids[spec])
+
+    def todo() -> Iterator[_Job]:
+        """Jobs for the workers, in source order; unchanged items are recorded on the way."""
+        for src in sources:
+            for chunk in _chunks(src.items(), 256):
+                stats.total += len(chunk)
+                known = archive.known(i.key for i in chunk)
+                unchanged: list[tuple[int, int | None, int | None, str | None]] = []
+                for item in chunk:
+                    k = known.get(item.key)
+                    if item.url is not None:
+                        if mode is Mode.RETRY_ERRORS and (k is None or k.status != Status.ERROR):
+                            stats.skipped += 1
+                            continue
+                        yield from fetched(web.submit(item, k))
+                        continue
+                    why, sha = decide(item, k, mode)
+                    if why is None:
+                        if k is not None:
+                            unchanged.append((k.id, item.size or 0, item.mtime_ns, sha))
+                        stats.skipped += 1
+                        continue
+                    yield _Job(item, item.path if item.path is not None else item.data, why)
+                archive.touch(unchanged, run_id, source_ids[src.spec])
+                notify(stats, None)
+        yield from fetched(web.drain())
+        stats.listing_done = True
+
+    def queued() -> Iterator[tuple[object, str | None]]:
+        for job in todo():
+            stats.why[job.why] += 1
+            pending.append(job)
+            yield job.obj, job.item.name
+
     try:
-        with WorkerPool(options) as pool:
-            pairs = ((item.path if item.path is not None else item.data, item.name)
-                     for item in todo())
-            for doc in pool.map_pairs(pairs):
-                item = pending.popleft()
+        with WorkerPool(options) as pool, web:
+            for doc in pool.map_pairs(queued()):
+                job = pending.popleft()
                 if doc.name is None:
-                    doc.name = item.name
-                batch.append(Entry(item, doc))
-                stats.done += 1
-                stats.status[str(doc.status)] += 1
-                if doc.error:
-                    stats.errors[str(doc.error.kind)] += 1
-                if len(batch) >= BATCH_ITEMS or time.monotonic() - last_commit > BATCH_SECONDS:
-                    flush()
-                notify(stats, doc)
+                    doc.name = job.item.name
+                if job.fetched:
+                    doc.metadata.extra.update({k: v for k, v in job.fetched.items()
+                                               if k not in ("etag", "last_modified")})
+                record(Entry(job.item, doc, validators=_validators(job.fetched)))
     except KeyboardInterrupt:
         flush()  # Ctrl-C: keep what is already extracted; the re-run does the rest
         raise
     flush()
     stats.listing_done = True
     notify(stats, None)
+
+
+def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | None] | None:
+    if not fetched:
+        return None
+    etag, modified = fetched.get("etag"), fetched.get("last_modified")
+    return (etag if isinstance(etag, str) else None,
+            modified if isinstance(modified, str) else None)
+
+
+def _why_again(known: Known | None, mode: Mode) -> Why:
+    if known is None:
+        return Why.NEW
+    if mode is Mode.FORCE:
+        return Why.FORCED
+    if known.status == Status.ERROR:
+        return Why.FAILED
+    return Why.CHANGED if is_current(known.extractor_version) else Why.OUTDATED
+
+
+class _WebStage:
+    """Fetches URL items on a few threads while files are being extracted.
+
+    Results come back in submission order (a bounded window ahead), as a ``_Job`` to
+    extract, an ``Entry`` for a failed fetch (typed error, nothing to extract), or the id of
+    an archived item that did not change (304, or the same bytes as last time).
+    """
+
+    WINDOW = 32
+
+    def __init__(self, options: Options, mode: Mode) -> None:
+        self.options, self.mode = options, mode
+        self._fetcher: object | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._queue: deque[tuple[Item, Known | None, Future[object]]] = deque()
+
+    def __enter__(self) -> _WebStage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._fetcher is not None:
+            self._fetcher.close()  # type: ignore[attr-defined]
+
+    def _start(self) -> None:
+        from ..fetch import Fetcher
+
+        self._fetcher = Fetcher(self.options)
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fetch")
+
+    def submit(self, item: Item, known: Known | None
+               ) -> Iterator[tuple[_Job | Entry | int, str]]:
+        if self._pool is None:
+            self._start()
+        assert self._pool is not None and item.url is not None
+        conditional = known is not None and self.mode is Mode.INCREMENTAL and \
+            known.status != Status.ERROR and is_current(known.extractor_version)
+        fut = self._pool.submit(
+            self._fetcher.fetch, item.url,  # type: ignore[union-attr]
+            etag=known.etag if conditional and known else None,
+            last_modified=known.last_modified if conditional and known else None)
+        self._queue.append((item, known, fut))
+        while self._queue and (len(self._queue) > self.WINDOW or self._queue[0][2].done()):
+            yield self._result(*self._queue.popleft())
+
+    def drain(self) -> Iterator[tuple[_Job | Entry | int, str]]:
+        while self._queue:
+            yield self._result(*self._queue.popleft())
+
+    def _result(self, item: Item, known: Known | None, fut: Future[object]
+                ) -> tuple[_Job | Entry | int, str]:
+        from ..source import Source
+
+        res: Any = fut.result()
+        info: dict[str, object] = {"url": item.url, "final_url": res.final_url,
+                                   "http_status": res.status,
+                                   "content_type": res.content_type,
+                                   "etag": res.etag, "last_modified": res.last_modified}
+        if res.redirects:
+            info["redirects"] = list(res.redirects)
+        if res.error is not None:
+            doc = Document.failed(res.error.kind, res.error.message, name=item.name)
+            doc.metadata.extra.update({k: v for k, v in info.items() if v is not None})
+            return Entry(item, doc), item.source
+        if res.not_modified and known is not None:
+            return known.id, item.source
+        content: bytes = res.content or b""
+        if known is not None and self.mode is Mode.INCREMENTAL and \
+                known.status != Status.ERROR and is_current(known.extractor_version) and \
+                hashlib.sha256(content).hexdigest() == known.sha256:
+            return known.id, item.source  # served again, byte for byte the same
+        src = Source(name=item.name, data_=content, max_size=self.options.max_file_size,
+                     url=res.final_url, charset=res.charset, content_type=res.content_type)
+        return _Job(item, src, _why_again(known, self.mode), info), item.source
 
 
 def _chunks(it: Iterator[Item], n: int) -> Iterator[list[Item]]:

@@ -24,7 +24,20 @@ class ItemSource(Protocol):
 
 
 def open_source(spec: str, *, exclude: frozenset[str] = frozenset()) -> ItemSource:
-    """The source for a spec as typed on the command line (a path, folder or glob)."""
-    from .files import FileSource
+    """The source for a spec as typed on the command line.
 
+    ``https://...`` is a page to fetch; ``urls:FILE`` (or a file whose every line is a URL,
+    or a CSV with a ``url`` column) a list of pages; anything else a file, folder or glob.
+    """
+    import os
+
+    from .files import FileSource
+    from .urls import UrlListSource, UrlSource, is_url, looks_like_url_list
+
+    if is_url(spec):
+        return UrlSource(spec)
+    if spec.startswith("urls:"):
+        return UrlListSource(spec[5:])
+    if os.path.isfile(spec) and looks_like_url_list(spec):
+        return UrlListSource(spec)
     return FileSource(spec, exclude=exclude)
