@@ -295,6 +295,11 @@ def extract_html(src: Source, ctx: Context, doc: Document, out: Builder) -> None
     if not text.strip():
         return
     root = parse_html(text)
+    if ctx.options.html == "sieve" and ctx.options.topic:
+        from ..web.sieve import sieve_document  # lazily: web.sieve imports this module
+
+        sieve_document(root, doc, out, ctx.options.topic)
+        return
     render_html_document(root, doc, out)
 
 

@@ -1,0 +1,156 @@
+"""Main content of a web page: the article, post, product or listing, without navigation,
+ads, cookie banners, comments and footers; plus the page's metadata.
+
+Why an ensemble: trafilatura (a component, used with comments off) is precise on articles
+but under-extracts pages that are not articles (listings, product pages, documentation):
+it keeps a fraction of the content block or nothing. ``density.best_region`` is a cheap
+text-density / link-density scorer over the same lxml tree that finds the content
+region by generic signals; we take trafilatura's choice unless the page says it missed
+most of the content (see ``_choose``). Both results are rendered by ``HtmlWalker`` into
+the ``Builder``, so headings, lists, tables and code keep their structure.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import lxml.html
+from lxml import etree
+
+from ..extractors.html import HtmlWalker, decode_html, html_metadata, parse_html
+from ..model import Document
+from ..render import Builder
+from . import density
+
+_WORD = re.compile(r"\w+")
+
+# trafilatura's output dialect -> HTML, so HtmlWalker renders it like any page.
+_TO_HTML = {"list": "ul", "item": "li", "row": "tr", "cell": "td", "quote": "blockquote",
+            "lb": "br", "hi": "span", "ref": "a", "del": "s", "graphic": "img",
+            "div": "div", "doc": "div", "main": "div", "comments": "div"}
+
+
+def _trafilatura_body(tree: etree._Element, url: str | None) -> etree._Element | None:
+    """trafilatura's main-content tree for ``tree`` (which it prunes in place), as HTML."""
+    from trafilatura.core import trafilatura_sequence
+    from trafilatura.settings import Extractor
+
+    opts = Extractor(output_format="txt", comments=False, tables=True, formatting=False,
+                     url=url)
+    try:
+        body, _text, _c, _ct = trafilatura_sequence(tree, opts, url)
+    except Exception:  # trafilatura raises on odd trees; the density path still answers
+        return None
+    for el in body.iter():
+        tag = el.tag
+        if not isinstance(tag, str):
+            continue
+        if tag == "head":
+            rend = el.get("rend") or "h2"
+            el.tag = rend if re.fullmatch(r"h[1-6]", rend) else "h2"
+        elif tag == "list":
+            el.tag = "ol" if (el.get("rend") or "").startswith("o") else "ul"
+        elif tag == "cell":
+            el.tag = "th" if el.get("role") == "head" else "td"
+        elif tag == "code":
+            if el.getparent() is not None and el.getparent().tag in ("p", "cell", "item"):
+                continue  # inline code stays inline
+            el.tag = "pre"
+        else:
+            el.tag = _TO_HTML.get(tag, tag)
+    # trafilatura builds plain etree elements; HtmlWalker expects lxml.html ones.
+    body.tag = "div"
+    return lxml.html.fragment_fromstring(etree.tostring(body, encoding="unicode"))
+
+
+def _words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _render(els: list[etree._Element], out: Builder) -> None:
+    walker = HtmlWalker(out)
+    for el in els:
+        walker.render(el)
+
+
+def _choose(traf: etree._Element | None, region: density.Region | None,
+            page_words: int) -> list[etree._Element]:
+    """trafilatura's body unless it clearly missed the content the density scorer found."""
+    t_words = _words(" ".join(traf.itertext())) if traf is not None else 0
+    if region is None:
+        return [traf] if traf is not None else []
+    if traf is None or t_words == 0:
+        return region.elements
+    if region.words > 2.0 * t_words and region.link_density < 0.35 and t_words < 0.35 * page_words:
+        return region.elements
+    return [traf]
+
+
+def _select(root: etree._Element, url: str | None) -> list[etree._Element]:
+    work = copy.deepcopy(root)  # trafilatura prunes its input
+    traf = _trafilatura_body(work, url)
+    region = density.best_region(root)
+    return _choose(traf, region, density.page_words(root))
+
+
+def _tree(html: str | bytes) -> etree._Element:
+    if isinstance(html, bytes):
+        html, _enc = decode_html(html)
+    return parse_html(html.replace("\x00", ""))
+
+
+def main_text(html: str, url: str | None = None) -> str:
+    """The plain text of the page's main content (the callable web_score.py measures)."""
+    if not html or not html.strip():
+        return ""
+    out = Builder()
+    _render(_select(_tree(html), url), out)
+    return out.build()[0]
+
+
+def extract_main(html: bytes | str, url: str | None, out: Builder, doc: Document) -> None:
+    """Render the main content into ``out`` and fill ``doc.title`` and ``doc.metadata``."""
+    if isinstance(html, bytes):
+        text, enc = decode_html(html)
+        doc.metadata.encoding = enc
+    else:
+        text = html
+    if not text.strip():
+        return
+    render_main(_tree(text), url, doc, out)
+
+
+def render_main(root: etree._Element, url: str | None, doc: Document, out: Builder) -> None:
+    """``extract_main`` on an already parsed page (the HTML extractor's entry point)."""
+    page_metadata(root, url, doc)
+    _render(_select(root, url), out)
+
+
+def page_metadata(root: etree._Element, url: str | None, doc: Document) -> None:
+    """Title, author, publish date, site name, canonical URL, description, language.
+
+    trafilatura's metadata reader (JSON-LD, OpenGraph, meta tags, htmldate for the date)
+    first; the plain <head> reader fills what it leaves empty."""
+    md = doc.metadata
+    info: Any = None
+    try:
+        from trafilatura.metadata import extract_metadata
+
+        info = extract_metadata(root, default_url=url)
+    except Exception:
+        info = None
+    if info is not None:
+        doc.title = info.title or None
+        md.author = info.author or None
+        if info.date:
+            md.created = info.date
+        for key, value in (("sitename", info.sitename), ("canonical_url", info.url),
+                           ("description", info.description)):
+            if value:
+                md.extra[key] = value
+    html_metadata(root, doc)  # fills only what is still empty (title, language, ...)
+    canonical = md.extra.pop("canonical", None)
+    if canonical and "canonical_url" not in md.extra:
+        md.extra["canonical_url"] = canonical

@@ -1,0 +1,201 @@
+"""Main-content extraction and page metadata (textsieve.web) on hand-written pages.
+
+Each page carries the usual boilerplate (navigation, sidebar, footer, cookie banner,
+comments, related links) around content with structure; the tests check that the content
+and its structure survive and that the boilerplate does not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textsieve.core import extract_source
+from textsieve.model import Document
+from textsieve.options import Options
+from textsieve.render import Builder
+from textsieve.source import Source
+from textsieve.web import extract_main, main_text
+
+_PARA = ("The harbour authority approved the new breakwater after two years of "
+         "surveys, public hearings and a long argument about the cost of stone. ")
+
+_NAV = """
+<header class="site-header"><a href="/">Harbour Gazette</a>
+  <nav><ul><li><a href="/news">News</a></li><li><a href="/sport">Sport</a></li>
+  <li><a href="/weather">Weather</a></li><li><a href="/jobs">Jobs board</a></li></ul></nav>
+</header>
+<div id="cookie-banner" class="cookie-consent">We use cookies to improve your
+  experience. <button>Accept all cookies</button></div>
+"""
+_FOOTER = """
+<footer><p>Copyright 2024 Harbour Gazette Media. All rights reserved.</p>
+  <ul><li><a href="/privacy">Privacy policy</a></li><li><a href="/terms">Terms of use</a>
+  </li></ul></footer>
+"""
+
+ARTICLE = f"""<!DOCTYPE html>
+<html lang="en-GB"><head>
+<meta charset="utf-8">
+<title>Breakwater approved after long debate | Harbour Gazette</title>
+<meta property="og:title" content="Breakwater approved after long debate">
+<meta property="og:site_name" content="Harbour Gazette">
+<meta name="description" content="The harbour gets its breakwater.">
+<link rel="canonical" href="https://gazette.example/news/breakwater-approved">
+<script type="application/ld+json">
+{{"@context": "https://schema.org", "@type": "NewsArticle",
+  "headline": "Breakwater approved after long debate",
+  "author": {{"@type": "Person", "name": "Mara Lindqvist"}},
+  "datePublished": "2024-03-14T09:30:00+01:00"}}
+</script>
+</head><body>
+{_NAV}
+<div class="layout">
+<main><article>
+  <h1>Breakwater approved after long debate</h1>
+  <p class="byline">By Mara Lindqvist</p>
+  <p>{_PARA}The council voted nine to four in favour of the granite design.</p>
+  <h2>What happens next</h2>
+  <p>{_PARA}Construction starts in the spring and should take eighteen months.</p>
+  <ul><li>Quarry contracts are signed in April.</li>
+      <li>Dredging of the outer channel begins in May.</li>
+      <li>The fishing fleet moves to the north quay during the works.</li></ul>
+  <table><tr><th>Phase</th><th>Cost in millions</th></tr>
+         <tr><td>Foundations</td><td>12.5</td></tr>
+         <tr><td>Armour stone</td><td>8.25</td></tr></table>
+  <p>{_PARA}Opponents say the money would be better spent on the lifeboat station.</p>
+</article>
+<section id="comments" class="comments-area"><h3>42 comments</h3>
+  <div class="comment"><p>Harold99 wrote: totally pointless waste of ratepayer money,
+  I will never vote for this council again.</p></div></section>
+</main>
+<aside class="sidebar"><h3>Most read</h3><ul>
+  <li><a href="/a">Lighthouse keeper retires at ninety</a></li>
+  <li><a href="/b">Seal pup rescued from marina slipway</a></li></ul>
+  <div class="newsletter">Subscribe to our newsletter for daily headlines</div></aside>
+</div>
+{_FOOTER}
+</body></html>"""
+
+DOCS = f"""<!DOCTYPE html>
+<html lang="en"><head><title>Configuring the cache - Widgetlib documentation</title>
+<meta name="author" content="Widgetlib maintainers"></head><body>
+{_NAV}
+<div class="wrapper">
+<div class="sidebar-nav"><ul>
+  <li><a href="/docs/install">Installation</a></li><li><a href="/docs/cache">Cache</a></li>
+  <li><a href="/docs/api">API reference</a></li><li><a href="/docs/faq">FAQ</a></li></ul></div>
+<div class="document" role="main">
+  <h1>Configuring the cache</h1>
+  <p>Widgetlib keeps rendered widgets in a cache so that repeated requests are served
+  without recomputing the layout. The cache is configured once, at start-up, and every
+  worker process shares the same settings file.</p>
+  <h2>Enabling the cache</h2>
+  <p>Pass a cache directory and a size limit to the constructor. Sizes are in bytes and
+  the oldest entries are evicted first when the limit is reached.</p>
+  <pre><code class="language-python">from widgetlib import Cache
+
+cache = Cache("/var/cache/widgets", max_bytes=50_000_000)
+cache.warm()</code></pre>
+  <p>The <code>warm</code> call loads the index into memory; skipping it only makes the
+  first requests slower, never wrong.</p>
+  <h2>Eviction settings</h2>
+  <ol><li>Set <code>max_bytes</code> to bound the disk usage.</li>
+      <li>Set <code>max_age</code> to drop entries older than a number of seconds.</li></ol>
+</div></div>
+{_FOOTER}
+</body></html>"""
+
+_ITEMS = [("Cedar garden bench", "Weatherproof cedar bench seating three adults, "
+           "oiled finish, assembly in twenty minutes with the included tools."),
+          ("Oak potting table", "Solid oak potting table with a zinc top, two shelves "
+           "and hooks for hand tools along the front rail."),
+          ("Teak folding chair", "Folding teak chair with brass hinges that stores flat "
+           "against a shed wall over the winter months."),
+          ("Larch raised bed", "Raised larch bed kit, one metre by two, with corner posts "
+           "that slot together without screws or nails.")]
+
+LISTING = f"""<!DOCTYPE html>
+<html lang="en"><head><title>Garden furniture - Greenshed Store</title></head><body>
+{_NAV}
+<div class="page">
+<div class="filters"><h4>Filter</h4><ul><li><a href="?c=wood">Wood</a></li>
+  <li><a href="?c=metal">Metal</a></li><li><a href="?c=plastic">Plastic</a></li></ul></div>
+<div class="content"><h1>Garden furniture</h1>
+<p>Hand-finished outdoor furniture made from sustainably grown timber.</p>
+<ul class="products">
+{"".join(f'<li class="product"><h2><a href="/p/{i}">{t}</a></h2><p>{d}</p>'
+         f'<span class="price">{20 + i * 15} EUR</span></li>' for i, (t, d) in enumerate(_ITEMS))}
+</ul></div></div>
+{_FOOTER}
+</body></html>"""
+
+
+def _main(html: str, url: str | None = "https://gazette.example/news/breakwater-approved"):
+    out, doc = Builder(), Document()
+    extract_main(html, url, out, doc)
+    text, md, _ = out.build()
+    return text, md, doc
+
+
+def test_article_keeps_content_drops_boilerplate() -> None:
+    text = main_text(ARTICLE)
+    for kept in ("council voted nine to four", "Construction starts in the spring",
+                 "Dredging of the outer channel", "Armour stone", "lifeboat station"):
+        assert kept in text, kept
+    for dropped in ("We use cookies", "Jobs board", "Harold99", "Lighthouse keeper",
+                    "Subscribe to our newsletter", "All rights reserved", "Privacy policy"):
+        assert dropped not in text, dropped
+
+
+def test_article_markdown_structure_and_metadata() -> None:
+    _text, md, doc = _main(ARTICLE)
+    assert "## What happens next" in md
+    assert "- Dredging of the outer channel begins in May." in md
+    assert "| Phase | Cost in millions |" in md and "| Foundations | 12.5 |" in md
+    assert doc.title == "Breakwater approved after long debate"
+    md_ = doc.metadata
+    assert md_.author == "Mara Lindqvist"
+    assert md_.created is not None and md_.created.startswith("2024-03-14")
+    assert md_.language == "en-GB"
+    assert md_.extra["canonical_url"] == "https://gazette.example/news/breakwater-approved"
+    assert md_.extra["sitename"] == "Harbour Gazette"
+    assert md_.extra["description"] == "The harbour gets its breakwater."
+
+
+def test_documentation_code_blocks() -> None:
+    text, md, doc = _main(DOCS, "https://widgetlib.example/docs/cache")
+    assert '```python\nfrom widgetlib import Cache\n\ncache = Cache(' in md
+    assert "## Enabling the cache" in md
+    assert "1. Set max_bytes to bound the disk usage." in md
+    assert "oldest entries are evicted first" in text
+    for dropped in ("API reference", "Accept all cookies", "Privacy policy"):
+        assert dropped not in text, dropped
+    assert doc.metadata.author == "Widgetlib maintainers"
+    assert doc.title and doc.title.startswith("Configuring the cache")
+
+
+def test_listing_keeps_every_item() -> None:
+    text = main_text(LISTING, "https://greenshed.example/garden-furniture")
+    for title, desc in _ITEMS:
+        assert title in text, title
+        assert desc in text, desc
+    for dropped in ("Plastic", "Jobs board", "Accept all cookies", "Terms of use"):
+        assert dropped not in text, dropped
+
+
+def test_empty_and_textless_pages() -> None:
+    assert main_text("") == ""
+    assert main_text("<html><body><nav><a href='/'>Home</a></nav></body></html>").strip() \
+        in ("", "Home")
+
+
+def test_html_extractor_modes(tmp_path: Path) -> None:
+    """--html main through the normal extractor; full keeps the boilerplate."""
+    page = tmp_path / "article.html"
+    page.write_text(ARTICLE, encoding="utf-8")
+    main = extract_source(Source.from_path(page), Options(html="main"))
+    full = extract_source(Source.from_path(page), Options(html="full"))
+    auto = extract_source(Source.from_path(page), Options())  # a local file: full text
+    assert "council voted nine to four" in main.text and "We use cookies" not in main.text
+    assert "We use cookies" in full.text and "We use cookies" in auto.text
+    assert main.metadata.author == "Mara Lindqvist"
