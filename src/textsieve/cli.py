@@ -48,6 +48,8 @@ def _options(ns: argparse.Namespace) -> Options:
         libreoffice=not ns.no_libreoffice,
         ocr=ns.ocr,
         ocr_lang=ns.lang,
+        html=ns.html,
+        topic=ns.topic,
     )
 
 
@@ -62,6 +64,12 @@ def _add_extract_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--comments", action="store_true", help="include document comments")
     p.add_argument("--no-libreoffice", action="store_true",
                    help="never fall back to LibreOffice for legacy formats")
+    p.add_argument("--html", choices=["auto", "main", "full", "sieve"], default="auto",
+                   help="HTML: main content, all visible text, or only the part about "
+                        "--topic (sieve); auto: main for web pages, full for files")
+    p.add_argument("--topic", metavar="WORDS|FILE",
+                   help="for --html sieve: a preset (recipe-directions, recipe-ingredients), "
+                        "a file of words/phrases one a line, or words")
     _add_ocr_options(p)
 
 
@@ -312,11 +320,40 @@ def cmd_export(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_sieve(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+    """--topic implies --html sieve; sieve needs a topic that loads (checked here once, not
+    in every worker); a topic file is made absolute for workers and re-runs."""
+    if ns.topic and ns.html == "auto":
+        ns.html = "sieve"
+    if ns.html != "sieve":
+        if ns.topic:
+            parser.error("--topic only applies to --html sieve")
+        return
+    if not ns.topic:
+        parser.error("--html sieve needs --topic WORDS|FILE")
+    from .web.sieve import load_topic
+
+    try:
+        load_topic(ns.topic)
+    except (ValueError, OSError) as exc:
+        parser.error(f"--topic: {exc}")
+    if not _is_preset(ns.topic) and os.path.isfile(ns.topic):
+        ns.topic = os.path.abspath(ns.topic)
+
+
+def _is_preset(name: str) -> bool:
+    from .web.sieve import presets
+
+    return name in presets()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
     if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
+    if getattr(ns, "html", None) is not None:
+        _check_sieve(parser, ns)
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "show": cmd_show, "stats": cmd_stats,
                "export": cmd_export}[ns.command]

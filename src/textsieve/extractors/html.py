@@ -300,6 +300,11 @@ def extract_html(src: Source, ctx: Context, doc: Document, out: Builder) -> None
 
         sieve_document(root, doc, out, ctx.options.topic)
         return
+    if ctx.options.html == "main" or (ctx.options.html == "auto" and src.url):
+        from ..web.main import render_main  # lazily: web.main imports this module
+
+        render_main(root, src.url, doc, out)
+        return
     render_html_document(root, doc, out)
 
 
