@@ -39,6 +39,21 @@ class Options:
     # HTML: auto (main for fetched pages, full for files) | main | full | sieve (--topic).
     html: str = "auto"
     topic: str | None = None  # --html sieve: a preset name, a words file, or words
+    # Fetching web pages (textsieve.fetch): polite, bounded, typed errors.
+    user_agent: str = (
+        "Mozilla/5.0 (compatible; textsieve/0.1; +https://example.org/textsieve; "
+        "contact: textsieve@example.org)"
+    )
+    connect_timeout: float = 10.0  # seconds to open a connection
+    read_timeout: float = 30.0  # seconds of silence allowed while reading
+    fetch_timeout: float = 120.0  # total seconds per URL: redirects, retries and body included
+    max_body: int = 100 * MiB  # bodies are read up to this (decoded) size, then too_large
+    max_redirects: int = 10
+    retries: int = 3  # extra attempts on 429, 5xx, connect errors and timeouts
+    backoff: float = 0.5  # first retry wait in seconds, doubled each time, with jitter
+    max_retry_after: float = 60.0  # a longer Retry-After is not waited for: the fetch fails
+    per_host_concurrency: int = 2  # requests in flight to one host
+    per_host_delay: float = 0.5  # minimum seconds between request starts to one host
 
     def with_(self, **changes: Any) -> Options:
         return replace(self, **changes)

@@ -1,0 +1,467 @@
+"""Fetch web resources politely and within bounds; every failure comes back as a typed error.
+
+One ``Fetcher`` serves a whole run and is shared by its threads. What it guarantees:
+
+* **Bounded.** ``Options.fetch_timeout`` is a deadline for the whole ``fetch()`` (every
+  redirect hop, retry wait and body byte). httpx's read timeout is per socket read, so a
+  server dripping one byte per second would never trip it: the body loop checks the clock
+  after every chunk, and a watchdog shuts the socket down at the deadline for a server that
+  sends nothing at all. The body is read up to ``Options.max_body`` decoded bytes, then the
+  fetch stops with ``too_large`` (a declared Content-Length above it is refused unread).
+* **Polite.** At most ``per_host_concurrency`` requests in flight per host and request
+  starts to one host spaced by ``per_host_delay``; retries (429, 5xx, connect failures,
+  timeouts) back off exponentially with jitter and honour Retry-After; a real User-Agent.
+* **Redirects by hand** (not httpx's ``follow_redirects``), so a loop is told apart from a
+  long chain, every hop goes through the host gate, and a Location pointing at a non-HTTP
+  scheme (``file:``) is refused.
+* **Conditional GET**: the caller passes the ETag / Last-Modified it archived; a 304 comes
+  back as ``not_modified=True`` without a body.
+
+Decoding the body (charset from header, meta, sniffing) is not done here: the result keeps
+the header's charset for ``textcodec.decode`` and the extractors to weigh.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import importlib.util
+import random
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from .model import ErrorInfo, ErrorKind
+from .options import Options
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_CHUNK = 64 * 1024
+
+
+@dataclass
+class FetchResult:
+    """What one ``Fetcher.fetch`` learned; ``error`` is set instead of raising."""
+
+    url: str  # the URL asked for
+    final_url: str  # after redirects (the URL the content came from)
+    status: int  # HTTP status of the last response (304 for not modified; 0: no response)
+    content: bytes | None = None  # decoded transfer (gzip...) body; None for 304 or errors
+    content_type: str | None = None  # media type only, lower-case ("text/html")
+    charset: str | None = None  # from the Content-Type header, lower-case
+    etag: str | None = None
+    last_modified: str | None = None
+    not_modified: bool = False
+    error: ErrorInfo | None = None
+    elapsed: float = 0.0  # seconds from the call to the return, queueing included
+    redirects: list[str] = field(default_factory=list)  # each hop after ``url``, in order
+    attempts: int = 0  # HTTP requests sent (retries and redirect hops included)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _Failure(Exception):
+    """Internal: a typed failure of one hop; ``retry`` says whether trying again may help."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        retry: bool = False,
+        retry_after: float | None = None,
+        status: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry = retry
+        self.retry_after = retry_after
+        self.status = status
+
+
+def parse_content_type(value: str | None) -> tuple[str | None, str | None]:
+    """``'text/HTML; Charset="ISO-8859-1"'`` -> ``('text/html', 'iso-8859-1')``.
+
+    Lenient on purpose: servers send junk here, and a junk header must mean "unknown"
+    rather than an error, since what was served is sniffed later anyway.
+    """
+    if not value:
+        return None, None
+    parts = value.split(";")
+    media = parts[0].strip().lower() or None
+    if media is not None and "/" not in media:
+        media = None
+    charset = None
+    for param in parts[1:]:
+        name, _, val = param.partition("=")
+        if name.strip().lower() == "charset":
+            val = val.strip().strip("'\"").strip().lower()
+            charset = val or None
+    return media, charset
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After as seconds from now: delta-seconds or an HTTP-date (RFC 9110 10.2.3)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _status_failure(status: int, retry_after: float | None) -> _Failure:
+    if status == 404:
+        return _Failure(ErrorKind.HTTP_404, "HTTP 404 Not Found", status=status)
+    if status == 410:
+        return _Failure(ErrorKind.HTTP_410, "HTTP 410 Gone", status=status)
+    if status == 429:
+        return _Failure(ErrorKind.HTTP_429, "HTTP 429 Too Many Requests", retry=True,
+                        retry_after=retry_after, status=status)
+    if 500 <= status <= 599:
+        # 501 Not Implemented will not change on a retry.
+        return _Failure(ErrorKind.HTTP_5XX, f"HTTP {status}", retry=status != 501,
+                        retry_after=retry_after, status=status)
+    if 400 <= status <= 499:
+        return _Failure(ErrorKind.HTTP_4XX, f"HTTP {status}", status=status)
+    return _Failure(ErrorKind.CORRUPT, f"unexpected HTTP status {status}", status=status)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+_DNS_WORDS = ("name or service not known", "temporary failure in name resolution",
+              "nodename nor servname", "no address associated", "getaddrinfo failed",
+              "name resolution")
+
+
+def classify_exception(exc: BaseException) -> _Failure:
+    """Map an httpx/httpcore/socket exception to a typed failure.
+
+    The cause chain is searched for the OS-level exception (``socket.gaierror`` means DNS,
+    ``ssl.SSLError`` means TLS) because httpx flattens them all into ConnectError.
+    """
+    text = " ".join(str(e) for e in _chain(exc)).lower()
+    for e in _chain(exc):
+        if isinstance(e, socket.gaierror):
+            return _Failure(ErrorKind.DNS, f"DNS lookup failed: {e}")
+        if isinstance(e, ssl.SSLError | ssl.CertificateError):
+            return _Failure(ErrorKind.TLS, f"TLS error: {e}")
+    if isinstance(exc, httpx.TimeoutException):
+        return _Failure(ErrorKind.TIMEOUT, f"timed out: {type(exc).__name__} {exc}".strip(),
+                        retry=True)
+    if isinstance(exc, httpx.ConnectError):
+        if any(w in text for w in _DNS_WORDS):
+            return _Failure(ErrorKind.DNS, f"DNS lookup failed: {exc}")
+        if "ssl" in text or "certificate" in text or "tls" in text:
+            return _Failure(ErrorKind.TLS, f"TLS error: {exc}")
+        return _Failure(ErrorKind.CONNECTION, f"cannot connect: {exc}", retry=True)
+    if isinstance(exc, httpx.DecodingError):
+        return _Failure(ErrorKind.CORRUPT, f"bad Content-Encoding: {exc}")
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return _Failure(ErrorKind.UNSUPPORTED, f"invalid URL: {exc}")
+    if isinstance(exc, httpx.TransportError | OSError):
+        # Reset, closed mid-response, protocol violations: the transport, not the content.
+        return _Failure(ErrorKind.CONNECTION, f"connection failed: {type(exc).__name__} {exc}",
+                        retry=isinstance(exc, httpx.NetworkError))
+    return _Failure(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+def _check_scheme(url: str) -> None:
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise _Failure(ErrorKind.UNSUPPORTED, f"invalid URL {url!r}: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise _Failure(ErrorKind.UNSUPPORTED,
+                       f"only http and https URLs are fetched, not {parts.scheme or 'no'}: "
+                       f"{url}")
+    if not parts.hostname:
+        raise _Failure(ErrorKind.UNSUPPORTED, f"URL without a host: {url}")
+
+
+def _host_key(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{parts.port or ''}"
+
+
+class _HostGate:
+    """Per-host politeness: a semaphore for concurrency and spaced request starts."""
+
+    def __init__(self, concurrency: int, delay: float) -> None:
+        self._sem = threading.BoundedSemaphore(max(1, concurrency))
+        self._delay = max(0.0, delay)
+        self._lock = threading.Lock()
+        self._next_start = 0.0
+
+    @contextmanager
+    def slot(self, deadline: float | None) -> Iterator[None]:
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._sem.acquire(timeout=timeout):
+            raise _Failure(ErrorKind.TIMEOUT, "deadline passed waiting for the host")
+        try:
+            with self._lock:  # reserve the next start time; wait outside the lock
+                start = max(time.monotonic(), self._next_start)
+                self._next_start = start + self._delay
+            wait = start - time.monotonic()
+            if deadline is not None and start > deadline:
+                raise _Failure(ErrorKind.TIMEOUT, "deadline passed waiting for the host")
+            if wait > 0:
+                time.sleep(wait)
+            yield
+        finally:
+            self._sem.release()
+
+
+def _shutdown_socket(response: httpx.Response) -> None:
+    """Wake a thread blocked reading ``response``: the only way to bound a silent read."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        with suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _compression_available() -> list[str]:
+    from httpx._decoders import SUPPORTED_DECODERS  # what this httpx build can decode
+
+    return [k for k in SUPPORTED_DECODERS if k != "identity"]
+
+
+class Fetcher:
+    """Fetch URLs for one run: one connection pool, host gates shared across threads."""
+
+    def __init__(self, options: Options | None = None) -> None:
+        self.options = options or Options()
+        o = self.options
+        self.http2 = importlib.util.find_spec("h2") is not None
+        self.encodings = _compression_available()
+        self._client = httpx.Client(
+            http2=self.http2,
+            follow_redirects=False,
+            headers={
+                "User-Agent": o.user_agent,
+                "Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.8",
+                "Accept-Encoding": ", ".join(self.encodings),
+            },
+            timeout=httpx.Timeout(o.read_timeout, connect=o.connect_timeout),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
+        )
+        self._gates: dict[str, _HostGate] = {}
+        self._gates_lock = threading.Lock()
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _gate(self, url: str) -> _HostGate:
+        key = _host_key(url)
+        with self._gates_lock:
+            gate = self._gates.get(key)
+            if gate is None:
+                gate = self._gates[key] = _HostGate(self.options.per_host_concurrency,
+                                                    self.options.per_host_delay)
+            return gate
+
+    def fetch(
+        self, url: str, *, etag: str | None = None, last_modified: str | None = None
+    ) -> FetchResult:
+        """GET ``url`` following redirects; never raises for network or HTTP trouble."""
+        t0 = time.monotonic()
+        o = self.options
+        deadline = t0 + o.fetch_timeout if o.fetch_timeout and o.fetch_timeout > 0 else None
+        result = FetchResult(url=url, final_url=url, status=0)
+        headers: dict[str, str] = {}
+        if etag:
+            headers["If-None-Match"] = etag
+        if last_modified:
+            headers["If-Modified-Since"] = last_modified
+        try:
+            self._follow(url, headers, deadline, result)
+        except _Failure as f:
+            result.error = ErrorInfo(f.kind, f.message)
+            result.content = None
+            if f.status:
+                result.status = f.status
+        except Exception as exc:  # a bug or an exotic library error: typed, never raised
+            f = classify_exception(exc)
+            result.error = ErrorInfo(f.kind, f.message)
+            result.content = None
+        result.elapsed = time.monotonic() - t0
+        return result
+
+    def _follow(self, url: str, headers: dict[str, str], deadline: float | None,
+                result: FetchResult) -> None:
+        seen = {url}
+        current = url
+        while True:
+            _check_scheme(current)
+            current = str(httpx.URL(current))  # one spelling per URL, so loops are seen
+            status, location = self._with_retries(current, headers, deadline, result)
+            if status not in REDIRECT_STATUSES:
+                return
+            if not location:
+                raise _Failure(ErrorKind.CORRUPT, f"HTTP {status} redirect without Location",
+                               status=status)
+            nxt = urljoin(current, location.strip())
+            nxt = nxt.split("#", 1)[0]
+            if nxt in seen:
+                raise _Failure(ErrorKind.REDIRECT_LOOP,
+                               f"redirect loop: {current} -> {nxt} (seen before)",
+                               status=status)
+            if len(result.redirects) >= self.options.max_redirects:
+                raise _Failure(ErrorKind.TOO_MANY_REDIRECTS,
+                               f"more than {self.options.max_redirects} redirects",
+                               status=status)
+            seen.add(nxt)
+            result.redirects.append(nxt)
+            result.final_url = current = nxt
+
+    def _with_retries(self, url: str, headers: dict[str, str], deadline: float | None,
+                      result: FetchResult) -> tuple[int, str | None]:
+        o = self.options
+        attempt = 0
+        while True:
+            try:
+                return self._once(url, headers, deadline, result)
+            except _Failure as f:
+                if not f.retry or attempt >= o.retries:
+                    raise
+                if f.retry_after is not None:
+                    if f.retry_after > o.max_retry_after:
+                        # Waiting less than asked is rude; waiting longer is not ours to do.
+                        f.message += f" (Retry-After {f.retry_after:.0f} s is beyond the cap)"
+                        raise
+                    wait = f.retry_after
+                else:
+                    step = o.backoff * (2 ** attempt)
+                    wait = step / 2 + random.uniform(0, step / 2)
+                if deadline is not None and time.monotonic() + wait >= deadline:
+                    f.message += " (no time left to retry)"
+                    raise
+                time.sleep(wait)
+                attempt += 1
+
+    def _once(self, url: str, headers: dict[str, str], deadline: float | None,
+              result: FetchResult) -> tuple[int, str | None]:
+        """One request; fills ``result`` for a final response. Returns (status, Location)."""
+        o = self.options
+        with self._gate(url).slot(deadline):
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise _Failure(ErrorKind.TIMEOUT, f"fetch deadline of {o.fetch_timeout} s passed")
+            timeout = httpx.Timeout(
+                _min(o.read_timeout, left), connect=_min(o.connect_timeout, left),
+                pool=_min(o.connect_timeout, left))
+            result.attempts += 1
+            try:
+                request = self._client.build_request("GET", url, headers=headers,
+                                                     timeout=timeout)
+                response = self._client.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                f = classify_exception(exc)
+                if f.kind is ErrorKind.TIMEOUT and deadline is not None \
+                        and time.monotonic() >= deadline - 0.05:
+                    f.retry = False
+                raise f from None
+            try:
+                return self._read(response, deadline, result)
+            finally:
+                response.close()
+
+    def _read(self, response: httpx.Response, deadline: float | None,
+              result: FetchResult) -> tuple[int, str | None]:
+        o = self.options
+        status = response.status_code
+        result.status = status
+        result.final_url = str(response.url)
+        if status in REDIRECT_STATUSES:
+            return status, response.headers.get("location")
+        result.etag = response.headers.get("etag")
+        result.last_modified = response.headers.get("last-modified")
+        result.content_type, result.charset = parse_content_type(
+            response.headers.get("content-type"))
+        if status == 304:
+            result.not_modified = True
+            return status, None
+        if status >= 400 or status < 200:
+            raise _status_failure(status, parse_retry_after(response.headers.get("retry-after")))
+        declared = response.headers.get("content-length", "").strip()
+        if declared.isdigit() and int(declared) > o.max_body \
+                and not response.headers.get("content-encoding"):
+            raise _Failure(ErrorKind.TOO_LARGE,
+                           f"Content-Length {declared} is above the limit of {o.max_body} bytes",
+                           status=status)
+        result.content = self._body(response, deadline)
+        return status, None
+
+    def _body(self, response: httpx.Response, deadline: float | None) -> bytes:
+        o = self.options
+        expired = threading.Event()
+        watchdog = None
+        if deadline is not None:
+            def _fire() -> None:
+                expired.set()
+                _shutdown_socket(response)
+
+            watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), _fire)
+            watchdog.daemon = True
+            watchdog.start()
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in response.iter_bytes(_CHUNK):
+                size += len(chunk)
+                if size > o.max_body:
+                    raise _Failure(ErrorKind.TOO_LARGE,
+                                   f"body larger than the limit of {o.max_body} bytes",
+                                   status=response.status_code)
+                chunks.append(chunk)
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise _Failure(ErrorKind.TIMEOUT,
+                                   f"body not complete within {o.fetch_timeout} s",
+                                   status=response.status_code)
+        except httpx.HTTPError as exc:
+            if expired.is_set():
+                raise _Failure(ErrorKind.TIMEOUT,
+                               f"body not complete within {o.fetch_timeout} s",
+                               status=response.status_code) from None
+            f = classify_exception(exc)
+            f.status = response.status_code
+            raise f from None
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+        if expired.is_set():  # the socket was shut just as the last bytes came in
+            raise _Failure(ErrorKind.TIMEOUT, f"body not complete within {o.fetch_timeout} s",
+                           status=response.status_code)
+        return b"".join(chunks)
+
+
+def _min(a: float, b: float | None) -> float:
+    return a if b is None else max(0.001, min(a, b))
