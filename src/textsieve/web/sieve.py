@@ -58,7 +58,9 @@ EDGE = 0.3  # edge blocks whose own density is below EDGE * peak are trimmed
 MIN_WORDS = 15  # a region shorter than this grows towards its stronger neighbour
 MIN_PEAK = 0.02  # smoothed densities below this are not peaks
 MAX_PEAKS = 30  # peaks tried, strongest first (bounds the work on huge pages)
+WRAPPER = 0.5  # a boilerplate-looking container with more than this share of the text is not
 NOISE_PENALTY = 0.3  # density factor inside nav/footer/aside/comments/related containers
+SIBLING = 0.3  # a same-level section next to a region joins it above this share of its density
 STUB = 0.15  # share of a region's topic mass under which a part beyond a heading is cut
 RELATIVE = 0.1  # extra regions (max_regions > 1) must score this share of the best...
 SIMILAR = 0.5  # ...and be at least this share of its density (another instance, not a mention)
@@ -210,11 +212,12 @@ class Block:
     args: tuple[Any, ...]  # the Builder call's arguments, link marks removed
     text: str
     group: int  # list number for list items (a whole list is kept or dropped), else 0
-    noisy: bool  # inside nav/footer/aside/comments/related...
+    noisy: bool  # inside nav/footer/aside/comments/related... (see _unwrap)
     link: float  # share of the text inside links
     words: int = 0
     hits: float = 0.0
     density: float = 0.0
+    containers: tuple[int, ...] = ()  # the boilerplate-looking containers it sits in
 
 
 class _Recorder(Builder):
@@ -223,7 +226,8 @@ class _Recorder(Builder):
     def __init__(self) -> None:
         super().__init__()
         self.blocks: list[Block] = []
-        self.noise = 0
+        self.noise: list[int] = []  # open boilerplate-looking containers
+        self.containers = 0
         self.list_id = 0
 
     def _rec(self, kind: str, raw: str, rest: tuple[Any, ...] = (), group: int = 0,
@@ -234,8 +238,9 @@ class _Recorder(Builder):
         if not text.strip():
             return
         linked = sum(len(m.strip()) for m in _LINK_SPAN.findall(raw)) if LINK_OPEN in raw else 0
-        self.blocks.append(Block(kind, args or (text, *rest), text, group, self.noise > 0,
-                                 min(1.0, linked / len(text.strip()))))
+        self.blocks.append(Block(kind, args or (text, *rest), text, group, bool(self.noise),
+                                 min(1.0, linked / len(text.strip())),
+                                 containers=tuple(self.noise)))
 
     def heading(self, text: str, level: int = 1) -> None:
         self._rec("heading", text, (level,))
@@ -282,12 +287,13 @@ class _Walker(HtmlWalker):
             super().node(el)
             return
         self.flush()
-        self.out.noise += 1
+        self.out.containers += 1
+        self.out.noise.append(self.out.containers)
         try:
             super().node(el)
             self.flush()
         finally:
-            self.out.noise -= 1
+            self.out.noise.pop()
 
     def list_(self, el: etree._Element, level: int) -> None:
         if level == 0:
@@ -319,7 +325,23 @@ def blocks_of(root: etree._Element) -> list[Block]:
             if _tag(child) != "head":
                 walker.node(child)
         walker.flush()
+    _unwrap(rec.blocks)
     return rec.blocks
+
+
+def _unwrap(blocks: list[Block]) -> None:
+    """A "boilerplate" container that holds most of the page is a layout wrapper
+    (``<div class="content-sidebar-wrap">``), not boilerplate: it stops counting."""
+    total = sum(len(b.text) for b in blocks) or 1
+    size: dict[int, int] = {}
+    for b in blocks:
+        for c in b.containers:
+            size[c] = size.get(c, 0) + len(b.text)
+    wrappers = {c for c, n in size.items() if n > WRAPPER * total}
+    if wrappers:
+        for b in blocks:
+            if b.containers:
+                b.noisy = any(c not in wrappers for c in b.containers)
 
 
 # -- scoring and regions ------------------------------------------------------------------
@@ -405,8 +427,41 @@ def _list_spans(blocks: list[Block]) -> dict[int, tuple[int, int]]:
     return spans
 
 
+def _density(blocks: list[Block]) -> float:
+    return sum(b.hits for b in blocks) / (sum(max(b.words, 1) for b in blocks) or 1)
+
+
+def _sibling_sections(lo: int, hi: int, blocks: list[Block], taken: list[bool],
+                      background: float) -> tuple[int, int]:
+    """Steps split under sub-headings ("Levain", "Autolyse", "Bake") are one text: a
+    region that starts at a heading takes in the neighbouring sections under headings of
+    the same level while they are on topic (density >= SIBLING x the region's and the
+    the page's)."""
+    if blocks[lo].kind != "heading":
+        return lo, hi
+    level = blocks[lo].args[1]
+    need = max(SIBLING * _density(blocks[lo:hi + 1]), background)
+    while lo > 0:  # backwards: the previous section must start at a same-level heading
+        j = lo - 1
+        while j >= 0 and blocks[j].kind != "heading":
+            j -= 1
+        if (j < 0 or blocks[j].args[1] != level or any(taken[j:lo])
+                or _density(blocks[j:lo]) < need):
+            break
+        lo = j
+    n = len(blocks)
+    while hi + 1 < n and blocks[hi + 1].kind == "heading" and blocks[hi + 1].args[1] == level:
+        k = hi + 2
+        while k < n and blocks[k].kind != "heading":
+            k += 1
+        if any(taken[hi + 1:k]) or _density(blocks[hi + 1:k]) < need:
+            break
+        hi = k - 1
+    return lo, hi
+
+
 def _grow(p: int, blocks: list[Block], sm: list[float], taken: list[bool],
-          spans: dict[int, tuple[int, int]]) -> Region | None:
+          spans: dict[int, tuple[int, int]], background: float = 0.0) -> Region | None:
     n = len(blocks)
     floor_ = GROW * sm[p]
     lo = hi = p
@@ -465,12 +520,17 @@ def _grow(p: int, blocks: list[Block], sm: list[float], taken: list[bool],
         lo = heads[0]
     if heads and heads[-1] > lo and sum(b.hits for b in blocks[heads[-1]:hi + 1]) < STUB * mass:
         hi = heads[-1] - 1
+    lo, hi = _sibling_sections(lo, hi, blocks, taken, background)
     # The heading just above (maybe past one short lead-in line) names the section.
     if lo > 0 and blocks[lo - 1].kind == "heading" and not taken[lo - 1]:
         lo -= 1
     elif (lo > 1 and blocks[lo - 2].kind == "heading" and blocks[lo - 1].kind == "paragraph"
           and blocks[lo - 1].words <= 12 and not taken[lo - 1] and not taken[lo - 2]):
         lo -= 2
+    # ... and so does a parent heading right above it ("Instructions" over "Levain").
+    while (lo > 0 and blocks[lo].kind == "heading" and blocks[lo - 1].kind == "heading"
+           and blocks[lo - 1].args[1] < blocks[lo].args[1] and not taken[lo - 1]):
+        lo -= 1
     mass = sum(b.hits for b in blocks[lo:hi + 1])
     if mass <= 0:
         return None
@@ -500,12 +560,13 @@ def sieve_blocks(blocks: list[Block], topic: Topic) -> SieveResult:
     raw = [b.density for b in act]
     sm = smooth(raw) if act else []
     spans = _list_spans(act)
+    background = _density(act)
     taken = [False] * len(act)
     regions: list[Region] = []
     for p in _peaks(sm, raw):
         if taken[p]:
             continue
-        region = _grow(p, act, sm, taken, spans)
+        region = _grow(p, act, sm, taken, spans, background)
         if region is None:
             continue
         regions.append(region)
