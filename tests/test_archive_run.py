@@ -403,6 +403,32 @@ def test_incremental_reruns(tmp_path: Path) -> None:
     assert _changed(now, extracted_at(db)) == set(now) - {str(bad)}
 
 
+def test_changed_output_options_redo_items(tmp_path: Path) -> None:
+    """Like changed parameters in a build file: output options are part of an item's
+    freshness (--ocr, --html, --lang ...), and a password retries what was encrypted."""
+    src = tmp_path / "docs"
+    src.mkdir()
+    (src / "a.txt").write_text("first words\n", encoding="utf-8")
+    (src / "b.csv").write_text("x,y\n1,2\n3,4\n5,6\n", encoding="utf-8")
+    from reportlab.lib.pdfencrypt import StandardEncryption
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(src / "locked.pdf"), encrypt=StandardEncryption("pw", "owner"))
+    c.drawString(72, 720, "sealed words")
+    c.showPage()
+    c.save()
+    db = tmp_path / "a.db"
+    counts = _run_ok(src, db, rc=1)
+    assert counts["extracted"] == 3 and counts["error_encrypted"] == 1
+    assert _run_ok(src, db)["extracted"] == 0
+    counts = _run_ok(src, db, "--ocr", "never", rc=1)
+    assert counts["extracted"] == 3 and counts["why_outdated"] == 3  # failures too
+    assert _run_ok(src, db, "--ocr", "never")["extracted"] == 0
+    counts = _run_ok(src, db, "--ocr", "never", "--password", "pw")
+    assert counts["extracted"] == 1 and counts["why_failed"] == 1
+    assert "sealed words" in snapshot(db)[str(src / "locked.pdf")][5]
+
+
 # -- 3. search ---------------------------------------------------------------------------------
 def search_cli(db: Path, query: str) -> subprocess.CompletedProcess[str]:
     p = textsieve("search", query, "--archive", db)

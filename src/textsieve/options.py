@@ -55,6 +55,16 @@ class Options:
     per_host_concurrency: int = 2  # requests in flight to one host
     per_host_delay: float = 0.5  # minimum seconds between request starts to one host
 
+    def output_fingerprint(self) -> str:
+        """A short hash of the options that change what an extraction outputs: an archive
+        re-extracts items made with other ones (build-system semantics, like changed
+        parameters in a Snakefile)."""
+        import hashlib
+
+        relevant = (self.ocr, self.ocr_lang, self.ocr_dpi, self.html, self.topic,
+                    self.comments, self.libreoffice)
+        return hashlib.sha256(repr(relevant).encode()).hexdigest()[:8]
+
     def with_(self, **changes: Any) -> Options:
         return replace(self, **changes)
 

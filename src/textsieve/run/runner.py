@@ -80,18 +80,32 @@ def _sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def decide(item: Item, known: Known | None, mode: Mode) -> tuple[Why | None, str | None]:
+def is_fresh(tag: str | None, options: Options) -> bool:
+    """Made by the current extractor version with the same output options?"""
+    base, _, fingerprint = (tag or "").partition("#")
+    return fingerprint == options.output_fingerprint() and is_current(base)
+
+
+def stamp(doc: Document, options: Options) -> None:
+    """Record with what, and with which output options, a top-level item was made."""
+    doc.extractor = f"{doc.extractor or ''}#{options.output_fingerprint()}"
+
+
+def decide(item: Item, known: Known | None, mode: Mode,
+           options: Options) -> tuple[Why | None, str | None]:
     """Why an item needs extracting (None: it does not), and its hash if we computed one."""
     if mode is Mode.FORCE:
         return Why.FORCED, None
     if known is None:
         return (None if mode is Mode.RETRY_ERRORS else Why.NEW), None
     if known.status == Status.ERROR and (mode is Mode.RETRY_ERRORS
-                                         or known.error_kind in TRANSIENT_ERRORS):
+                                         or known.error_kind in TRANSIENT_ERRORS
+                                         or (known.error_kind == "encrypted"
+                                             and options.password)):
         return Why.FAILED, None
     if mode is Mode.RETRY_ERRORS:
         return None, None
-    if not is_current(known.extractor_version):
+    if not is_fresh(known.extractor_version, options):
         return Why.OUTDATED, None  # includes failures a newer extractor may now overcome
     if item.size == known.size and item.mtime_ns == known.mtime_ns:
         return None, None
@@ -139,6 +153,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
         """Count a finished item and commit the batch when it is due."""
         nonlocal last_commit
         doc = entry.doc
+        stamp(doc, options)
         batch.append(entry)
         stats.done += 1
         stats.status[str(doc.status)] += 1
@@ -180,7 +195,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
                             continue
                         yield from fetched(web.submit(item, k))
                         continue
-                    why, sha = decide(item, k, mode)
+                    why, sha = decide(item, k, mode, options)
                     if why is None:
                         if k is not None:
                             unchanged.append((k.id, item.size or 0, item.mtime_ns, sha))
@@ -224,14 +239,14 @@ def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | No
             modified if isinstance(modified, str) else None)
 
 
-def _why_again(known: Known | None, mode: Mode) -> Why:
+def _why_again(known: Known | None, mode: Mode, options: Options) -> Why:
     if known is None:
         return Why.NEW
     if mode is Mode.FORCE:
         return Why.FORCED
     if known.status == Status.ERROR:
         return Why.FAILED
-    return Why.CHANGED if is_current(known.extractor_version) else Why.OUTDATED
+    return Why.CHANGED if is_fresh(known.extractor_version, options) else Why.OUTDATED
 
 
 class _WebStage:
@@ -271,7 +286,7 @@ class _WebStage:
             self._start()
         assert self._pool is not None and item.url is not None
         conditional = known is not None and self.mode is Mode.INCREMENTAL and \
-            known.status != Status.ERROR and is_current(known.extractor_version)
+            known.status != Status.ERROR and is_fresh(known.extractor_version, self.options)
         fut = self._pool.submit(
             self._fetcher.fetch, item.url,  # type: ignore[union-attr]
             etag=known.etag if conditional and known else None,
@@ -303,12 +318,13 @@ class _WebStage:
             return known.id, item.source
         content: bytes = res.content or b""
         if known is not None and self.mode is Mode.INCREMENTAL and \
-                known.status != Status.ERROR and is_current(known.extractor_version) and \
+                known.status != Status.ERROR and \
+                is_fresh(known.extractor_version, self.options) and \
                 hashlib.sha256(content).hexdigest() == known.sha256:
             return known.id, item.source  # served again, byte for byte the same
         src = Source(name=item.name, data_=content, max_size=self.options.max_file_size,
                      url=res.final_url, charset=res.charset, content_type=res.content_type)
-        return _Job(item, src, _why_again(known, self.mode), info), item.source
+        return _Job(item, src, _why_again(known, self.mode, self.options), info), item.source
 
 
 def _chunks(it: Iterator[Item], n: int) -> Iterator[list[Item]]:
