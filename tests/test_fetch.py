@@ -37,6 +37,14 @@ FAST = {"per_host_delay": 0.0, "backoff": 0.05, "fetch_timeout": 10.0}
 MakeFetcher = Callable[..., Fetcher]
 
 
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx honours *_PROXY variables: a developer's proxy must not see these requests."""
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
+                "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+
 @pytest.fixture
 def make_fetcher() -> Iterator[MakeFetcher]:
     made: list[Fetcher] = []
@@ -358,6 +366,22 @@ def test_per_host_concurrency_from_many_threads(http_server: TestServer,
         t.join(10)
     assert len(results) == 6 and all(r.ok for r in results)
     assert http_server.peak_concurrency == 2
+
+
+def test_queueing_behind_the_host_gate_is_not_charged_to_the_deadline(
+        http_server: TestServer, make_fetcher: MakeFetcher, token: str) -> None:
+    # One slot per host, three 0.4 s requests: the last waits ~0.8 s for its turn and then
+    # needs 0.4 s more, beyond a 1 s budget counted from the call; fine counted from admission.
+    f = make_fetcher(per_host_concurrency=1, fetch_timeout=1.0)
+    results: list[FetchResult] = []
+    threads = [threading.Thread(target=lambda: results.append(
+        f.fetch(http_server.url(f"/sleep?ms=400&token={token}")))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(results) == 3 and all(r.ok for r in results), [r.error for r in results]
+    assert max(r.elapsed for r in results) >= 1.1  # one of them did queue past the budget
 
 
 # -- network failures -----------------------------------------------------------------

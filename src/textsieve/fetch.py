@@ -3,7 +3,9 @@
 One ``Fetcher`` serves a whole run and is shared by its threads. What it guarantees:
 
 * **Bounded.** ``Options.fetch_timeout`` is a deadline for the whole ``fetch()`` (every
-  redirect hop, retry wait and body byte). httpx's read timeout is per socket read, so a
+  redirect hop, retry wait and body byte), counted from the moment the first request is let
+  through the host gate (queueing behind our own politeness is not the server's fault;
+  ``FetchResult.elapsed`` does include it). httpx's read timeout is per socket read, so a
   server dripping one byte per second would never trip it: the body loop checks the clock
   after every chunk, and a watchdog shuts the socket down at the deadline for a server that
   sends nothing at all. The body is read up to ``Options.max_body`` decoded bytes, then the
@@ -205,6 +207,24 @@ def _host_key(url: str) -> str:
     return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{parts.port or ''}"
 
 
+class _Clock:
+    """The deadline of one ``fetch()``. It starts when the first request is let through the
+    host gate: time queued behind our own politeness limits (other URLs of the same host)
+    is not the server's slowness and must not turn into a timeout."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget if budget and budget > 0 else None
+        self.at: float | None = None  # monotonic deadline, once started
+
+    def start(self) -> None:
+        if self.at is None and self.budget is not None:
+            self.at = time.monotonic() + self.budget
+
+    def left(self) -> float | None:
+        """Seconds left; None while not started or without a budget (no limit)."""
+        return None if self.at is None else self.at - time.monotonic()
+
+
 class _HostGate:
     """Per-host politeness: a semaphore for concurrency and spaced request starts."""
 
@@ -215,19 +235,20 @@ class _HostGate:
         self._next_start = 0.0
 
     @contextmanager
-    def slot(self, deadline: float | None) -> Iterator[None]:
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not self._sem.acquire(timeout=timeout):
+    def slot(self, clock: _Clock) -> Iterator[None]:
+        left = clock.left()
+        if not self._sem.acquire(timeout=None if left is None else max(0.0, left)):
             raise _Failure(ErrorKind.TIMEOUT, "deadline passed waiting for the host")
         try:
             with self._lock:  # reserve the next start time; wait outside the lock
                 start = max(time.monotonic(), self._next_start)
                 self._next_start = start + self._delay
             wait = start - time.monotonic()
-            if deadline is not None and start > deadline:
+            if clock.at is not None and start > clock.at:
                 raise _Failure(ErrorKind.TIMEOUT, "deadline passed waiting for the host")
             if wait > 0:
                 time.sleep(wait)
+            clock.start()
             yield
         finally:
             self._sem.release()
@@ -294,7 +315,7 @@ class Fetcher:
         """GET ``url`` following redirects; never raises for network or HTTP trouble."""
         t0 = time.monotonic()
         o = self.options
-        deadline = t0 + o.fetch_timeout if o.fetch_timeout and o.fetch_timeout > 0 else None
+        clock = _Clock(o.fetch_timeout)
         result = FetchResult(url=url, final_url=url, status=0)
         headers: dict[str, str] = {}
         if etag:
@@ -302,7 +323,7 @@ class Fetcher:
         if last_modified:
             headers["If-Modified-Since"] = last_modified
         try:
-            self._follow(url, headers, deadline, result)
+            self._follow(url, headers, clock, result)
         except _Failure as f:
             result.error = ErrorInfo(f.kind, f.message)
             result.content = None
@@ -315,14 +336,14 @@ class Fetcher:
         result.elapsed = time.monotonic() - t0
         return result
 
-    def _follow(self, url: str, headers: dict[str, str], deadline: float | None,
+    def _follow(self, url: str, headers: dict[str, str], clock: _Clock,
                 result: FetchResult) -> None:
         seen = {url}
         current = url
         while True:
             _check_scheme(current)
             current = str(httpx.URL(current))  # one spelling per URL, so loops are seen
-            status, location = self._with_retries(current, headers, deadline, result)
+            status, location = self._with_retries(current, headers, clock, result)
             if status not in REDIRECT_STATUSES:
                 return
             if not location:
@@ -342,13 +363,13 @@ class Fetcher:
             result.redirects.append(nxt)
             result.final_url = current = nxt
 
-    def _with_retries(self, url: str, headers: dict[str, str], deadline: float | None,
+    def _with_retries(self, url: str, headers: dict[str, str], clock: _Clock,
                       result: FetchResult) -> tuple[int, str | None]:
         o = self.options
         attempt = 0
         while True:
             try:
-                return self._once(url, headers, deadline, result)
+                return self._once(url, headers, clock, result)
             except _Failure as f:
                 if not f.retry or attempt >= o.retries:
                     raise
@@ -361,18 +382,19 @@ class Fetcher:
                 else:
                     step = o.backoff * (2 ** attempt)
                     wait = step / 2 + random.uniform(0, step / 2)
-                if deadline is not None and time.monotonic() + wait >= deadline:
+                left = clock.left()
+                if left is not None and wait >= left:
                     f.message += " (no time left to retry)"
                     raise
                 time.sleep(wait)
                 attempt += 1
 
-    def _once(self, url: str, headers: dict[str, str], deadline: float | None,
+    def _once(self, url: str, headers: dict[str, str], clock: _Clock,
               result: FetchResult) -> tuple[int, str | None]:
         """One request; fills ``result`` for a final response. Returns (status, Location)."""
         o = self.options
-        with self._gate(url).slot(deadline):
-            left = None if deadline is None else deadline - time.monotonic()
+        with self._gate(url).slot(clock):
+            left = clock.left()
             if left is not None and left <= 0:
                 raise _Failure(ErrorKind.TIMEOUT, f"fetch deadline of {o.fetch_timeout} s passed")
             timeout = httpx.Timeout(
@@ -385,12 +407,12 @@ class Fetcher:
                 response = self._client.send(request, stream=True)
             except httpx.HTTPError as exc:
                 f = classify_exception(exc)
-                if f.kind is ErrorKind.TIMEOUT and deadline is not None \
-                        and time.monotonic() >= deadline - 0.05:
+                left = clock.left()
+                if f.kind is ErrorKind.TIMEOUT and left is not None and left < 0.05:
                     f.retry = False
                 raise f from None
             try:
-                return self._read(response, deadline, result)
+                return self._read(response, clock.at, result)
             finally:
                 response.close()
 
