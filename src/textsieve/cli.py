@@ -102,6 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--retry-errors", action="store_true",
                    help="only retry items that failed before")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    p.add_argument("--fetch-timeout", type=float, default=120.0, metavar="S",
+                   help="seconds allowed per URL, redirects and retries included (120)")
+    p.add_argument("--host-delay", type=float, default=0.5, metavar="S",
+                   help="minimum seconds between requests to one host (0.5)")
+    p.add_argument("--user-agent", help="the User-Agent header sent when fetching")
     _add_extract_options(p)
 
     p = sub.add_parser("ocr", help="make a scanned PDF searchable: the same pages with an "
@@ -226,7 +231,10 @@ def cmd_run(ns: argparse.Namespace) -> int:
     except SourceError as exc:
         print(f"textsieve: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    options = _options(ns)
+    options = _options(ns).with_(fetch_timeout=ns.fetch_timeout,
+                                 per_host_delay=max(ns.host_delay, 0.0))
+    if ns.user_agent:
+        options = options.with_(user_agent=ns.user_agent)
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
         Mode.INCREMENTAL
     progress = Progress(quiet=ns.quiet)

@@ -98,7 +98,16 @@ def decode(data: bytes, declared: str | None = None) -> tuple[str, str]:
     try:
         from charset_normalizer import from_bytes
 
-        best = from_bytes(data[:200_000]).best()
+        results = from_bytes(data[:200_000])
+        best = results.best()
+        if best is not None and best.encoding not in ("cp1252", "latin_1"):
+            # Western single-byte code pages tie often (é, ü, ç exist in most of them) and
+            # the detector's pick among near-equals is arbitrary: the commonest one wins a
+            # near-tie (a Baltic cp1257 reading of a French page is a plausible-looking lie).
+            common = next((m for m in results if m.encoding == "cp1252"), None)
+            if common is not None and common.chaos <= best.chaos + 0.05 and \
+                    common.coherence >= best.coherence - 0.05:
+                best = common
     except Exception:  # a detector failure must not lose the text
         best = None
     if best is not None and best.encoding and best.coherence == 0.0 and best.chaos == 0.0:

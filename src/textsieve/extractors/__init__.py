@@ -33,6 +33,8 @@ _P = "textsieve.extractors."
 CORE_VERSION = "1"  # detection / rendering / model changes that alter every output
 REGISTRY_VERSION = 1  # bump when a format gains an extractor (retries its "unsupported")
 REGISTRY_TAG = f"{CORE_VERSION}:registry/{REGISTRY_VERSION}"
+FETCH_VERSION = 1  # bump when fetching changes in a way that should retry fetch failures
+FETCH_TAG = f"{CORE_VERSION}:fetch/{FETCH_VERSION}"
 _ODF = [f"{_P}odf:extract"]
 _SHEET = [f"{_P}sheets:extract"]
 
@@ -119,11 +121,11 @@ def is_current(tag: str | None) -> bool:
     """Whether an archived item's extractor tag is what this textsieve would use now."""
     if not tag or ":" not in tag or "/" not in tag:
         return False
-    if tag == REGISTRY_TAG:
+    if tag in (REGISTRY_TAG, FETCH_TAG):
         return True
     core, _, rest = tag.partition(":")
     mod = rest.partition("/")[0]
-    if mod == "registry":
+    if mod in ("registry", "fetch"):
         return False
     try:
         return version_of(f"{__name__}.{mod}:x") == tag and core == CORE_VERSION

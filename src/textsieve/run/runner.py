@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..archive.store import Archive, Entry, Known
-from ..extractors import is_current
+from ..extractors import FETCH_TAG, is_current
 from ..model import Document, Item, Status
 from ..options import Options
 from ..sources import ItemSource
@@ -66,7 +66,8 @@ ProgressFn = Callable[[RunStats, Document | None], None]
 # Failures that may not happen again on the same bytes with the same extractor: retried
 # on every run. The others (encrypted, corrupt, unsupported, needs_ocr, ...) are retried
 # when their extractor gets a new version, or on request (--retry-errors).
-TRANSIENT_ERRORS = frozenset({"timeout", "crashed", "internal", "not_found", "missing_tool"})
+TRANSIENT_ERRORS = frozenset({"timeout", "crashed", "internal", "not_found", "missing_tool",
+                              "http_5xx", "http_429", "dns", "connection"})
 
 BATCH_ITEMS = 64  # at most this many items per transaction ...
 BATCH_SECONDS = 2.0  # ... and at least one commit every this many seconds
@@ -190,8 +191,11 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
                 for item in chunk:
                     k = known.get(item.key)
                     if item.url is not None:
-                        if mode is Mode.RETRY_ERRORS and (k is None or k.status != Status.ERROR):
+                        if ((mode is Mode.RETRY_ERRORS and (k is None or k.status != Status.ERROR))
+                                or _settled_failure(k, mode, options)):
                             stats.skipped += 1
+                            if k is not None:
+                                unchanged.append((k.id, None, None, None))
                             continue
                         yield from fetched(web.submit(item, k))
                         continue
@@ -237,6 +241,14 @@ def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | No
     etag, modified = fetched.get("etag"), fetched.get("last_modified")
     return (etag if isinstance(etag, str) else None,
             modified if isinstance(modified, str) else None)
+
+
+def _settled_failure(known: Known | None, mode: Mode, options: Options) -> bool:
+    """A failure that would repeat (a 404, a redirect loop): not fetched again on a plain
+    re-run, like a corrupt file; --retry-errors or a new extractor version retries it."""
+    return known is not None and mode is Mode.INCREMENTAL and known.status == Status.ERROR \
+        and known.error_kind not in TRANSIENT_ERRORS and is_fresh(known.extractor_version,
+                                                                  options)
 
 
 def _why_again(known: Known | None, mode: Mode, options: Options) -> Why:
@@ -312,6 +324,7 @@ class _WebStage:
             info["redirects"] = list(res.redirects)
         if res.error is not None:
             doc = Document.failed(res.error.kind, res.error.message, name=item.name)
+            doc.extractor = FETCH_TAG
             doc.metadata.extra.update({k: v for k, v in info.items() if v is not None})
             return Entry(item, doc), item.source
         if res.not_modified and known is not None:
