@@ -205,3 +205,35 @@ class Item:
     size: int | None = None
     mtime_ns: int | None = None
     url: str | None = None  # a web resource to fetch
+    mails: tuple[MailRef, ...] = ()  # the mails that named it (mail sources)
+
+
+@dataclass(frozen=True)
+class MailRef:
+    """Where a mail came from: its provenance, kept in the archive for every item it gave."""
+
+    source: str  # the mail source spec (mbox:..., imap://..., gmail:...)
+    message_id: str  # the Message-ID header (or a stable stand-in when it has none)
+    date: str | None = None  # ISO 8601
+    sender: str | None = None
+    subject: str | None = None
+    labels: tuple[str, ...] = ()  # Gmail labels / IMAP folder
+    uid: str | None = None  # the source's own id (IMAP UID, Gmail message id, file name)
+
+
+@dataclass(frozen=True)
+class RawMail:
+    """One message as a mail source yields it: the raw RFC 5322 bytes and its reference."""
+
+    raw: bytes
+    ref: MailRef
+
+
+@dataclass(frozen=True)
+class Link:
+    """A URL harvested from a mail, before fetching."""
+
+    url: str  # as it will be fetched (resolved, tracking parameters stripped)
+    original: str  # as it appeared in the mail
+    text: str | None = None  # the anchor text, when it came from HTML
+    story: bool = False  # the main link of a newsletter / feed-reader share
