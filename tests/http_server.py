@@ -34,6 +34,9 @@ Routes (``?token=...`` makes a stateful route fresh for one test):
 /nodecl-cp1252         windows-1252 page, no declaration anywhere (text/html, no charset)
 /gzip                  the article gzip-encoded (when the client accepts gzip)
 /zstd                  the article zstd-encoded (when the client accepts zstd)
+/deflate-raw           the article as raw deflate (no zlib wrapper), Content-Encoding: deflate
+/bad-gzip              Content-Encoding: gzip over bytes that are not gzip
+/zstd-bomb             ~16 KB of zstd that inflates to 512 MiB
 /etag                  ETag + Last-Modified; 304 on a matching If-None-Match/If-Modified-Since
 =====================  ===================================================================
 
@@ -48,6 +51,7 @@ import io
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
@@ -107,6 +111,7 @@ CP1252_HTML = (
     "</body></html>"
 )
 PDF_TEXT = "Quarterly river levels report"
+BOMB_MIB = 512
 
 _LOOP_LIMIT_DRIP = 30.0
 _LOOP_LIMIT_ENDLESS = 15.0
@@ -311,6 +316,15 @@ class _Handler(BaseHTTPRequestHandler):
                            headers={"Content-Encoding": "zstd"})
             else:
                 self._send(200, article)
+        elif path == "/deflate-raw":  # raw deflate without the zlib wrapper, as IIS sends it
+            c = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+            self._send(200, c.compress(article) + c.flush(),
+                       headers={"Content-Encoding": "deflate"})
+        elif path == "/bad-gzip":
+            self._send(200, b"\x1f\x8b\x08\x00 this is not gzip at all",
+                       headers={"Content-Encoding": "gzip"})
+        elif path == "/zstd-bomb":
+            self._send(200, zstd_bomb(), headers={"Content-Encoding": "zstd"})
         elif path == "/etag":
             etag, modified = '"v1-article"', "Tue, 05 Mar 2024 08:00:00 GMT"
             inm = self.headers.get("If-None-Match")
@@ -322,6 +336,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, article, headers={"ETag": etag, "Last-Modified": modified})
         else:
             self._send(404, b"<html><body>no such route</body></html>")
+
+
+def zstd_bomb(mib: int = BOMB_MIB) -> bytes:
+    """~16 KB of zstd that inflates to ``mib`` MiB of zeros."""
+    import zstandard
+
+    c = zstandard.ZstdCompressor(level=3).compressobj()
+    zeros = bytes(1 << 20)
+    return b"".join(c.compress(zeros) for _ in range(mib)) + c.flush()
 
 
 class _Server(ThreadingHTTPServer):

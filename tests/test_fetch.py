@@ -7,6 +7,7 @@ reserved ``.invalid`` TLD that the C library refuses before sending any query.
 from __future__ import annotations
 
 import itertools
+import resource
 import socket
 import threading
 import time
@@ -18,6 +19,7 @@ import pytest
 
 from http_server import (
     ARTICLE_HTML,
+    BOMB_MIB,
     CP1252_HTML,
     LATIN1_META_HTML,
     LATIN1_WORDS,
@@ -141,6 +143,29 @@ def test_compressed_transfer_is_decoded(http_server: TestServer, make_fetcher: M
     assert r.ok and r.content == ARTICLE, r.error
     seen = http_server.requests(route)[before:]
     assert len(seen) == 1 and encoding in seen[0].headers["accept-encoding"]
+
+
+def test_raw_deflate_decoded(http_server: TestServer, make_fetcher: MakeFetcher) -> None:
+    r = make_fetcher().fetch(http_server.url("/deflate-raw"))
+    assert r.ok and r.content == ARTICLE, r.error
+
+
+def test_broken_content_encoding_is_corrupt(http_server: TestServer,
+                                            make_fetcher: MakeFetcher) -> None:
+    r = make_fetcher().fetch(http_server.url("/bad-gzip"))
+    assert _kind(r) is ErrorKind.CORRUPT and r.content is None
+
+
+def test_compression_bomb_stops_at_the_cap_without_inflating(
+        http_server: TestServer, make_fetcher: MakeFetcher) -> None:
+    f = make_fetcher(max_body=1 * MiB)
+    if "zstd" not in f.encodings:
+        pytest.skip("zstd is not offered")
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    r, took = _timed(f, http_server.url("/zstd-bomb"))
+    grew_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
+    assert _kind(r) is ErrorKind.TOO_LARGE and took < 3
+    assert grew_mib < BOMB_MIB / 4, f"peak memory grew by {grew_mib:.0f} MiB"
 
 
 # -- redirects ------------------------------------------------------------------------

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import email.utils
 import importlib.util
+import itertools
 import random
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
@@ -263,10 +265,94 @@ def _shutdown_socket(response: httpx.Response) -> None:
             sock.shutdown(socket.SHUT_RDWR)
 
 
-def _compression_available() -> list[str]:
-    from httpx._decoders import SUPPORTED_DECODERS  # what this httpx build can decode
+class _RawReader:
+    """File-like view of an iterator of raw chunks, for zstandard's pull-based reader."""
 
-    return [k for k in SUPPORTED_DECODERS if k != "identity"]
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buf = b""
+
+    def read(self, n: int = -1) -> bytes:
+        while not self._buf:
+            nxt = next(self._chunks, None)
+            if nxt is None:
+                return b""
+            self._buf = nxt
+        if n < 0:
+            n = len(self._buf)
+        out, self._buf = self._buf[:n], self._buf[n:]
+        return out
+
+
+def _inflate(raw: Iterator[bytes], wbits: int) -> Iterator[bytes]:
+    """zlib/gzip/raw deflate, at most ``_CHUNK`` bytes of output per step.
+
+    ``max_length`` is what bounds it: a few KB of deflate can hold ~1000x that, and the
+    caller must get the chance to stop at the cap after every step.
+    """
+    d = zlib.decompressobj(wbits)
+    for data in raw:
+        while True:
+            out = d.decompress(data, _CHUNK)
+            if out:
+                yield out
+            data = d.unconsumed_tail
+            if d.eof or (not data and len(out) < _CHUNK):
+                break
+        if d.eof:
+            break  # trailing bytes after the stream end are ignored, as browsers do
+    tail = d.flush()
+    if tail:
+        yield tail
+
+
+def _deflate(raw: Iterator[bytes]) -> Iterator[bytes]:
+    """HTTP "deflate" is meant to be zlib-wrapped, but many servers send it raw."""
+    first = next(raw, b"")
+    wbits = zlib.MAX_WBITS
+    try:
+        zlib.decompressobj(wbits).decompress(first, 1)
+    except zlib.error:
+        wbits = -zlib.MAX_WBITS
+    yield from _inflate(itertools.chain([first], raw), wbits)
+
+
+def _unzstd(raw: Iterator[bytes]) -> Iterator[bytes]:
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(
+        _RawReader(raw), read_size=_CHUNK, read_across_frames=True)
+    while True:
+        out = reader.read(_CHUNK)
+        if not out:
+            return
+        yield out
+
+
+_DECODERS: dict[str, Callable[[Iterator[bytes]], Iterator[bytes]]] = {
+    "gzip": lambda raw: _inflate(raw, 16 + zlib.MAX_WBITS),
+    "x-gzip": lambda raw: _inflate(raw, 16 + zlib.MAX_WBITS),
+    "deflate": _deflate,
+}
+if importlib.util.find_spec("zstandard") is not None:
+    _DECODERS["zstd"] = _unzstd
+# Brotli is not offered: its Python decoder has no output bound in most released versions.
+
+
+def _decoded(response: httpx.Response) -> Iterator[bytes]:
+    """The body with its Content-Encoding(s) undone, in bounded steps.
+
+    Done here rather than by httpx, whose decoders inflate each network read in one go: a
+    32 KB zstd body inflated to 2 GB of memory before the size cap could see it.
+    Unknown codings pass through untouched (httpx's and browsers' behaviour too).
+    """
+    stream: Iterator[bytes] = response.iter_raw(_CHUNK)
+    codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",")]
+    for coding in reversed(codings):  # listed in the order applied: undo the last first
+        dec = _DECODERS.get(coding)
+        if dec is not None:
+            stream = dec(stream)
+    return stream
 
 
 class Fetcher:
@@ -276,7 +362,7 @@ class Fetcher:
         self.options = options or Options()
         o = self.options
         self.http2 = importlib.util.find_spec("h2") is not None
-        self.encodings = _compression_available()
+        self.encodings = [k for k in _DECODERS if k != "x-gzip"]
         self._client = httpx.Client(
             http2=self.http2,
             follow_redirects=False,
@@ -457,7 +543,7 @@ class Fetcher:
         chunks: list[bytes] = []
         size = 0
         try:
-            for chunk in response.iter_bytes(_CHUNK):
+            for chunk in _decoded(response):
                 size += len(chunk)
                 if size > o.max_body:
                     raise _Failure(ErrorKind.TOO_LARGE,
@@ -476,6 +562,11 @@ class Fetcher:
             f = classify_exception(exc)
             f.status = response.status_code
             raise f from None
+        except _Failure:
+            raise
+        except Exception as exc:  # zlib.error, ZstdError: the coding is broken
+            raise _Failure(ErrorKind.CORRUPT, f"bad Content-Encoding: {exc}",
+                           status=response.status_code) from None
         finally:
             if watchdog is not None:
                 watchdog.cancel()
