@@ -227,7 +227,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
     exclude = frozenset({archive_path, archive_path + "-wal", archive_path + "-shm",
                          archive_path + "-journal"})
     try:
-        sources = [open_source(spec, exclude=exclude) for spec in ns.sources]
+        sources = [open_source(spec, exclude=exclude, options=_options(ns))
+                   for spec in ns.sources]
     except SourceError as exc:
         print(f"textsieve: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -93,7 +93,36 @@ ALTER TABLE items ADD COLUMN etag TEXT;
 ALTER TABLE items ADD COLUMN last_modified TEXT;
 """
 
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2]
+# Version 3: mail provenance (which mails named which item) and incremental source state
+# (IMAP UIDVALIDITY + last UID, Gmail history id).
+_V3 = """
+CREATE TABLE mails (
+    id          INTEGER PRIMARY KEY,
+    source_id   INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    message_id  TEXT NOT NULL,
+    date        TEXT,
+    sender      TEXT,
+    subject     TEXT,
+    labels      TEXT,               -- JSON list
+    uid         TEXT,
+    first_run   INTEGER REFERENCES runs(id),
+    UNIQUE (source_id, message_id)
+);
+CREATE TABLE item_mails (
+    item_id  INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    mail_id  INTEGER NOT NULL REFERENCES mails(id) ON DELETE CASCADE,
+    PRIMARY KEY (item_id, mail_id)
+) WITHOUT ROWID;
+CREATE INDEX item_mails_mail ON item_mails(mail_id);
+CREATE TABLE source_state (
+    source_id  INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    key        TEXT NOT NULL,
+    value      TEXT NOT NULL,
+    PRIMARY KEY (source_id, key)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2, _V3]
 VERSION = len(MIGRATIONS)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import zstandard
 
-from ..model import Document, ErrorInfo, ErrorKind, Item, Metadata, Page, Status
+from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef, Metadata, Page, Status
 from . import schema
 
 # zstd 9: 4.2x on dev-corpus texts (zlib 6: 3.8x, zstd 19: 4.5x at 1/20 the speed), ~0.1 ms
@@ -286,6 +286,59 @@ class Archive:
             "INSERT INTO provenance (item_id, source_id, first_run, last_run) VALUES (?,?,?,?) "
             "ON CONFLICT (item_id, source_id) DO UPDATE SET last_run = excluded.last_run",
             [(i, source_id, run_id, run_id) for i in ids])
+
+    # -- mail provenance and source state ---------------------------------------------------
+    def link_mails(self, pairs: list[tuple[str, MailRef]], run_id: int,
+                   source_ids: dict[str, int]) -> list[tuple[str, MailRef]]:
+        """Record that these mails named these items (by item key); returns the pairs
+        whose item is not written yet, to try again later."""
+        later: list[tuple[str, MailRef]] = []
+        if not pairs:
+            return later
+        with self.transaction() as c:
+            for key, ref in pairs:
+                row = c.execute("SELECT id FROM items WHERE key = ?", (key,)).fetchone()
+                if row is None:
+                    later.append((key, ref))
+                    continue
+                sid = source_ids.get(ref.source)
+                if sid is None:
+                    sid = self._source_id_in(c, ref.source)
+                c.execute("INSERT OR IGNORE INTO mails (source_id, message_id, date, sender, "
+                          "subject, labels, uid, first_run) VALUES (?,?,?,?,?,?,?,?)",
+                          (sid, ref.message_id, ref.date, ref.sender, ref.subject,
+                           json.dumps(list(ref.labels)), ref.uid, run_id))
+                mid = c.execute("SELECT id FROM mails WHERE source_id = ? AND message_id = ?",
+                                (sid, ref.message_id)).fetchone()[0]
+                c.execute("INSERT OR IGNORE INTO item_mails VALUES (?, ?)", (row[0], mid))
+        return later
+
+    @staticmethod
+    def _source_id_in(c: sqlite3.Connection, spec: str) -> int:
+        c.execute("INSERT OR IGNORE INTO sources (spec) VALUES (?)", (spec,))
+        return int(c.execute("SELECT id FROM sources WHERE spec = ?", (spec,)).fetchone()[0])
+
+    def mails_of(self, item_id: int) -> list[dict[str, Any]]:
+        """The mails that named an item (provenance), oldest first."""
+        rows = self.conn.execute(
+            "SELECT m.message_id, m.date, m.sender, m.subject, m.labels, s.spec FROM mails m "
+            "JOIN item_mails im ON im.mail_id = m.id JOIN sources s ON s.id = m.source_id "
+            "WHERE im.item_id = ? ORDER BY m.date", (item_id,)).fetchall()
+        return [{"message_id": r[0], "date": r[1], "from": r[2], "subject": r[3],
+                 "labels": json.loads(r[4] or "[]"), "source": r[5]} for r in rows]
+
+    def source_state(self, spec: str) -> dict[str, str]:
+        return dict(self.conn.execute(
+            "SELECT st.key, st.value FROM source_state st JOIN sources s ON s.id = st.source_id "
+            "WHERE s.spec = ?", (spec,)).fetchall())
+
+    def save_source_state(self, spec: str, state: dict[str, str]) -> None:
+        """Store a source's sync state; only called once its items are committed."""
+        with self.transaction() as c:
+            sid = self._source_id_in(c, spec)
+            c.execute("DELETE FROM source_state WHERE source_id = ?", (sid,))
+            c.executemany("INSERT INTO source_state VALUES (?, ?, ?)",
+                          [(sid, k, str(v)) for k, v in state.items()])
 
     # -- reading ----------------------------------------------------------------------------
     def document(self, item_id: int, *, children: bool = True) -> Document | None:

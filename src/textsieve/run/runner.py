@@ -21,7 +21,7 @@ from typing import Any
 
 from ..archive.store import Archive, Entry, Known
 from ..extractors import FETCH_TAG, is_current
-from ..model import Document, Item, Status
+from ..model import Document, Item, MailRef, Status
 from ..options import Options
 from ..sources import ItemSource
 from .pool import WorkerPool
@@ -122,9 +122,17 @@ def run(sources: list[ItemSource], archive: Archive, options: Options, *,
     stats = RunStats()
     run_id = archive.begin_run([s.spec for s in sources], run_options or {})
     source_ids = {s.spec: archive.source_id(s.spec) for s in sources}
+    for s in sources:  # incremental mail sources resume from the last completed sync
+        bind = getattr(s, "bind_state", None)
+        if bind is not None:
+            bind(archive.source_state(s.spec))
     status = "interrupted"
     try:
         _run(sources, archive, options, mode, stats, run_id, source_ids, progress)
+        for s in sources:  # only now: every item of this sync is committed
+            new_state = getattr(s, "new_state", None)
+            if new_state is not None:
+                archive.save_source_state(s.spec, new_state())
         status = "completed"
     finally:
         archive.end_run(run_id, stats.as_dict(), status)
@@ -146,6 +154,8 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
          progress: ProgressFn | None) -> None:
     pending: deque[_Job] = deque()
     batch: list[Entry] = []
+    seen: set[str] = set()  # keys listed in this run: a link mailed ten times is one item
+    mail_links: list[tuple[str, MailRef]] = []  # (item key, mail) still to record
     last_commit = time.monotonic()
     notify = progress or (lambda s, d: None)
     web = _WebStage(options, mode)
@@ -168,7 +178,13 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
         nonlocal last_commit
         archive.write(batch, run_id, source_ids)
         batch.clear()
+        link()
         last_commit = time.monotonic()
+
+    def link() -> None:
+        """Mail provenance for the items that exist by now (the rest wait for theirs)."""
+        if mail_links:
+            mail_links[:] = archive.link_mails(mail_links, run_id, source_ids)
 
     def fetched(jobs: Iterator[tuple[_Job | Entry | int, str]]) -> Iterator[_Job]:
         """Web results: extract the new, record failures, touch what did not change."""
@@ -189,6 +205,11 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
                 known = archive.known(i.key for i in chunk)
                 unchanged: list[tuple[int, int | None, int | None, str | None]] = []
                 for item in chunk:
+                    mail_links.extend((item.key, ref) for ref in item.mails)
+                    if item.key in seen:
+                        stats.skipped += 1  # named again (another mail): provenance only
+                        continue
+                    seen.add(item.key)
                     k = known.get(item.key)
                     if item.url is not None:
                         if ((mode is Mode.RETRY_ERRORS and (k is None or k.status != Status.ERROR))
@@ -198,6 +219,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
                                 unchanged.append((k.id, None, None, None))
                             continue
                         yield from fetched(web.submit(item, k))
+                        yield from followups()
                         continue
                     why, sha = decide(item, k, mode, options)
                     if why is None:
@@ -207,9 +229,25 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
                         continue
                     yield _Job(item, item.path if item.path is not None else item.data, why)
                 archive.touch(unchanged, run_id, source_ids[src.spec])
+                link()
                 notify(stats, None)
-        yield from fetched(web.drain())
+        while web.busy():
+            yield from fetched(web.drain())
+            yield from followups()
         stats.listing_done = True
+
+    def followups() -> Iterator[_Job]:
+        """Links found by resolvers (a Hacker News item's story) join the run."""
+        while web.followups:
+            item = web.followups.popleft()
+            stats.total += 1
+            mail_links.extend((item.key, ref) for ref in item.mails)
+            if item.key in seen:
+                stats.skipped += 1
+                continue
+            seen.add(item.key)
+            k = archive.known([item.key]).get(item.key)
+            yield from fetched(web.submit(item, k))
 
     def queued() -> Iterator[tuple[object, str | None]]:
         for job in todo():
@@ -231,6 +269,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
         flush()  # Ctrl-C: keep what is already extracted; the re-run does the rest
         raise
     flush()
+    link()
     stats.listing_done = True
     notify(stats, None)
 
@@ -241,6 +280,23 @@ def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | No
     etag, modified = fetched.get("etag"), fetched.get("last_modified")
     return (etag if isinstance(etag, str) else None,
             modified if isinstance(modified, str) else None)
+
+
+def _hn_resolution(item: Item, final_url: str, content: bytes) -> tuple[Item | None, bytes]:
+    """A Hacker News item page: (its story as a new item, the discussion as text)."""
+    from ..links.resolve import hn_item_id, resolve_hn
+    from ..sources.urls import url_item
+
+    if hn_item_id(final_url) is None:
+        return None, b""
+    hn = resolve_hn(content, final_url)
+    parts = [p for p in (hn.title, hn.story_url, hn.discussion) if p]
+    story = None
+    if hn.story_url:
+        story = url_item(hn.story_url, item.source)
+        story = Item(key=story.key, original=story.original, source=item.source,
+                     url=story.url, name=story.name, mails=item.mails)
+    return story, "\n\n".join(parts).encode("utf-8")
 
 
 def _settled_failure(known: Known | None, mode: Mode, options: Options) -> bool:
@@ -276,6 +332,7 @@ class _WebStage:
         self._fetcher: object | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._queue: deque[tuple[Item, Known | None, Future[object]]] = deque()
+        self.followups: deque[Item] = deque()  # found by resolvers, to fetch as well
 
     def __enter__(self) -> _WebStage:
         return self
@@ -311,6 +368,23 @@ class _WebStage:
         while self._queue:
             yield self._result(*self._queue.popleft())
 
+    def _resolve(self, item: Item, final_url: str, content: bytes
+                 ) -> tuple[bytes, str, str] | None:
+        """Resolver pages are archived as their context (an HN discussion), and the link
+        they resolve to is fetched too."""
+        try:
+            story, text = _hn_resolution(item, final_url, content)
+        except ImportError:
+            return None
+        if not text:
+            return None
+        if story is not None:
+            self.followups.append(story)
+        return text, "discussion.txt", "text/plain"
+
+    def busy(self) -> bool:
+        return bool(self._queue or self.followups)
+
     def _result(self, item: Item, known: Known | None, fut: Future[object]
                 ) -> tuple[_Job | Entry | int, str]:
         from ..source import Source
@@ -335,8 +409,13 @@ class _WebStage:
                 is_fresh(known.extractor_version, self.options) and \
                 hashlib.sha256(content).hexdigest() == known.sha256:
             return known.id, item.source  # served again, byte for byte the same
-        src = Source(name=item.name, data_=content, max_size=self.options.max_file_size,
-                     url=res.final_url, charset=res.charset, content_type=res.content_type)
+        resolved = self._resolve(item, res.final_url, content)
+        if resolved is not None:
+            content, name, ctype = resolved
+        else:
+            name, ctype = item.name, res.content_type
+        src = Source(name=name, data_=content, max_size=self.options.max_file_size,
+                     url=res.final_url, charset=res.charset, content_type=ctype)
         return _Job(item, src, _why_again(known, self.mode, self.options), info), item.source
 
 

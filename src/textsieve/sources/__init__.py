@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from ..model import Item
+from ..options import Options
 
 
 class SourceError(Exception):
@@ -23,17 +24,34 @@ class ItemSource(Protocol):
     def items(self) -> Iterator[Item]: ...
 
 
-def open_source(spec: str, *, exclude: frozenset[str] = frozenset()) -> ItemSource:
+MAIL_PREFIXES = ("mbox:", "maildir:", "eml:", "imap://", "imaps://", "gmail:")
+
+
+def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
+                options: Options | None = None) -> ItemSource:
     """The source for a spec as typed on the command line.
 
     ``https://...`` is a page to fetch; ``urls:FILE`` (or a file whose every line is a URL,
-    or a CSV with a ``url`` column) a list of pages; anything else a file, folder or glob.
+    or a CSV with a ``url`` column) a list of pages; ``mbox:``, ``maildir:``, ``eml:``,
+    ``imap://`` and ``gmail:`` mailboxes of links; anything else a file, folder or glob.
     """
     import os
 
     from .files import FileSource
     from .urls import UrlListSource, UrlSource, is_url, looks_like_url_list
 
+    if spec.startswith(MAIL_PREFIXES):
+        from ..mailsrc import open_mail_source
+        from .mail import MailLinkSource
+
+        opts = options or Options()
+        try:
+            mail_source = open_mail_source(spec, opts)
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"{spec}: {exc}") from exc
+        if mail_source is None:
+            raise SourceError(f"{spec}: not a mail source this textsieve knows")
+        return MailLinkSource(mail_source, opts)
     if is_url(spec):
         return UrlSource(spec)
     if spec.startswith("urls:"):
