@@ -28,8 +28,11 @@ def is_tracking_param(name: str) -> bool:
     return low in TRACKING_PARAMS or low.startswith(_TRACKING_PREFIXES)
 
 
-def normalize_url(url: str) -> str:
-    """The canonical form of an http(s) URL (other schemes are returned stripped)."""
+def normalize_url(url: str, drop: frozenset[str] = frozenset()) -> str:
+    """The canonical form of an http(s) URL (other schemes are returned stripped).
+
+    ``drop``: more query parameter names (lower-case) to strip, beyond the tracking ones.
+    """
     url = url.strip()
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -46,7 +49,7 @@ def normalize_url(url: str) -> str:
         creds = parts.username + (f":{parts.password}" if parts.password else "")
         netloc = f"{creds}@{netloc}"
     path = _normalize_path(parts.path)
-    query = _normalize_query(parts.query)
+    query = _normalize_query(parts.query, drop)
     return urlunsplit((scheme, netloc, path, query, ""))
 
 
@@ -70,10 +73,10 @@ def _normalize_path(path: str) -> str:
     return quote(path, safe=_SAFE_PATH + "%")
 
 
-def _normalize_query(query: str) -> str:
+def _normalize_query(query: str, drop: frozenset[str] = frozenset()) -> str:
     if not query:
         return ""
     pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True)
-             if not is_tracking_param(k)]
+             if not is_tracking_param(k) and k.lower() not in drop]
     pairs.sort()
     return urlencode(pairs, quote_via=quote, safe="/:@!$'()*,;-._~")
