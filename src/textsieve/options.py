@@ -54,6 +54,10 @@ class Options:
     max_retry_after: float = 60.0  # a longer Retry-After is not waited for: the fetch fails
     per_host_concurrency: int = 2  # requests in flight to one host
     per_host_delay: float = 0.5  # minimum seconds between request starts to one host
+    # Gmail source (textsieve.mailsrc.gmail); the URLs are overridable for a local test server.
+    gmail_api_base: str = "https://gmail.googleapis.com"
+    gmail_token_url: str = "https://oauth2.googleapis.com/token"
+    gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
 
     def output_fingerprint(self) -> str:
         """A short hash of the options that change what an extraction outputs: an archive
