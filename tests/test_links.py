@@ -238,6 +238,21 @@ def test_text_urls(text: str, urls: list[str]) -> None:
     assert text_urls(text) == urls
 
 
+@pytest.mark.parametrize("raw", [
+    b"", b"\x00\xff" * 500, b"Subject: no body\n",
+    b"Content-Type: multipart/mixed; boundary=x\n\n--x\n" * 60,  # nesting, never closed
+    b"Content-Type: text/html\n\n" + b"<a href=" * 2000,
+    b"Content-Type: text/plain\n\n" + b"<https://example.com/" * 5000,
+])
+def test_hostile_mails_do_not_raise_and_stay_fast(raw: bytes) -> None:
+    import time
+
+    t = time.perf_counter()
+    h = harvest(raw)
+    assert h.kind in ("personal", "newsletter", "share")
+    assert time.perf_counter() - t < 2.0
+
+
 # --------------------------------------------------------------------------------------
 # Rules
 # --------------------------------------------------------------------------------------

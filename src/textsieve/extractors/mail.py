@@ -126,11 +126,12 @@ def html_to_text(html: str, ctx: Context) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def _parse(data: bytes) -> Message:
+def _parse(data: bytes, policy: email.policy.Policy = email.policy.default) -> Message:
+    """``policy``: compat32 for callers that only walk parts (3x faster on headers)."""
     if b"\n" not in data[:65536] and b"\r" in data[:65536]:
         data = data.replace(b"\r", b"\n")  # CR-only line ends (old Mac mail)
     try:
-        return email.message_from_bytes(data, policy=email.policy.default)
+        return email.message_from_bytes(data, policy=policy)
     except RecursionError:
         raise
     except Exception:  # the modern policy gave up: the lenient legacy one rarely does

@@ -19,12 +19,21 @@ normalised and deduplicated in order of appearance.
 
 from __future__ import annotations
 
+import email.policy
 import re
 from dataclasses import dataclass, field
+from email.header import decode_header, make_header
 from email.message import Message
 from urllib.parse import urljoin
 
-from ..extractors.mail import MAX_MIME_DEPTH, _header, _parse, _payload, decode_body
+from ..extractors.mail import (
+    MAX_MIME_DEPTH,
+    _fix_header,
+    _parse,
+    _payload,
+    _raw_header,
+    decode_body,
+)
 from ..model import Link
 from .resolve import resolve_wrapper
 from .rules import Rules
@@ -49,12 +58,14 @@ def harvest(raw: bytes | Message, rules: Rules | None = None) -> Harvest:
         if _DEFAULT_RULES is None:
             _DEFAULT_RULES = Rules()
         rules = _DEFAULT_RULES
-    msg = raw if isinstance(raw, Message) else _parse(raw)
+    # The legacy policy: harvesting only walks parts, and the modern policy's header
+    # objects cost more than all the rest of the harvest (sender checks use raw headers).
+    msg = raw if isinstance(raw, Message) else _parse(raw, email.policy.compat32)
     parts = _bodies(msg)
     plains = [body for ctype, body in parts if ctype == "plain"]
     docs_all = [_HtmlPart.read(body) for ctype, body in parts if ctype == "html"]
     docs = [d for d in docs_all if d is not None]
-    subject = _header(msg, "Subject") or ""
+    subject = _decoded(msg, "Subject")
     dropped = _list_unsubscribe(msg, rules)
     pixels: list[str] = []
     for d in docs:
@@ -106,7 +117,8 @@ class _Collector:
     def accept(self, original: str, text: str | None) -> str | None:
         """The normal form of a link worth keeping, or None."""
         target = resolve_wrapper(original)
-        if self.rules.excluded(target, text) or self.rules.excluded(original, None):
+        if self.rules.excluded(target, text) or (
+                target != original and self.rules.excluded(original, None)):
             return None
         url = self.rules.clean(target)
         return None if url in self.dropped else url
@@ -119,9 +131,24 @@ class _Collector:
         self.links.append(Link(url=url, original=original, text=text or None, story=story))
 
 
+def _raw(msg: Message, name: str) -> str:
+    value = _raw_header(msg, name)
+    return _fix_header(value) if value else ""
+
+
+def _decoded(msg: Message, name: str) -> str:
+    """A header with its encoded words decoded, whatever the message's policy."""
+    value = _raw_header(msg, name)
+    if not value:
+        return ""
+    try:
+        return _fix_header(str(make_header(decode_header(value))))
+    except Exception:  # a malformed encoded word: the raw text is still informative
+        return _fix_header(value)
+
+
 def _list_unsubscribe(msg: Message, rules: Rules) -> set[str]:
-    value = " ".join(filter(None, (_header(msg, "List-Unsubscribe"),
-                                   _header(msg, "List-Unsubscribe-Post"))))
+    value = _raw(msg, "List-Unsubscribe")
     return {rules.clean(u) for u in re.findall(r"<\s*(https?://[^>\s]+)\s*>", value)}
 
 
@@ -216,7 +243,7 @@ def _unflow(text: str, delsp: bool) -> str:
 # URL characters: no whitespace, no <>", and not CJK (Japanese text runs into URLs).
 _U = r"[^\s<>\"\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]"
 _TEXT_URL = re.compile(
-    r"<(?:URL:)?[ \t]*((?:https?://|www\.)[^<>\"]+?)[ \t]*>"
+    r"<(?:URL:)?[ \t]*((?:https?://|www\.)[^<>\"]{1,4096}?)[ \t]*>"
     rf"|((?:https?://|(?<![\w@.:/-])www\.[\w-]+\.){_U}+)", re.I)
 _QUOTE = re.compile(r"[ \t]*((?:>[ \t]?)*)")
 _CONT = re.compile(rf"{_U}+")
@@ -449,12 +476,11 @@ _STORY_TEXTS = re.compile(
 
 
 def _kind(msg: Message, texts: str, titled_article: bool) -> str:
-    senders = " ".join(v for h in _SENDER_HEADERS if (v := _header(msg, h)))
+    senders = " ".join(_raw(msg, h) for h in _SENDER_HEADERS)
     if _SHARE_DOMAINS.search(senders) or _SHARE_PHRASE.search(texts):
         return "share"
-    listed = bool(_header(msg, "List-Unsubscribe")) and (
-        bool(_header(msg, "List-Id"))
-        or (_header(msg, "Precedence") or "").lower() in ("bulk", "list"))
+    listed = bool(_raw(msg, "List-Unsubscribe")) and (
+        bool(_raw(msg, "List-Id")) or _raw(msg, "Precedence").lower() in ("bulk", "list"))
     if listed or _NEWSLETTER_DOMAINS.search(senders):
         return "newsletter"
     return "share" if titled_article else "personal"
