@@ -33,6 +33,7 @@ _BOILER = re.compile(
     r"author-bio|tags|signup|login)(?:$|[\s_-])", re.I)
 _ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search",
                     "dialog", "alertdialog", "menu", "menubar"})
+_HEAD_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
 
@@ -73,14 +74,17 @@ def _clen(s: str | None) -> int:
     return len(_SPACE.sub(" ", s).strip()) if s else 0
 
 
-def best_region(root: etree._Element) -> Region | None:
-    """The maximum-value subtree of the page body, or None when no block is content."""
+def best_region(root: etree._Element, link_penalty: float = LINK_PENALTY,
+                block_cost: float = BLOCK_COST) -> Region | None:
+    """The maximum-value subtree of the page body, or None when no block is content.
+
+    Link text inside a heading counts as text: listings are headline links."""
     body = next((c for c in root if _tag(c) == "body"), root)
     chars: dict[etree._Element, int] = {}
     links: dict[etree._Element, int] = {}
     parent_of: dict[etree._Element, etree._Element | None] = {}
 
-    def walk(el: etree._Element, block: etree._Element, in_link: bool,
+    def walk(el: etree._Element, block: etree._Element, in_link: bool, in_head: bool,
              parent: etree._Element | None) -> None:
         tag = _tag(el)
         if _boiler(el, tag):
@@ -90,7 +94,8 @@ def best_region(root: etree._Element) -> Region | None:
             chars.setdefault(el, 0)
             links.setdefault(el, 0)
             parent, block = el, el
-        link = in_link or tag == "a"
+        head = in_head or tag in _HEAD_TAGS
+        link = (in_link or tag == "a") and not head
         n = _clen(el.text)
         if n:
             chars[block] += n
@@ -98,14 +103,14 @@ def best_region(root: etree._Element) -> Region | None:
                 links[block] += n
         for child in el:
             if isinstance(child.tag, str):
-                walk(child, block, link, parent)
+                walk(child, block, link, head, parent)
             n = _clen(child.tail)
             if n:
                 chars[block] += n
-                if in_link:
+                if link:
                     links[block] += n
 
-    walk(body, None, False, None)  # type: ignore[arg-type]
+    walk(body, None, False, False, None)  # type: ignore[arg-type]
     total: dict[etree._Element, float] = {}
     words: dict[etree._Element, int] = {}
     linkc: dict[etree._Element, int] = {}
@@ -113,7 +118,7 @@ def best_region(root: etree._Element) -> Region | None:
         if c == 0:
             continue
         lk = links[blk]
-        value = (c - lk) - LINK_PENALTY * lk - BLOCK_COST
+        value = (c - lk) - link_penalty * lk - block_cost
         el: etree._Element | None = blk
         while el is not None:
             total[el] = total.get(el, 0.0) + value
@@ -157,3 +162,16 @@ def page_words(root: etree._Element) -> int:
         if el.tail:
             n += len(_WORD.findall(el.tail))
     return n
+
+
+def landmark(root: etree._Element) -> etree._Element:
+    """The page's declared main landmark (<main>, role=main) when it holds a fair part of
+    the text, else the body: the recall-first candidate, boilerplate containers removed."""
+    body = next((c for c in root if _tag(c) == "body"), root)
+    found = body.xpath(".//main|.//*[@role='main']")
+    if found:
+        total = len(_WORD.findall(" ".join(body.itertext()))) or 1
+        best = max(found, key=lambda e: len(_WORD.findall(" ".join(e.itertext()))))
+        if len(_WORD.findall(" ".join(best.itertext()))) > 0.2 * total:
+            return cleaned(best)
+    return cleaned(body)
