@@ -106,3 +106,19 @@ def test_broken_headers_do_not_fail() -> None:
     assert mail_ref(b"Subject: hi\n", "x").subject == "hi"
     big = b"Subject: big\n\n" + b"x" * 20_000_000
     assert mail_ref(big, "x").subject == "big"
+
+
+def test_mbox_windows_give_the_same_mails(tmp_path: Path) -> None:
+    """Small windows: messages cut at a window edge are read again whole, a message larger
+    than the window widens it, and nothing is lost or duplicated."""
+    mails = [mail(n, body="https://example.org/x\n" * (n * 7 % 60 + 1)) for n in range(1, 40)]
+    mails[20] = mail(21, body="From the start: a body line.\n" + "y" * 5000 + "\n")
+    path = tmp_path / "w.mbox"
+    path.write_bytes(b"".join(b"From me@example.org Tue Jan  2 08:30:00 2024\n"
+                              + m.replace(b"\nFrom ", b"\n>From ") + b"\n" for m in mails))
+    whole = list(MboxSource(str(path)).mails({}))
+    small = MboxSource(str(path))
+    small.WINDOW = 1024
+    windowed = list(small.mails({}))
+    assert [m.raw for m in whole] == [m.raw for m in windowed] == mails
+    assert [m.ref.uid for m in whole] == [m.ref.uid for m in windowed]

@@ -7,7 +7,6 @@ knows which items it holds, and re-reading local files is cheap.
 
 from __future__ import annotations
 
-import mmap
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,10 +21,15 @@ def _abs(path: str) -> str:
 
 
 class MboxSource:
-    """An mbox file, streamed: the file is memory-mapped and split on From_ lines by the
-    mbox extractor's splitter (which tells a real separator from a body line starting with
-    "From " and honours Content-Length), so a multi-gigabyte mbox is never read into memory
-    at once. ``>From `` escapes are undone, as mbox readers must."""
+    """An mbox file, streamed in windows: each window (``WINDOW`` bytes, grown for a single
+    larger message) is split on From_ lines by the mbox extractor's splitter, which tells a
+    real separator from a body line starting with "From " and honours Content-Length; the
+    last, possibly cut, message of a window is read again at the start of the next. Memory
+    stays flat however large the mbox is (a memory map would not: every page it touched
+    counts in the process's resident set). ``>From `` escapes are undone, as mbox readers
+    must."""
+
+    WINDOW = 32 * 1024 * 1024
 
     def __init__(self, path: str) -> None:
         self.path = _abs(path)
@@ -35,20 +39,27 @@ class MboxSource:
         if not os.path.isfile(self.path):
             raise MailSourceError(f"{self.path}: no such mbox file")
         with open(self.path, "rb") as f:
-            try:
-                mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            except ValueError:  # an empty file cannot be mapped: no mail
-                return
-            try:
-                start = 3 if mm[:3] == b"\xef\xbb\xbf" else 0
-                # A BOM before the first From_ (rare): the splitter needs offsets from 0.
-                view = mm if start == 0 else mm[start:]
-                for s, e in _message_spans(view):
-                    raw = _ESCAPED_FROM.sub(rb"\1", bytes(view[s:e]).rstrip(b"\r\n") + b"\n")
+            pos = 3 if f.read(3) == b"\xef\xbb\xbf" else 0  # a BOM before the first From_
+            window = self.WINDOW
+            while True:
+                f.seek(pos)
+                buf = f.read(window)
+                at_end = len(buf) < window or not f.peek(1)
+                spans = list(_message_spans(buf))
+                if not at_end:
+                    if len(spans) < 2:  # one message larger than the window: widen it
+                        window *= 2
+                        continue
+                    last_from = buf.rfind(b"\n", 0, spans[-1][0] - 1) + 1
+                    spans.pop()  # may be cut short: read again in the next window
+                for s, e in spans:
+                    raw = _ESCAPED_FROM.sub(rb"\1", buf[s:e].rstrip(b"\r\n") + b"\n")
                     # The offset of the message in the file: stable while mail is appended.
-                    yield RawMail(raw, mail_ref(raw, self.spec, uid=str(s + start)))
-            finally:
-                mm.close()
+                    yield RawMail(raw, mail_ref(raw, self.spec, uid=str(pos + s)))
+                if at_end:
+                    return
+                pos += last_from
+                window = self.WINDOW
 
     def new_state(self) -> dict[str, str]:
         return {}
