@@ -11,7 +11,7 @@ import zipfile
 from email.message import EmailMessage
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "samples"
+OUT = Path(__file__).resolve().parents[1] / "samples" / "docs"
 
 
 def pdf() -> None:

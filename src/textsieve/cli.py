@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pages OCRed in parallel (default: number of cores)")
     p.add_argument("--password", help="password for an encrypted PDF")
 
+    p = sub.add_parser("demo", help="the whole job on the bundled samples (documents, a "
+                       "mailbox of links served from a local site), then searches")
+    _add_archive_option(p)
+    p.add_argument("-j", "--jobs", type=int, default=0)
+
     p = sub.add_parser("search", help="full-text search of the archive")
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
     p.add_argument("-n", "--limit", type=int, default=20)
@@ -356,6 +361,12 @@ def _is_preset(name: str) -> bool:
     return name in presets()
 
 
+def cmd_demo(ns: argparse.Namespace) -> int:
+    from .demo import main as demo_main
+
+    return demo_main(ns.archive, ns.jobs)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
@@ -364,8 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(ns, "html", None) is not None:
         _check_sieve(parser, ns)
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
-               "ocr": cmd_ocr, "search": cmd_search, "show": cmd_show, "stats": cmd_stats,
-               "export": cmd_export}[ns.command]
+               "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "show": cmd_show,
+               "stats": cmd_stats, "export": cmd_export}[ns.command]
     from .archive.store import ArchiveError
 
     try:

@@ -290,7 +290,7 @@ def _hn_resolution(item: Item, final_url: str, content: bytes) -> tuple[Item | N
     if hn_item_id(final_url) is None:
         return None, b""
     hn = resolve_hn(content, final_url)
-    parts = [p for p in (hn.title, hn.story_url, hn.discussion) if p]
+    parts = [p for p in (hn.title, hn.story_url, hn.text) if p]
     story = None
     if hn.story_url:
         story = url_item(hn.story_url, item.source)
