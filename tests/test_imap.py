@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import imaplib
 import itertools
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,6 +153,41 @@ def test_plaintext_only_when_asked(dovecot: Dovecot) -> None:
     folder = new_folder(dovecot, 1)
     got, _ = sync(dovecot.url(folder, query="tls=none"))
     assert len(got) == 1
+
+
+def test_no_starttls_no_password_sent() -> None:
+    """A server on a plain port that does not offer STARTTLS never sees LOGIN: the source
+    refuses unless ?tls=none says plaintext is fine. (A tiny scripted IMAP server: Dovecot
+    here always offers STARTTLS.)"""
+    seen: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rwb") as io:
+            io.write(b"* OK IMAP4rev1 ready\r\n")
+            io.flush()
+            for line in io:
+                seen.append(line)
+                tag, cmd = line.split()[:2]
+                if cmd.upper() == b"CAPABILITY":
+                    io.write(b"* CAPABILITY IMAP4rev1 AUTH=PLAIN\r\n")
+                io.write(tag + b" OK done\r\n")
+                io.flush()
+                if cmd.upper() == b"LOGOUT":
+                    return
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(MailSourceError, match="STARTTLS"):
+            sync(f"imap://alice@127.0.0.1:{port}/INBOX")
+    finally:
+        listener.close()
+        t.join(5)
+    assert not any(b"LOGIN" in line.upper() for line in seen)
+    assert seen and seen[0].split()[1] == b"CAPABILITY"
 
 
 def test_wrong_password(fresh_dovecot: Dovecot, monkeypatch: pytest.MonkeyPatch) -> None:
