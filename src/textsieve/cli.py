@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_archive_option(p)
     p.add_argument("-j", "--jobs", type=int, default=0)
 
+    p = sub.add_parser("gmail-auth", help="authorise textsieve to read your Gmail (once): "
+                       "opens Google's consent page and stores the token for gmail:LABEL")
+    p.add_argument("--client-id", required=True, help="OAuth client id (installed app)")
+    p.add_argument("--client-secret", help="OAuth client secret, if your client has one")
+
     p = sub.add_parser("search", help="full-text search of the archive")
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
     p.add_argument("-n", "--limit", type=int, default=20)
@@ -361,6 +366,16 @@ def _is_preset(name: str) -> bool:
     return name in presets()
 
 
+def cmd_gmail_auth(ns: argparse.Namespace) -> int:
+    from .mailsrc.gmail import authorize
+
+    path = authorize(ns.client_id, ns.client_secret, Options(),
+                     show=lambda url: print(f"Open this page to allow access:\n{url}",
+                                            file=sys.stderr))
+    print(f"token stored in {path}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_demo(ns: argparse.Namespace) -> int:
     from .demo import main as demo_main
 
@@ -375,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(ns, "html", None) is not None:
         _check_sieve(parser, ns)
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
-               "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "show": cmd_show,
+               "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
+               "show": cmd_show,
                "stats": cmd_stats, "export": cmd_export}[ns.command]
     from .archive.store import ArchiveError
 
