@@ -1,0 +1,89 @@
+"""The page's boilerplate-free content region: the recall-first candidate.
+
+Why: trafilatura, built for articles, keeps a fraction of pages whose content is not in
+article-like paragraphs (listings, category and product grids, service pages). On those,
+the page's declared main landmark (or its body) with the boilerplate containers removed
+is closer to what a reader calls the content. Boilerplate is recognised generically: by
+tag (nav, header, footer, aside, forms), ARIA role, hidden state, and class/id words
+(cookie, consent, sidebar, menu, share, related, newsletter, comments, ...).
+
+Selection runs as XPath in libxml2 and a regular expression over the class/id strings,
+not as Python per element: lxml.html element proxies make a Python walk over a big page
+cost as much as trafilatura itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lxml import etree
+
+_SKIP_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "select",
+              "button", "form", "nav", "footer", "aside", "header", "dialog", "input",
+              "textarea", "canvas", "video", "audio", "object", "embed", "map")
+_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search", "dialog",
+          "alertdialog", "menu", "menubar")
+# Words in class/id that mark boilerplate, as whole '-'/'_'-separated parts.
+_BOILER_WORDS = (
+    "nav|navbar|navigation|menu|footer|header|masthead|sidebar|side-bar|widget|cookies?|"
+    "consent|gdpr|banner|breadcrumbs?|comments?|comment-list|disqus|share|sharing|social|"
+    "related|recommended|newsletter|subscribe|popup|modal|promo|advert|ads?|sponsor|skip|"
+    "toolbar|pagination|author-bio|tags|signup|login")
+_BOILER_RE = re.compile(rf"(?:^|[\s_-])(?:{_BOILER_WORDS})(?:$|[\s_-])", re.I)
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none", re.I)
+_TAGS = etree.XPath("|".join(f".//{t}" for t in _SKIP_TAGS))
+# Attribute values come back as strings (no element proxy per element); the element is
+# fetched only when a value marks it as boilerplate.
+_ATTRS = etree.XPath(".//@class|.//@id|.//@role|.//@hidden|.//@aria-hidden|.//@style")
+_KEEP = frozenset({"main", "article", "body"})  # containers a class word never removes
+
+
+def _marks_boilerplate(value: etree._ElementUnicodeResult) -> bool:
+    name = value.attrname
+    if name in ("class", "id"):
+        return _BOILER_RE.search(value) is not None
+    if name == "role":
+        return value.strip().lower() in _ROLES
+    if name == "style":
+        return _HIDDEN_STYLE.search(value) is not None
+    if name == "aria-hidden":
+        return value.strip().lower() == "true"
+    return True  # hidden
+_MAIN = etree.XPath(".//main|.//*[@role='main']")
+_TEXT_LENGTH = etree.XPath("string-length(normalize-space(.))")
+
+
+def strip_boilerplate(el: etree._Element, max_share: float = 0.5) -> etree._Element:
+    """Remove the boilerplate containers inside ``el`` (in place; tails are kept).
+
+    A container matched only by a class/id word is kept when it holds more than
+    ``max_share`` of the text: a "content-with-sidebar" wrapper is the page itself."""
+    drop = list(_TAGS(el))
+    total = None
+    for value in _ATTRS(el):
+        if _marks_boilerplate(value):
+            d = value.getparent()
+            if value.attrname in ("class", "id"):
+                if d.tag in _KEEP:
+                    continue
+                if total is None:
+                    total = _TEXT_LENGTH(el)
+                if _TEXT_LENGTH(d) > max_share * total:
+                    continue
+            drop.append(d)
+    for d in drop:
+        if d is not el and d.getparent() is not None:
+            d.drop_tree()
+    return el
+
+
+def landmark(root: etree._Element) -> etree._Element:
+    """The declared main landmark (<main>, role=main) when it holds a fair part of the
+    text, else the body; boilerplate removed. Modifies ``root``: call it last."""
+    body = next((c for c in root if c.tag == "body"), root)
+    found = _MAIN(body)
+    if found:
+        best = max(found, key=_TEXT_LENGTH)
+        if _TEXT_LENGTH(best) > 0.2 * _TEXT_LENGTH(body):
+            body = best
+    return strip_boilerplate(body)
