@@ -10,11 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from textsieve.core import extract_source
+from textsieve.extractors.html import parse_html
 from textsieve.model import Document
 from textsieve.options import Options
 from textsieve.render import Builder
 from textsieve.source import Source
 from textsieve.web import extract_main, main_text
+from textsieve.web.region import landmark
 
 _PARA = ("The harbour authority approved the new breakwater after two years of "
          "surveys, public hearings and a long argument about the cost of stone. ")
@@ -199,3 +201,45 @@ def test_html_extractor_modes(tmp_path: Path) -> None:
     assert "council voted nine to four" in main.text and "We use cookies" not in main.text
     assert "We use cookies" in full.text and "We use cookies" in auto.text
     assert main.metadata.author == "Mara Lindqvist"
+
+
+def test_auto_mode_is_main_for_fetched_pages() -> None:
+    src = Source.from_bytes(ARTICLE.encode("utf-8"), "breakwater-approved")
+    src.url = "https://gazette.example/news/breakwater-approved"
+    doc = extract_source(src, Options())
+    assert "council voted nine to four" in doc.text
+    assert "Jobs board" not in doc.text and "We use cookies" not in doc.text
+    assert doc.metadata.extra["canonical_url"].endswith("/breakwater-approved")
+
+
+def test_wrapper_named_like_boilerplate_is_not_dropped() -> None:
+    """A class word (sidebar) on the wrapper of the whole content must not empty the page."""
+    page = (ARTICLE.replace('<div class="layout">', '<div class="layout with-sidebar">')
+            .replace("<main>", "<div>").replace("</main>", "</div>"))
+    text = main_text(page)
+    assert "council voted nine to four" in text and "lifeboat station" in text
+    region = " ".join(landmark(parse_html(page)).itertext())  # the fallback candidate too
+    assert "council voted nine to four" in region and "lifeboat station" in region
+    assert "Jobs board" not in region and "We use cookies" not in region
+
+
+def test_listing_without_landmark_on_grid_of_cards() -> None:
+    """Cards in divs (no list markup, no <main>): every card is kept, filters are not."""
+    cards = "".join(f'<div class="card"><h3><a href="/p/{i}">{t}</a></h3><div>{d}</div></div>'
+                    for i, (t, d) in enumerate(_ITEMS))
+    page = LISTING.replace('<ul class="products">', f'<div class="grid">{cards}</div><ul>')
+    text = main_text(page)
+    for title, desc in _ITEMS:
+        assert title in text and desc in text
+    assert "Plastic" not in text
+
+
+def test_title_site_name_stripped() -> None:
+    from textsieve.web.main import strip_site_name
+
+    assert strip_site_name("Breakwater approved | Harbour Gazette", None) == "Breakwater approved"
+    assert strip_site_name("Harbour Gazette - Breakwater approved after a long debate today",
+                           "Harbour Gazette") == "Breakwater approved after a long debate today"
+    assert strip_site_name("Python: a practical guide", None) == "Python: a practical guide"
+    long_title = "Cats – the complete illustrated guide to feline care and feeding"
+    assert strip_site_name(long_title, None) == long_title
