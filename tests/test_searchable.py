@@ -262,3 +262,32 @@ def test_nothing_to_ocr_copies_the_input(tmp_path: Path) -> None:
     report = make_searchable(src, out, Options())
     assert report["ocr_pages"] == [] and report["kept_pages"] == [1]
     assert out.read_bytes() == src.read_bytes()
+
+
+def test_run_writes_searchable_copies_without_a_second_ocr(tmp_path: Path) -> None:
+    """`textsieve run --searchable-pdf DIR`: the pages OCRed for the archive also give the
+    searchable copy; a PDF that needed no OCR gets none."""
+    docs, out = tmp_path / "docs", tmp_path / "searchable"
+    docs.mkdir()
+    make_input(docs / "mixed.pdf")
+    from reportlab.pdfgen import canvas
+
+    c = canvas.Canvas(str(docs / "text-only.pdf"))
+    c.drawString(72, 720, "Only a text layer here")
+    c.showPage()
+    c.save()
+    db = tmp_path / "a.db"
+    p = run_cli("run", str(docs), "--archive", str(db), "--searchable-pdf", str(out), "-j", "2")
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in out.iterdir()) == ["mixed.pdf"]
+    copy = out / "mixed.pdf"
+    assert pdftotext(copy, 1).strip() == pdftotext(docs / "mixed.pdf", 1).strip()
+    for page in (2, 3, 4):
+        assert "quick brown" in " ".join(words(pdftotext(copy, page))), page
+    from textsieve.archive import Archive
+
+    with Archive(db, readonly=True) as a:
+        (iid,) = a.conn.execute("SELECT id FROM items WHERE key LIKE '%mixed.pdf'").fetchone()
+        doc = a.document(iid)
+    assert doc is not None and doc.metadata.extra["searchable_pdf"] == str(copy)
+    assert doc.metadata.extra["ocr_pages"] == [2, 3, 4]

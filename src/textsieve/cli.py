@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-delay", type=float, default=0.5, metavar="S",
                    help="minimum seconds between requests to one host (0.5)")
     p.add_argument("--user-agent", help="the User-Agent header sent when fetching")
+    p.add_argument("--searchable-pdf", metavar="DIR",
+                   help="also write every OCRed PDF here, with an invisible text layer")
     _add_extract_options(p)
 
     p = sub.add_parser("ocr", help="make a scanned PDF searchable: the same pages with an "
@@ -246,6 +248,9 @@ def cmd_run(ns: argparse.Namespace) -> int:
                                  per_host_delay=max(ns.host_delay, 0.0))
     if ns.user_agent:
         options = options.with_(user_agent=ns.user_agent)
+    if ns.searchable_pdf:
+        os.makedirs(ns.searchable_pdf, exist_ok=True)
+        options = options.with_(searchable_pdf_dir=os.path.abspath(ns.searchable_pdf))
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
         Mode.INCREMENTAL
     progress = Progress(quiet=ns.quiet)

@@ -36,6 +36,7 @@ class Options:
     ocr_dpi: int = 300  # render resolution for PDF pages (lower for huge pages)
     ocr_page_timeout: float = 180.0  # seconds per page (isolated runs)
     max_image_pixels: int = 250_000_000  # larger images are refused (decompression bombs)
+    searchable_pdf_dir: str | None = None  # run: write OCRed PDFs here, with a text layer
     # HTML: auto (main for fetched pages, full for files) | main | full | sieve (--topic).
     html: str = "auto"
     topic: str | None = None  # --html sieve: a preset name, a words file, or words

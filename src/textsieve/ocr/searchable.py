@@ -83,9 +83,23 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
                             pending, options, want_pdf=True)
     report["ocr_seconds"] = round(sum(r.seconds for r in results), 3)
 
+    report.update(write_overlay(Source.from_path(src), results, out, options))
+    report["seconds"] = round(time.perf_counter() - t0, 3)
+    return report
+
+
+def write_overlay(source: Source, results: list[PageOcr], out: Path,
+                  options: Options) -> dict[str, Any]:
+    """Write ``source`` to ``out`` with each OCRed page's text-only PDF laid over it.
+
+    Also used by ``textsieve run --searchable-pdf``, where the worker pool has already OCRed
+    the pages (with their text-only PDFs) while extracting the text: nothing is OCRed twice.
+    """
     from ..extractors.pdf import open_document
 
-    with open_document(Source.from_path(src), options.password) as pdf:
+    report: dict[str, Any] = {"ocr_pages": [], "missing_pages": [], "errors": {},
+                              "rotated": {}}
+    with open_document(source, options.password) as pdf:
         for r in results:
             error = r.error or (None if r.pdf else "tesseract returned no PDF page")
             if error is None:
@@ -101,7 +115,6 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
             if r.rotation:
                 report["rotated"][r.number] = r.rotation
         _write_atomically(out, pdf.save)
-    report["seconds"] = round(time.perf_counter() - t0, 3)
     return report
 
 

@@ -175,9 +175,11 @@ class WorkerPool:
                     done[task.key] = doc
                     return
                 waiting[task.key] = (doc, set(pages), [])
+                want_pdf = self.options.searchable_pdf_dir is not None and \
+                    doc.mime_type == "application/pdf"
                 backlog.extendleft(reversed([
-                    _Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type)
-                    for p in pages]))
+                    _Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type,
+                          want_pdf=want_pdf) for p in pages]))
                 return
             doc, left, results = waiting[task.key]
             results.append(result)
@@ -185,6 +187,8 @@ class WorkerPool:
             if not left:
                 del waiting[task.key]
                 results.sort(key=lambda r: r.number)
+                if task.want_pdf:
+                    self._searchable_copy(task, doc, results)
                 finish_ocr(doc, results)
                 done[task.key] = doc
 
@@ -200,6 +204,27 @@ class WorkerPool:
             if state["exhausted"] and not order:
                 return
             self._step(backlog, finished, failed)
+
+    def _searchable_copy(self, task: _Task, doc: Document, results: list[Any]) -> None:
+        """Lay the pages' text-only PDFs over the original: a searchable copy in
+        ``searchable_pdf_dir``, named like the input (its path is in the metadata)."""
+        from pathlib import Path
+
+        from .. import _source
+        from ..ocr.searchable import write_overlay
+
+        assert self.options.searchable_pdf_dir is not None
+        name = Path(doc.name or task.name or f"document-{task.key}").name
+        out = Path(self.options.searchable_pdf_dir) / (
+            name if name.lower().endswith(".pdf") else f"{name}.pdf")
+        try:
+            write_overlay(_source(task.obj, task.name, self.options), results, out,
+                          self.options)
+            doc.metadata.extra["searchable_pdf"] = str(out)
+        except Exception as exc:  # the text is what matters; the copy is a bonus
+            doc.warnings.append(f"searchable PDF not written: {type(exc).__name__}: {exc}")
+        for r in results:
+            r.pdf = None  # the page layers are large: do not keep them
 
     def _step(self, backlog: deque[_Task], finished: Any, failed: Any) -> None:
         """Hand out tasks to idle workers, then wait for one result or deadline."""
