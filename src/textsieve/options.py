@@ -37,6 +37,8 @@ class Options:
     ocr_page_timeout: float = 180.0  # seconds per page (isolated runs)
     max_image_pixels: int = 250_000_000  # larger images are refused (decompression bombs)
     searchable_pdf_dir: str | None = None  # run: write OCRed PDFs here, with a text layer
+    # Link resolvers: hosts whose /item?id=N pages are Hacker News discussions.
+    hn_hosts: tuple[str, ...] = ("news.ycombinator.com", "ycombinator.com")
     # HTML: auto (main for fetched pages, full for files) | main | full | sieve (--topic).
     html: str = "auto"
     topic: str | None = None  # --html sieve: a preset name, a words file, or words

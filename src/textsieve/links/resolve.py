@@ -151,13 +151,14 @@ def _substack(path: str) -> str | None:
 _HN_HOSTS = ("news.ycombinator.com", "ycombinator.com")
 
 
-def hn_item_id(url: str) -> str | None:
-    """The item id of a Hacker News discussion URL (``news.ycombinator.com/item?id=N``)."""
+def hn_item_id(url: str, hosts: tuple[str, ...] = _HN_HOSTS) -> str | None:
+    """The item id of a Hacker News discussion URL (``news.ycombinator.com/item?id=N``);
+    ``hosts`` admits a mirror (or a local stand-in in tests)."""
     try:
         parts = urlsplit(url.strip())
     except ValueError:
         return None
-    if (parts.hostname or "").lower() not in _HN_HOSTS or parts.path.rstrip("/") != "/item":
+    if (parts.hostname or "").lower() not in hosts or parts.path.rstrip("/") != "/item":
         return None
     ids = parse_qs(parts.query).get("id", [])
     return ids[0] if ids and ids[0].isdigit() else None

@@ -282,12 +282,13 @@ def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | No
             modified if isinstance(modified, str) else None)
 
 
-def _hn_resolution(item: Item, final_url: str, content: bytes) -> tuple[Item | None, bytes]:
+def _hn_resolution(item: Item, final_url: str, content: bytes,
+                   hosts: tuple[str, ...]) -> tuple[Item | None, bytes]:
     """A Hacker News item page: (its story as a new item, the discussion as text)."""
     from ..links.resolve import hn_item_id, resolve_hn
     from ..sources.urls import url_item
 
-    if hn_item_id(final_url) is None:
+    if hn_item_id(final_url, hosts) is None:
         return None, b""
     hn = resolve_hn(content, final_url)
     parts = [p for p in (hn.title, hn.story_url, hn.text) if p]
@@ -373,7 +374,7 @@ class _WebStage:
         """Resolver pages are archived as their context (an HN discussion), and the link
         they resolve to is fetched too."""
         try:
-            story, text = _hn_resolution(item, final_url, content)
+            story, text = _hn_resolution(item, final_url, content, self.options.hn_hosts)
         except ImportError:
             return None
         if not text:
