@@ -44,6 +44,9 @@ class _PdfPages:
         page = self.pdf[number - 1]
         try:
             w, h = page.get_size()  # points, after /Rotate
+            native = _native_scan(page, w, h)
+            if native is not None:
+                return native
             dpi = self.dpi
             pixels = (w / 72 * dpi) * (h / 72 * dpi)
             if pixels > MAX_PAGE_PIXELS:
@@ -58,6 +61,46 @@ class _PdfPages:
 
     def close(self) -> None:
         self._cm.__exit__(None, None, None)
+
+
+def _native_scan(page: Any, w: float, h: float) -> tuple[Image.Image, int] | None:
+    """A scanned page's own pixels, when the page is nothing but one upright image that
+    covers it at a sane resolution: decoding it is ~3x cheaper than rendering the page, and
+    OCR sees the scanner's pixels instead of a resampled copy. Anything else is rendered."""
+    import pypdfium2.raw as c
+
+    if page.get_rotation() != 0:
+        return None
+    images = []
+    for obj in page.get_objects(max_depth=3):
+        if obj.type == c.FPDF_PAGEOBJ_IMAGE:
+            images.append(obj)
+        elif obj.type != c.FPDF_PAGEOBJ_FORM:
+            return None  # text, paths or shadings drawn too: render the whole page
+    if len(images) != 1:
+        return None
+    img = images[0]
+    m = img.get_matrix()
+    if m.b != 0 or m.c != 0 or m.a <= 0 or m.d <= 0:
+        return None  # turned or mirrored: rendering applies that for us
+    left, bottom, right, top = img.get_bounds()
+    if right - left < 0.97 * w or top - bottom < 0.97 * h:
+        return None
+    px_w, _ = img.get_px_size()
+    dpi = px_w / (w / 72)
+    if not 150 <= dpi <= 600:
+        return None  # a thumbnail, or a 2400 dpi monster: render at our own resolution
+    try:
+        bitmap = img.get_bitmap(render=False)
+        pil = bitmap.to_pil()
+    except Exception:  # an image PDFium can only draw, not decode alone
+        return None
+    grey = _flatten(pil)
+    from PIL import ImageStat
+
+    if ImageStat.Stat(grey.reduce(8)).mean[0] < 110:
+        return None  # mostly dark: a decode array or mask we did not apply; render instead
+    return grey, round(dpi)
 
 
 class _ImagePages:
