@@ -53,8 +53,7 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
         doc.timings["detect"] = time.perf_counter() - t0
         _dispatch(src, ctx, doc, det)
         if doc.metadata.extra.get("ocr_pending") and not ctx.defer_ocr:
-            finish_ocr(doc, ocr_pages(src, doc.mime_type, doc.metadata.extra["ocr_pending"],
-                                      options))
+            finish_ocr(doc, _ocr_here(src, doc, options, ctx))
     except ExtractionError as exc:
         doc.status, doc.error = Status.ERROR, ErrorInfo(exc.kind, exc.message)
     except FileNotFoundError as exc:
@@ -107,6 +106,23 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
         return
     assert last is not None
     raise last
+
+
+def _ocr_here(src: Source, doc: Document, options: Options, ctx: Context) -> list[PageOcr]:
+    """OCR the pending pages of a document extracted in this process: a long scan handed
+    to the API still spreads over the cores (a pool of its own); a short one, a member of
+    a container, or anything inside a worker process is done right here."""
+    import multiprocessing
+
+    pages: list[int] = doc.metadata.extra["ocr_pending"]
+    if (len(pages) >= 3 and options.worker_count > 1 and ctx.depth == 0
+            and not multiprocessing.current_process().daemon):
+        from .run.pool import WorkerPool
+
+        obj = str(src.path) if src.path is not None else src.read()
+        with WorkerPool(options, min(options.worker_count, len(pages))) as pool:
+            return pool.ocr(obj, src.name, doc.mime_type, pages)
+    return ocr_pages(src, doc.mime_type, pages, options)
 
 
 def finish_ocr(doc: Document, results: list[PageOcr]) -> None:

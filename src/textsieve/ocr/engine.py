@@ -9,6 +9,7 @@ only oversubscribe the cores and slow everything down.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -141,8 +142,10 @@ def recognize(img: Image.Image, lang: str, *, dpi: int = 300, want_pdf: bool = F
 
 def orientation(img: Image.Image) -> tuple[int, float] | None:
     """Tesseract's orientation guess: (degrees to rotate counter-clockwise, confidence)."""
-    if _binding() is None or "osd" not in available_languages():
+    if "osd" not in available_languages():
         return None
+    if _binding() is None:
+        return _orientation_cli(img)
     with _lock:
         api = _api("osd", PSM_OSD_ONLY)
         api.SetImage(img)
@@ -153,6 +156,24 @@ def orientation(img: Image.Image) -> tuple[int, float] | None:
     if not res:
         return None
     return int(res["orient_deg"]), float(res["orient_conf"])
+
+
+def _orientation_cli(img: Image.Image) -> tuple[int, float] | None:
+    """OSD through the command line (``--psm 0``), for machines without the binding."""
+    exe = shutil.which("tesseract")
+    if exe is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="textsieve-osd-") as tmp:
+        path = os.path.join(tmp, "page.png")
+        img.save(path, dpi=(150, 150))
+        proc = subprocess.run([exe, path, "stdout", "--psm", "0"], capture_output=True,
+                              check=False, env={**os.environ, "OMP_THREAD_LIMIT": "1"})
+    out = proc.stdout.decode("utf-8", "replace")
+    deg = re.search(r"Orientation in degrees:\s*(\d+)", out)
+    conf = re.search(r"Orientation confidence:\s*([\d.]+)", out)
+    if not deg or not conf:
+        return None
+    return int(deg.group(1)), float(conf.group(1))
 
 
 def _recognize_cli(img: Image.Image, lang: str, *, dpi: int, want_pdf: bool,
@@ -168,7 +189,8 @@ def _recognize_cli(img: Image.Image, lang: str, *, dpi: int, want_pdf: bool,
         base = os.path.join(tmp, "page")
         args = [exe, image_path, base, "-l", lang, "--psm", str(psm), "--dpi", str(dpi)]
         if want_pdf:
-            args += ["-c", "textonly_pdf=1", "txt", "pdf"]
+            args += ["-c", "textonly_pdf=1"]
+        args += ["txt", "tsv"] + (["pdf"] if want_pdf else [])
         proc = subprocess.run(args, capture_output=True, check=False,
                               env={**os.environ, "OMP_THREAD_LIMIT": "1"})
         if proc.returncode != 0:
@@ -176,4 +198,19 @@ def _recognize_cli(img: Image.Image, lang: str, *, dpi: int, want_pdf: bool,
                                   + proc.stderr.decode("utf-8", "replace").strip()[:200])
         text = Path(base + ".txt").read_text("utf-8", errors="replace")
         pdf = Path(base + ".pdf").read_bytes() if want_pdf else None
-        return Recognized(text, -1.0, pdf)
+        return Recognized(text, _tsv_confidence(Path(base + ".tsv")), pdf)
+
+
+def _tsv_confidence(path: Path) -> float:
+    """Mean word confidence from tesseract's TSV output (what MeanTextConf gives)."""
+    confs = []
+    try:
+        for line in path.read_text("utf-8", errors="replace").splitlines()[1:]:
+            cols = line.split("\t")
+            if len(cols) >= 12 and cols[11].strip():
+                conf = float(cols[10])
+                if conf >= 0:
+                    confs.append(conf)
+    except (OSError, ValueError):
+        return 0.0
+    return sum(confs) / len(confs) if confs else 0.0
