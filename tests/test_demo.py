@@ -40,6 +40,12 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
         for junk in ("Accept all cookies", "Related posts", "Great read"):
             assert junk not in doc.text  # main content only
         assert not any("unsubscribe" in k or "open.gif" in k or "twitter" in k for k in items)
+        # the newsletter's own article is an item of its own, tied to its mail
+        (article,) = [v[0] for k, v in items.items() if k.startswith("mail:")]
+        text = a.document(article).full_text()  # type: ignore[union-attr]
+        assert "booming males" in text and "pallets" in text
+        assert [m["subject"] for m in a.mails_of(article)] == [
+            "Wetland Notes weekly: where the herons go"]
     assert "ringing" in p.stdout.lower() and "nettle" in p.stdout.lower()
     # a second run changes nothing
     p = subprocess.run([sys.executable, "-m", "textsieve", "demo", "--archive", str(db)],

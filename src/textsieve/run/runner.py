@@ -108,6 +108,9 @@ def decide(item: Item, known: Known | None, mode: Mode,
         return None, None
     if not is_fresh(known.extractor_version, options):
         return Why.OUTDATED, None  # includes failures a newer extractor may now overcome
+    if item.data is not None:  # bytes from a mail (a newsletter's article): the hash decides
+        sha = hashlib.sha256(item.data).hexdigest()
+        return (None if sha == known.sha256 else Why.CHANGED), sha
     if item.size == known.size and item.mtime_ns == known.mtime_ns:
         return None, None
     if item.path is None:
@@ -224,7 +227,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
                     why, sha = decide(item, k, mode, options)
                     if why is None:
                         if k is not None:
-                            unchanged.append((k.id, item.size or 0, item.mtime_ns, sha))
+                            unchanged.append((k.id, item.size, item.mtime_ns, sha))
                         stats.skipped += 1
                         continue
                     yield _Job(item, item.path if item.path is not None else item.data, why)
