@@ -7,6 +7,7 @@ fetched once however many mails name it, kept with the mails that named it, junk
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,10 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
         assert [m["subject"] for m in a.mails_of(article)] == [
             "Wetland Notes weekly: where the herons go"]
     assert "ringing" in p.stdout.lower() and "nettle" in p.stdout.lower()
+    shown = subprocess.run([sys.executable, "-m", "textsieve", "show", str(heron), "-f", "json",
+                            "--archive", str(db)], capture_output=True, text=True, timeout=60,
+                           check=True)
+    assert len(json.loads(shown.stdout)["mails"]) == 3  # show gives the mail provenance
     # a second run changes nothing
     p = subprocess.run([sys.executable, "-m", "textsieve", "demo", "--archive", str(db)],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)

@@ -311,10 +311,19 @@ def cmd_search(ns: argparse.Namespace) -> int:
 def cmd_show(ns: argparse.Namespace) -> int:
     with _open_archive(ns.archive, readonly=True) as archive:
         doc = archive.document(ns.id)
-        where = " › ".join(w for _, w in archive.lineage(ns.id))
+        lineage = archive.lineage(ns.id)
+        where = " › ".join(w for _, w in lineage)
+        mails = archive.mails_of(lineage[0][0]) if lineage else []
     if doc is None:
         print(f"textsieve: no item {ns.id}", file=sys.stderr)
         return EXIT_FAILED
+    if ns.format == "json":
+        record = {"path": where, **doc.to_dict(), "mails": mails}
+        sys.stdout.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n")
+        return EXIT_OK
+    for m in mails:  # which mails named it: provenance a reader wants to see first
+        print(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  «{m['subject'] or ''}»",
+              file=sys.stderr)
     _emit(sys.stdout, where, doc, ns.format, many=False)
     return EXIT_OK
 
