@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from dovecot import DOVECOT, PASSWORD, Dovecot, start_dovecot
+from http_server import TestServer, http_server_fixture  # noqa: F401
 from textsieve.mailsrc import MailAuthError, MailSourceError, open_mail_source
 from textsieve.mailsrc.imap import PASSWORD_ENV, ImapSource, parse_imap_spec, quote_mailbox
 from textsieve.options import Options
@@ -237,3 +238,52 @@ def test_spec_parsing() -> None:
     assert quote_mailbox("Liens & co é") == '"Liens &- co &AOk-"'
     assert issubclass(MailAuthError, MailSourceError)
     assert imaplib.IMAP4  # imaplib from the stdlib is the client
+
+
+def test_run_keeps_the_sync_state_in_the_archive(dovecot: Dovecot, tmp_path: Path,
+                                                 http_server: TestServer) -> None:
+    """`textsieve run imap://...` end to end: mails -> links -> local pages -> archive; the
+    UIDVALIDITY/last-UID state is stored in the archive and the next run reads only new
+    mails (each a link to the local server)."""
+    from textsieve.archive import Archive
+    from textsieve.run.runner import run
+    from textsieve.sources import open_source
+
+    def linked(n: int) -> bytes:
+        return mail(n).replace(f"https://example.org/page/{n}".encode(),
+                               http_server.url(f"/article.html?n={n}").encode())
+
+    folder = f"Run{next(_counter)}"
+    c = dovecot.client()
+    try:
+        assert c.create(quote_mailbox(folder))[0] == "OK"
+        for n in (1, 2, 3):
+            assert c.append(quote_mailbox(folder), None, None, linked(n))[0] == "OK"
+    finally:
+        c.logout()
+    options = Options(workers=2, per_host_delay=0.0, connect_timeout=5, read_timeout=10)
+    db = tmp_path / "mail.db"
+
+    def once() -> int:
+        with Archive(db) as archive:
+            source = open_source(dovecot.url(folder), options=options)
+            stats = run([source], archive, options)
+            assert stats.status.get("error", 0) == 0, stats
+            return source.mails_seen  # type: ignore[attr-defined]
+
+    assert once() == 3
+    with Archive(db, readonly=True) as a:
+        state = a.source_state(dovecot.url(folder))
+        assert state["last_uid"] == "3" and state["uidvalidity"]
+        assert a.conn.execute("SELECT count(*) FROM mails").fetchone()[0] == 3
+    c = dovecot.client()
+    try:
+        for n in (4, 5):
+            assert c.append(quote_mailbox(folder), None, None, linked(n))[0] == "OK"
+    finally:
+        c.logout()
+    assert once() == 2  # only the new mails were read
+    with Archive(db, readonly=True) as a:
+        assert a.conn.execute("SELECT count(*) FROM mails").fetchone()[0] == 5
+        assert a.conn.execute("SELECT count(*) FROM items WHERE key LIKE '%article.html%'"
+                              ).fetchone()[0] == 5
