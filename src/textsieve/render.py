@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .model import Page
 
@@ -165,6 +166,18 @@ class Builder:
             Page(number=n, text=_join(self._text[a:b])) for n, a, b in self._pages
         ]
         return _join(self._text), _join_md(self._md), pages
+
+
+def render_text(walker: Any, el: Any) -> str:
+    """Plain text of one subtree, rendered by a walker (an object with ``out: Builder``
+    and ``blocks(el)``) into a Builder of its own: a header, a footnote, a text box."""
+    sub = Builder()
+    saved, walker.out = walker.out, sub
+    try:
+        walker.blocks(el)
+    finally:
+        walker.out = saved
+    return sub.build()[0].strip()
 
 
 def _join(blocks: Iterable[str]) -> str:

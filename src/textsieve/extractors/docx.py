@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder
+from ..render import Builder, render_text
 from ..source import Source
 from . import Context
 from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
@@ -497,21 +497,11 @@ def _story_texts(zf: zipfile.ZipFile, ctx: Context, paths: list[str], walker: _W
         root = read_xml_lenient(zf, path, ctx)
         if root is None:
             continue
-        text = _render(walker, root)
+        text = render_text(walker, root)
         if text and text not in seen:
             seen.add(text)
             texts.append(text)
     return texts
-
-
-def _render(walker: _Word, root: etree._Element) -> str:
-    sub = Builder()
-    saved, walker.out = walker.out, sub
-    try:
-        walker.blocks(root)
-    finally:
-        walker.out = saved
-    return sub.build()[0].strip()
 
 
 def _notes(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]], walker: _Word,
@@ -524,7 +514,7 @@ def _notes(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]], wal
         if note.get(w + "type") in ("separator", "continuationSeparator",
                                     "continuationNotice"):
             continue
-        text = _render(walker, note)
+        text = render_text(walker, note)
         if text:
             walker.out.paragraph(f"[{note.get(w + 'id', '')}] {text}")
 
@@ -536,7 +526,7 @@ def _comments(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]],
         return
     w = walker.w
     for c in root.iter(w + "comment"):
-        text = _render(walker, c)
+        text = render_text(walker, c)
         if text:
             author = c.get(w + "author")
             walker.out.paragraph(f"Comment ({author}): {text}" if author else

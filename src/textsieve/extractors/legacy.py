@@ -31,13 +31,24 @@ from . import Context
 # --------------------------------------------------------------------------------------
 
 
-def _open_ole(src: Source) -> Any:
+@contextlib.contextmanager
+def _ole(src: Source, what: str) -> Iterator[Any]:
+    """The file's OLE2 container for the with-block, closed after it; any parser error in
+    the block is the file's damage (``corrupt``), not a bug."""
     import olefile
 
     try:
-        return olefile.OleFileIO(str(src.path) if src.data_ is None else src.data_)
+        ole = olefile.OleFileIO(str(src.path) if src.data_ is None else src.data_)
     except Exception as exc:  # olefile raises many error types on damaged files
         raise ExtractionError(ErrorKind.CORRUPT, f"damaged OLE2 container: {exc}") from exc
+    try:
+        yield ole
+    except ExtractionError:
+        raise
+    except Exception as exc:
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged {what} file: {exc}") from exc
+    finally:
+        ole.close()
 
 
 def _iso(value: Any) -> str | None:
@@ -105,18 +116,11 @@ def _tool_failure(tool: str, proc: Any) -> ExtractionError:
 
 def _doc_check(src: Source, doc: Document) -> None:
     """Metadata, and ``encrypted`` when the FIB says so (fEncrypted, bit 0 of byte 0x0B)."""
-    ole = _open_ole(src)
-    try:
+    with _ole(src, "Word") as ole:
         ole_metadata(ole, doc)
         if not ole.exists("WordDocument"):
             raise ExtractionError(ErrorKind.CORRUPT, "no WordDocument stream")
         fib = ole.openstream("WordDocument").read(64)
-    except ExtractionError:
-        raise
-    except Exception as exc:
-        raise ExtractionError(ErrorKind.CORRUPT, f"damaged Word file: {exc}") from exc
-    finally:
-        ole.close()
     if len(fib) < 12:
         raise ExtractionError(ErrorKind.CORRUPT, "Word file information block is truncated")
     if fib[0x0B] & 0x01:
@@ -339,8 +343,7 @@ _MASTER_PROMPT = re.compile(r"^Click to edit (the )?Master .*", re.I)
 
 def extract_ppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """PowerPoint 97-2003 from its records: one page per slide, in presentation order."""
-    ole = _open_ole(src)
-    try:
+    with _ole(src, "PowerPoint") as ole:
         ole_metadata(ole, doc, pages_attr="slides")
         current = _ppt_check(ole)
         if ole.exists("Text_Content") and ole.exists("Header"):
@@ -348,12 +351,6 @@ def extract_ppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
             return
         stream = ole.openstream("PowerPoint Document").read()
         ctx.account(len(stream), "PowerPoint stream")
-    except ExtractionError:
-        raise
-    except Exception as exc:
-        raise ExtractionError(ErrorKind.CORRUPT, f"damaged PowerPoint file: {exc}") from exc
-    finally:
-        ole.close()
     try:
         pages = _ppt_slides(stream, current)
     except struct.error as exc:
@@ -376,16 +373,9 @@ def _ppt95(data: bytes, out: Builder) -> None:
 
 def extract_ppt_catppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """catppt as a second opinion when the record parser finds nothing."""
-    ole = _open_ole(src)
-    try:
+    with _ole(src, "PowerPoint") as ole:
         ole_metadata(ole, doc, pages_attr="slides")
         _ppt_check(ole)
-    except ExtractionError:
-        raise
-    except Exception as exc:
-        raise ExtractionError(ErrorKind.CORRUPT, f"damaged PowerPoint file: {exc}") from exc
-    finally:
-        ole.close()
     with _as_path(src) as path:
         proc = ctx.run_tool(["catppt", "-d", "utf-8", path])
     if proc.returncode != 0:

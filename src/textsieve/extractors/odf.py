@@ -15,7 +15,7 @@ import zipfile
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder
+from ..render import Builder, render_text
 from ..source import Source
 from . import Context
 from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
@@ -271,7 +271,7 @@ class _Odf:
         body = note.find(T + "note-body")
         if body is None:
             return
-        text = _render(self, body)
+        text = render_text(self, body)
         if text:
             label = (cit.text or "").strip() if cit is not None else ""
             self.notes.append(f"[{label}] {text}" if label else text)
@@ -279,21 +279,11 @@ class _Odf:
     def annotation(self, ann: etree._Element) -> None:
         if not self.comments:
             return
-        text = _render(self, ann)
+        text = render_text(self, ann)
         if text:
             author = ann.findtext("{http://purl.org/dc/elements/1.1/}creator")
             self.comment_texts.append(f"Comment ({author}): {text}" if author else
                                       f"Comment: {text}")
-
-
-def _render(walker: _Odf, el: etree._Element) -> str:
-    sub = Builder()
-    saved, walker.out = walker.out, sub
-    try:
-        walker.blocks(el)
-    finally:
-        walker.out = saved
-    return sub.build()[0].strip()
 
 
 def _rows(tbl: etree._Element) -> list[etree._Element]:
@@ -409,7 +399,7 @@ def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str]
                 "footer") else None
             if target is None:
                 continue
-            text = _render(walker, el)
+            text = render_text(walker, el)
             if text and text not in heads and text not in foots:
                 target.append(text)
     return heads, foots
@@ -427,7 +417,7 @@ def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document) -> N
         out.start_page(n)
         titles = [f for f in page if f.get(PR + "class") == "title"]
         for f in titles:
-            out.heading(_render(walker, f).replace("\n", " "), 2)
+            out.heading(render_text(walker, f).replace("\n", " "), 2)
         name = page.get(D + "name") or ""
         if not titles and name and not _DEFAULT_PAGE_NAME.match(name):
             out.heading(name, 2)
@@ -435,7 +425,7 @@ def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document) -> N
         notes = page.find(PR + "notes")
         if notes is not None:
             frames = [f for f in notes if f.get(PR + "class") == "notes"]
-            text = "\n\n".join(t for t in (_render(walker, f) for f in frames) if t)
+            text = "\n\n".join(t for t in (render_text(walker, f) for f in frames) if t)
             if text:
                 out.paragraph("Notes:")
                 for para in text.split("\n\n"):
