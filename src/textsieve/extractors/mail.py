@@ -18,6 +18,7 @@ import re
 import struct
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from email.header import decode_header, make_header
 from email.message import Message
 from email.utils import getaddresses, parsedate_to_datetime
 from typing import Any
@@ -31,6 +32,7 @@ from . import Context
 MAX_MIME_DEPTH = 40
 _HEADERS = (("From", "from"), ("To", "to"), ("Cc", "cc"), ("Date", "date"),
             ("Subject", "subject"))
+_ADDRESS_KEYS = ("from", "to", "cc")
 _STATEFUL = ("iso2022", "utf_7", "hz")  # 7-bit charsets that plain ASCII would swallow
 _SURROGATE = re.compile("[\udc80-\udcff]")
 
@@ -56,28 +58,59 @@ def _fix_header(value: str) -> str:
     """Raw 8-bit header bytes arrive as surrogate escapes: decode them properly."""
     if _SURROGATE.search(value):
         raw = value.encode("utf-8", "surrogateescape")
-        value = decode(raw)[0]
+        value = _utf8_cut(raw) or decode(raw)[0]
     return " ".join(value.split())
 
 
-_LONG_HEADER = 4096  # the modern header parser is super-linear: past this, decode by hand
+def _utf8_cut(raw: bytes) -> str | None:
+    """Mostly-valid UTF-8, e.g. a long 8-bit file name whose last character a mailer cut in
+    half: charset sniffing would call it cp1252 for one bad byte. Needs many valid
+    multi-byte characters per bad one, so real cp1252 text never qualifies."""
+    text = raw.decode("utf-8", "replace")
+    bad = text.count("\ufffd")
+    good = sum(1 for ch in text if ch > "\x7f") - bad
+    return text if good >= 4 * max(bad, 1) else None
 
 
 def _header(msg: Message, name: str) -> str | None:
+    """One header, encoded-words decoded.
+
+    Messages are parsed with the compat32 policy (the modern header registry is 3x slower
+    on every header and super-linear on long ones), so only the few headers shown are
+    decoded, here, by hand.
+    """
+    raw = _raw_header(msg, name)
+    return None if raw is None else _decode_words(raw)
+
+
+def _address_header(msg: Message, name: str) -> str | None:
+    """An address header with display names decoded and quotes dropped:
+    ``"=?utf-8?b?...?=" <a@b>`` reads ``Name <a@b>``."""
     raw = _raw_header(msg, name)
     if raw is None:
         return None
-    if len(raw) <= _LONG_HEADER:
-        try:
-            value = msg.get(name)
-            return None if value is None else _fix_header(str(value))
-        except Exception:  # a header the modern policy cannot parse: decode it by hand
-            pass
+    if "=?" not in raw and '"' not in raw:
+        return _fix_header(raw)
     try:
-        from email.header import decode_header, make_header
-
-        return _fix_header(str(make_header(decode_header(raw))))
+        pairs = getaddresses([_fix_header(raw)])
     except Exception:
+        pairs = []
+    names = [(_decode_words(n).strip(' "') if n and n != a else "", a) for n, a in pairs]
+    out = [f"{_quoted(n)} <{a}>" if n and a else (a or n) for n, a in names]
+    return ", ".join(x for x in out if x) or _decode_words(raw)
+
+
+def _quoted(name: str) -> str:
+    """A display name that would split an address list keeps its quotes."""
+    return f'"{name}"' if any(c in name for c in ",;<>@:") else name
+
+
+def _decode_words(raw: str) -> str:
+    if "=?" not in raw:
+        return _fix_header(raw)
+    try:
+        return _fix_header(str(make_header(decode_header(raw))))
+    except Exception:  # a malformed encoded-word: keep the raw text
         return _fix_header(raw)
 
 
@@ -126,8 +159,8 @@ def html_to_text(html: str, ctx: Context) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def _parse(data: bytes, policy: email.policy.Policy = email.policy.default) -> Message:
-    """``policy``: compat32 for callers that only walk parts (3x faster on headers)."""
+def _parse(data: bytes, policy: email.policy.Policy = email.policy.compat32) -> Message:
+    """compat32: headers stay raw strings and are decoded by ``_header`` when shown."""
     if b"\n" not in data[:65536] and b"\r" in data[:65536]:
         data = data.replace(b"\r", b"\n")  # CR-only line ends (old Mac mail)
     try:
@@ -263,18 +296,23 @@ def _payload(part: Message) -> bytes:
 
 
 def _filename(part: Message) -> str | None:
-    try:
-        name = part.get_filename()
-    except Exception:
-        name = None
-    if not name:
+    """Content-Disposition filename, else Content-Type name: RFC 2231, encoded words and
+    raw 8-bit bytes (compat32 would turn those into U+FFFD) all decoded."""
+    for header, param in (("Content-Disposition", "filename"), ("Content-Type", "name")):
+        raw = _raw_header(part, header)
+        if raw is None:
+            continue
+        holder = Message()  # re-parse the header as proper text, not surrogate escapes
+        holder[header] = _fix_header(raw)
         try:
-            name = part.get_param("name")
+            value = holder.get_param(param, header=header)
         except Exception:
-            name = None
-        if isinstance(name, tuple):
-            name = email.utils.collapse_rfc2231_value(name)
-    return _fix_header(str(name)) if name else None
+            continue
+        if isinstance(value, tuple):
+            value = email.utils.collapse_rfc2231_value(value)
+        if value:
+            return _decode_words(str(value))
+    return None
 
 
 def _safe_name(text: str) -> str:
@@ -303,7 +341,8 @@ def _addresses(value: str | None) -> list[str]:
 
 def _fill_headers(msg: Message, doc: Document, out: Builder) -> None:
     """Metadata from the headers, and the header block shown above the body."""
-    values = {key: _header(msg, name) for name, key in _HEADERS}
+    values = {key: (_address_header if key in _ADDRESS_KEYS else _header)(msg, name)
+              for name, key in _HEADERS}
     subject = values["subject"]
     doc.title = subject or doc.title
     doc.metadata.author = values["from"]
