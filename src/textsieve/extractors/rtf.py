@@ -12,7 +12,7 @@ skipped; ``\\info`` feeds the metadata; table cells become table rows. Malformed
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
@@ -60,6 +60,11 @@ _HANDLED = frozenset(w.encode() for w in (
     *_SYMBOLS, "u", "uc", "cell", "nestcell", "row", "nestrow", "intbl", "pard", "f",
     "fcharset", "ansicpg", "mac", "pc", "pca", "deff", "yr", "mo", "dy", "hr", "min", "plain",
     "bin"))
+# A run of control words none of which is handled (and line breaks): skipped in one regex
+# call, since formatting words are most of the tokens of a real RTF file.
+_IGNORED_RUN = re.compile(
+    rb"(?:\\(?!(?:" + b"|".join(sorted(_HANDLED, key=len, reverse=True))
+    + rb")(?![a-zA-Z]))[a-zA-Z]{1,32}(?:-?\d{1,10})? ?|[\r\n]+)*")
 _CONTROL_SYMBOLS = {b"~": "\u00a0", b"_": "\u2011", b"-": "", b"\\": "\\", b"{": "{",
                     b"}": "}", b"\t": "\t", b"\n": "\n\n", b"\r": "\n\n"}
 _CHARSETS = {
@@ -69,12 +74,16 @@ _CHARSETS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class _State:
     skip: bool = False
     uc: int = 1
     codepage: str = "cp1252"
     dest: str = ""  # "fonttbl", an info field, a date field, or ""
+
+    def clone(self) -> _State:
+        """A group starts with its parent's state; its changes end with it."""
+        return _State(self.skip, self.uc, self.codepage, self.dest)
 
 
 class _Converter:
@@ -230,6 +239,7 @@ class _Converter:
     def run(self, data: bytes) -> None:
         pos, end = 0, len(data)
         match = _TOKEN.match
+        skip_run = _IGNORED_RUN.match
         group_start = star = False
         while pos < end:
             m = match(data, pos)
@@ -246,6 +256,7 @@ class _Converter:
                 group_start = False
             elif kind in (1, 2):
                 if not group_start and not self.skip_chars and m.group(1) not in _HANDLED:
+                    pos = skip_run(data, pos).end()  # and the ignored words after it
                     continue  # formatting we ignore: no state change, nothing to flush
                 name = m.group(1).decode("ascii")
                 arg = int(m.group(2)) if m.group(2) else None
@@ -280,7 +291,7 @@ class _Converter:
                 self.skip_chars = 0
                 if m.group(5) == b"{":
                     self.stack.append(self.state)
-                    self.state = replace(self.state)
+                    self.state = self.state.clone()
                     group_start, star = True, False
                 else:
                     if self.stack:
