@@ -32,10 +32,15 @@ def _sha256(src: Source) -> str:
 
 
 def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
-                   defer_ocr: bool = False) -> Document:
+                   defer_ocr: bool = False, page_workers: int | None = None) -> Document:
     """Extract one input. With ``defer_ocr`` the pages to OCR are left listed in
-    ``metadata.extra["ocr_pending"]`` for the caller (the worker pool) to spread out."""
-    ctx = ctx or Context(options, defer_ocr=defer_ocr)
+    ``metadata.extra["ocr_pending"]`` for the caller (the worker pool) to spread out.
+    ``page_workers``: processes a long document may fork to read its pages; default all
+    cores, except in a worker process (whose siblings are busy with other inputs)."""
+    if ctx is None:
+        if page_workers is None:
+            page_workers = 1 if _in_worker() else options.worker_count
+        ctx = Context(options, defer_ocr=defer_ocr, page_workers=page_workers)
     doc = Document(name=src.name)
     t0 = time.perf_counter()
     try:
@@ -112,17 +117,21 @@ def _ocr_here(src: Source, doc: Document, options: Options, ctx: Context) -> lis
     """OCR the pending pages of a document extracted in this process: a long scan handed
     to the API still spreads over the cores (a pool of its own); a short one, a member of
     a container, or anything inside a worker process is done right here."""
-    import multiprocessing
-
     pages: list[int] = doc.metadata.extra["ocr_pending"]
-    if (len(pages) >= 3 and options.worker_count > 1 and ctx.depth == 0
-            and not multiprocessing.current_process().daemon):
+    if len(pages) >= 3 and options.worker_count > 1 and ctx.depth == 0 and not _in_worker():
         from .run.pool import WorkerPool
 
         obj = str(src.path) if src.path is not None else src.read()
         with WorkerPool(options, min(options.worker_count, len(pages))) as pool:
             return pool.ocr(obj, src.name, doc.mime_type, pages)
     return ocr_pages(src, doc.mime_type, pages, options)
+
+
+def _in_worker() -> bool:
+    """In a pool worker (a daemon process): its siblings already use the other cores."""
+    import multiprocessing
+
+    return multiprocessing.current_process().daemon
 
 
 def finish_ocr(doc: Document, results: list[PageOcr]) -> None:

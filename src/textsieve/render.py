@@ -34,7 +34,7 @@ def clean_inline(text: str) -> str:
     return "\n".join(ln for ln in lines if ln)
 
 
-def _md_escape(text: str) -> str:
+def md_escape(text: str) -> str:
     """Escape line starts that Markdown would read as a heading, quote or list marker.
 
     One multi-line regex pass per block (in C), not a Python call per line: PDF pages and
@@ -76,15 +76,16 @@ class Builder:
 
     def paragraph(self, text: str) -> None:
         text = clean_inline(text)
-        md = _md_escape(text)
+        md = md_escape(text)
         self._add(text, md)
 
-    def preformatted(self, text: str) -> None:
-        """Text whose line layout matters (plain text files, code, PDF pages)."""
+    def preformatted(self, text: str, md: str | None = None) -> None:
+        """Text whose line layout matters (plain text files, code, PDF pages). ``md``: its
+        ``md_escape``, when a page reader computed it already (in a forked process)."""
         text = text.strip("\n")
         if not text.strip():
             return
-        self._add(text, _md_escape(text))
+        self._add(text, md_escape(text) if md is None else md.strip("\n"))
 
     def code(self, text: str, language: str = "") -> None:
         text = text.strip("\n")

@@ -162,6 +162,9 @@ class Context:
     budget: Budget = field(default_factory=Budget)
     ancestors: tuple[str, ...] = ()  # sha256 of the containers we are inside (loops)
     defer_ocr: bool = False  # the worker pool OCRs this document's pages in parallel
+    # Processes a long paged document may use to read its pages (forked, see forking.py):
+    # all cores for a document handed to the API, 1 for members and inside busy workers.
+    page_workers: int = 1
 
     def child(self, data: bytes, name: str | None) -> Document:
         """Extract a member/attachment/embedded file as a child Document.

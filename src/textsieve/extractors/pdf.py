@@ -13,17 +13,21 @@ core or the worker pool OCRs exactly those pages; with OCR off they are reported
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 import stringprep
+import time
 import unicodedata
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as c
 
+from ..forking import MAX_JOBS, JobsTimeout, share_jobs
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder
+from ..render import Builder, md_escape
 from ..source import Source
 from . import Context
 
@@ -37,30 +41,43 @@ _JUNK = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]+")
 _PDF_DATE = re.compile(
     r"D?:?\s*(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?\s*(?:([Zz])|([+-])(\d{2})'?(\d{2})?'?)?"
 )
+# Pages are read in this process for this long first; the rest is spread over forked
+# processes only if, at the rate seen so far, it would take longer than _FORK_WORTH. A fork
+# costs ~2 ms, and each child opens the document again and re-parses the fonts it needs
+# (a font-heavy file loses ~10 ms to that), so short documents stay in one process.
+_SERIAL_FIRST = 0.006
+_FORK_WORTH = 0.06
+_BLOCK = 8  # pages per job handed to a process (see forking.share_jobs)
 _GARBLED_SHARE = 0.3  # pages whose text is more than this share of control chars
 _SHOWN_FIELD_TYPES = {c.FPDF_FORMFIELD_TEXTFIELD, c.FPDF_FORMFIELD_COMBOBOX,
                       c.FPDF_FORMFIELD_LISTBOX}
 
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    with open_document(src, ctx.options.password) as pdf, _forms(pdf) as forms:
+    password = ctx.options.password
+    with open_document(src, password) as pdf, _forms(pdf) as forms:
         _metadata(pdf, doc)
         n_pages = len(pdf)
         doc.metadata.page_count = n_pages
+        pages = _read_all(src, ctx, pdf, forms, n_pages)
         image_only: list[int] = []
         garbled: list[int] = []
         seen_fields: set[tuple[str, str]] = set()
         any_text = False
-        for i in range(n_pages):
+        for i, page in enumerate(pages):
             out.start_page(i + 1)
-            text, has_images, bad, fields = _page(pdf, i, forms, seen_fields, doc)
-            out.preformatted(text)
-            if bad:
+            out.preformatted(page.text, page.md)
+            if page.warning:
+                doc.warnings.append(page.warning)
+            if page.garbled:
                 garbled.append(i + 1)
-            elif text:
+            elif page.text:
                 any_text = True
-            elif has_images:
+            elif page.has_images:
                 image_only.append(i + 1)
+            # One field may have a widget on several pages: its value is shown once.
+            fields = [v for k, v in page.fields if k not in seen_fields]
+            seen_fields.update(page.fields)
             if fields:
                 out.preformatted("\n".join(fields))
                 any_text = True
@@ -185,26 +202,80 @@ def _why(src: Source) -> str:
 
 # -- pages ------------------------------------------------------------------------------------
 
-def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None,
-          seen_fields: set[tuple[str, str]], doc: Document,
-          ) -> tuple[str, bool, bool, list[str]]:
-    """(clean text, has images, garbled, form field values) of one page.
+@dataclass(slots=True)
+class _PageText:
+    """What one page gives; plain data, so a forked reader can send it back."""
+
+    text: str = ""
+    md: str = ""  # the text escaped for Markdown: done where the page is read, in parallel
+    has_images: bool = False
+    garbled: bool = False  # a text layer in fonts without a Unicode mapping
+    fields: list[tuple[str, str]] = field(default_factory=list)  # (name, value) of form fields
+    warning: str | None = None
+
+
+def _read_all(src: Source, ctx: Context, pdf: pdfium.PdfDocument,
+              forms: c.FPDF_FORMHANDLE | None, n_pages: int) -> list[_PageText]:
+    """Every page, in order: a long document's pages over ``ctx.page_workers`` processes."""
+    pages: list[_PageText] = []
+    t0 = time.perf_counter()
+    elapsed = 0.0
+    while len(pages) < n_pages and (ctx.page_workers < 2 or elapsed < _SERIAL_FIRST):
+        pages.append(_page(pdf, len(pages), forms))
+        elapsed = time.perf_counter() - t0
+    first, left = len(pages), n_pages - len(pages)
+    if not left:
+        return pages
+    if elapsed / first * left < _FORK_WORTH:
+        return pages + [_page(pdf, i, forms) for i in range(first, n_pages)]
+    block = max(_BLOCK, -(-left // MAX_JOBS))
+    blocks = [range(a, min(a + block, n_pages)) for a in range(first, n_pages, block)]
+    reader = _Reader(src, ctx.options.password, pdf, forms)
+    try:
+        parts = share_jobs(lambda j: reader.read(blocks[j]), len(blocks), ctx.page_workers,
+                           timeout=ctx.options.timeout)
+    except JobsTimeout as exc:
+        raise ExtractionError(ErrorKind.TIMEOUT, f"reading the pages: {exc}") from exc
+    return pages + [p for part in parts for p in part]
+
+
+class _Reader:
+    """Reads blocks of pages in whichever process claims them: the parent from its open
+    document, a forked child from its own (a PDFium handle is not shared across processes;
+    the child keeps it open for its next blocks and leaves with ``os._exit``)."""
+
+    def __init__(self, src: Source, password: str | None, pdf: pdfium.PdfDocument,
+                 forms: c.FPDF_FORMHANDLE | None) -> None:
+        self.src, self.password = src, password
+        self.docs = {os.getpid(): (pdf, forms)}
+        self._stack = ExitStack()
+
+    def read(self, pages: range) -> list[_PageText]:
+        pid = os.getpid()
+        if pid not in self.docs:  # the first block in a child
+            own = self._stack.enter_context(open_document(self.src, self.password))
+            self.docs[pid] = (own, self._stack.enter_context(_forms(own)))
+        pdf, forms = self.docs[pid]
+        return [_page(pdf, i, forms) for i in pages]
+
+
+def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None) -> _PageText:
+    """Text, images, garbling and form values of one page.
 
     Closes what it opens, so memory does not grow with the page count.
     """
     page = c.FPDF_LoadPage(pdf.raw, index)
     if not page:
-        doc.warnings.append(f"page {index + 1} could not be loaded (damaged)")
-        return "", False, False, []
+        return _PageText(warning=f"page {index + 1} could not be loaded (damaged)")
     try:
         if forms is not None:
             c.FORM_OnAfterLoadPage(page, forms)
         text, garbled = _page_text(page)
-        has_images = False if text else _has_images(page)
-        fields = _field_values(page, forms, seen_fields) if forms is not None else []
+        result = _PageText(text, md_escape(text), not text and _has_images(page), garbled)
         if forms is not None:
+            result.fields = _field_values(page, forms)
             c.FORM_OnBeforeClosePage(page, forms)
-        return text, has_images, garbled, fields
+        return result
     finally:
         c.FPDF_ClosePage(page)
 
@@ -285,10 +356,9 @@ def _forms(pdf: pdfium.PdfDocument) -> Iterator[c.FPDF_FORMHANDLE | None]:
             c.FPDFDOC_ExitFormFillEnvironment(handle)
 
 
-def _field_values(page: c.FPDF_PAGE, forms: c.FPDF_FORMHANDLE,
-                  seen: set[tuple[str, str]]) -> list[str]:
-    """Filled values of text/choice fields; checkboxes ("Off"/"Yes") carry no words."""
-    values: list[str] = []
+def _field_values(page: c.FPDF_PAGE, forms: c.FPDF_FORMHANDLE) -> list[tuple[str, str]]:
+    """(name, value) of filled text/choice fields; checkboxes ("Off"/"Yes") carry no words."""
+    values: list[tuple[str, str]] = []
     for i in range(max(c.FPDFPage_GetAnnotCount(page), 0)):
         annot = c.FPDFPage_GetAnnot(page, i)
         if not annot:
@@ -300,10 +370,7 @@ def _field_values(page: c.FPDF_PAGE, forms: c.FPDF_FORMHANDLE,
             value = _clean(_wide(c.FPDFAnnot_GetFormFieldValue, forms, annot)).strip()
             if not value:
                 continue
-            key = (_wide(c.FPDFAnnot_GetFormFieldName, forms, annot), value)
-            if key not in seen:  # one field may have a widget on several pages
-                seen.add(key)
-                values.append(value)
+            values.append((_wide(c.FPDFAnnot_GetFormFieldName, forms, annot), value))
         finally:
             c.FPDFPage_CloseAnnot(annot)
     return values

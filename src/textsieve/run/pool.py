@@ -37,6 +37,7 @@ class _Task:
     page: int | None = None  # set: OCR this page (1-based) of ``obj`` (a PDF or an image)
     mime: str | None = None
     want_pdf: bool = False  # OCR pages: also return tesseract's text-only PDF page
+    page_workers: int = 1  # whole inputs: processes it may fork for its pages (idle cores)
 
 
 def _worker_main(conn: Connection, options: Options) -> None:
@@ -64,7 +65,8 @@ def _worker_main(conn: Connection, options: Options) -> None:
             if task.page is None:
                 # Top-level documents leave their OCR pages to the pool, which spreads
                 # them over every worker.
-                result = extract_source(src, options, defer_ocr=True)
+                result = extract_source(src, options, defer_ocr=True,
+                                        page_workers=task.page_workers)
             else:
                 assert task.mime is not None
                 result = ocr_pages(src, task.mime, [task.page], options,
@@ -233,6 +235,11 @@ class WorkerPool:
         for i, w in enumerate(self._workers):
             if w.task is None and backlog:
                 task = backlog.popleft()
+                if task.page is None:
+                    # The last input in sight may use the idle workers' cores for its
+                    # pages (one long PDF given to the CLI); otherwise they are needed.
+                    idle = sum(1 for x in self._workers if x.task is None and x is not w)
+                    task.page_workers = 1 + idle if not backlog else 1
                 try:
                     w.conn.send(task)
                 except (OSError, ValueError):

@@ -1,0 +1,158 @@
+"""Spread one document's independent jobs (blocks of pages) over forked processes.
+
+Why fork and not the worker pool: a long PDF handed to ``textsieve.extract`` should use
+every core, and a fork costs about 2 ms (the parent's parsers and the open document's
+bytes are already in memory; nothing is re-imported or pickled on the way in).
+
+Jobs are handed out through a pipe filled with job numbers before the fork: every process,
+the parent included, reads one number at a time (a 4-byte read from a pipe is atomic, so
+each job goes to exactly one process) until the pipe is empty. A process that is slower
+(a child re-parses the fonts its pages need) simply takes fewer jobs, so no process waits
+for another with work left. Each child sends its results back through its own pipe and
+leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's buffers).
+
+Safety: nothing is forked when this process has other threads (a fork copies a lock held
+by another thread in its locked state), when the platform has no ``fork``, or for a single
+process. Jobs of a child that fails are redone in the parent, so the result never depends
+on the fork; a child still running at the deadline is killed and ``JobsTimeout`` raised
+(redoing its jobs would hang the parent too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import select
+import signal
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+_TOKEN = struct.Struct("<I")
+MAX_JOBS = 8192  # 32 KB of tokens: always fits the pipe buffer, so filling never blocks
+
+
+class JobsTimeout(Exception):
+    """A forked process did not finish its jobs before the deadline."""
+
+
+def can_fork() -> bool:
+    """Forking is safe here: the platform has it and this process runs one thread."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+@dataclass
+class _Kid:
+    pid: int
+    fd: int  # read end of the pipe the child writes its pickled results to
+    done: bool = False
+
+
+def share_jobs(fn: Callable[[int], Any], n_jobs: int, processes: int, *,
+               timeout: float) -> list[Any]:
+    """``[fn(j) for j in range(n_jobs)]``, computed by this process and ``processes - 1``
+    forked ones. ``fn`` runs in the child that claims a job, so it must open what it needs
+    there itself (see the PDF reader)."""
+    if processes < 2 or n_jobs < 2 or n_jobs > MAX_JOBS or not can_fork():
+        return [fn(j) for j in range(n_jobs)]
+    deadline = time.monotonic() + timeout
+    queue_r, queue_w = os.pipe()
+    try:
+        os.write(queue_w, b"".join(_TOKEN.pack(j) for j in range(n_jobs)))
+    finally:
+        os.close(queue_w)  # an empty queue now reads as end-of-file
+    kids: list[_Kid] = []
+    try:
+        for _ in range(min(processes, n_jobs) - 1):
+            kid = _spawn(fn, queue_r, timeout)
+            if kid is not None:
+                kids.append(kid)
+        results = _work(fn, queue_r)
+        for kid in kids:
+            results.update(_collect(kid, deadline))
+        for j in range(n_jobs):  # the jobs of a child that failed
+            if j not in results:
+                results[j] = fn(j)
+        return [results[j] for j in range(n_jobs)]
+    finally:
+        os.close(queue_r)
+        for kid in kids:  # on every exit path: no child left running, none unreaped
+            if not kid.done:
+                _kill(kid)
+
+
+def _work(fn: Callable[[int], Any], queue: int) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    while token := os.read(queue, _TOKEN.size):
+        job = _TOKEN.unpack(token)[0]
+        out[job] = fn(job)
+    return out
+
+
+def _spawn(fn: Callable[[int], Any], queue: int, timeout: float) -> _Kid | None:
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the child: work, send, leave without running any parent cleanup
+        code = 1
+        try:
+            # Dies by itself at the deadline, even if its parent was killed meanwhile (a
+            # pool worker past its own deadline): no orphan spins on a hostile page.
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(max(1, math.ceil(timeout)))
+            os.close(r)
+            payload = pickle.dumps(_work(fn, queue), protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(w, view):]
+            code = 0
+        except BaseException:  # any failure: the parent redoes the jobs it lacks
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    return _Kid(pid, r)
+
+
+def _collect(kid: _Kid, deadline: float) -> dict[int, Any]:
+    """A child's results; {} if it failed (its jobs are redone); JobsTimeout past the
+    deadline."""
+    parts: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([kid.fd], [], [], left)[0]:
+            raise JobsTimeout("a forked reader did not finish in time")
+        data = os.read(kid.fd, 1 << 20)
+        if not data:
+            break
+        parts.append(data)
+    _, status = os.waitpid(kid.pid, 0)
+    os.close(kid.fd)
+    kid.done = True
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        return {}
+    try:
+        return pickle.loads(b"".join(parts))
+    except Exception:  # a truncated payload: as if the child had failed
+        return {}
+
+
+def _kill(kid: _Kid) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(kid.pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(kid.pid, 0)
+    os.close(kid.fd)
+    kid.done = True

@@ -1,0 +1,198 @@
+"""Page-parallel reading: forked processes share a long document's pages.
+
+Real forks, real PDFs (reportlab): the parallel result must equal the one-process result
+page for page, a failing child must cost nothing, and nothing may hang or leak a process.
+
+textsieve never forks while other threads run, and the test session has some (the local
+HTTP server of other tests), so the cases that need a fork run in a fresh interpreter:
+each ``_case_*`` function is called there by its ``test_*`` twin through ``_fresh``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import textsieve
+import textsieve.forking as forking
+from textsieve.core import extract_source
+from textsieve.options import Options
+from textsieve.source import Source
+
+canvas = pytest.importorskip("reportlab.pdfgen.canvas")
+
+
+def _children() -> set[int]:
+    """PIDs of this process's live children (zombies included)."""
+    me = str(os.getpid())
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == me:
+                out.add(int(entry.name))
+    return out
+
+
+def _fresh(case: str, *args: str) -> None:
+    """Run ``case(*args)`` of this file in a new, single-threaded interpreter."""
+    code = "import runpy, sys; runpy.run_path(sys.argv[1])[sys.argv[2]](*sys.argv[3:])"
+    res = subprocess.run([sys.executable, "-c", code, __file__, case, *args],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+# -- share_jobs ------------------------------------------------------------------------------
+
+def test_jobs_are_shared_between_processes_and_come_back_in_order() -> None:
+    _fresh("_case_shared")
+
+
+def _case_shared() -> None:
+    before = _children()
+
+    def job(j: int) -> tuple[int, int]:
+        time.sleep(0.005)  # long enough that the child gets some of the jobs
+        return j * j, os.getpid()
+
+    assert forking.can_fork()
+    out = forking.share_jobs(job, 40, 2, timeout=30)
+    assert [r[0] for r in out] == [j * j for j in range(40)]
+    pids = {r[1] for r in out}
+    assert os.getpid() in pids and len(pids) == 2, "both processes should take jobs"
+    assert _children() <= before, "every child is reaped"
+
+
+def test_a_failing_child_costs_nothing() -> None:
+    _fresh("_case_failing_child")
+
+
+def _case_failing_child() -> None:
+    parent = os.getpid()
+
+    def job(j: int) -> int:
+        if os.getpid() != parent:
+            os._exit(3)  # the child dies mid-way (like a native crash)
+        return j + 1
+
+    assert forking.can_fork()
+    assert forking.share_jobs(job, 20, 2, timeout=30) == list(range(1, 21))
+
+
+def test_a_child_past_the_deadline_is_killed() -> None:
+    _fresh("_case_deadline")
+
+
+def _case_deadline() -> None:
+    assert forking.can_fork()
+    parent = os.getpid()
+    before = _children()
+
+    def job(j: int) -> int:
+        time.sleep(60 if os.getpid() != parent else 0.05)  # the child surely claims one
+        return j
+
+    t = time.monotonic()
+    with pytest.raises(forking.JobsTimeout):
+        forking.share_jobs(job, 10, 2, timeout=1.0)
+    assert time.monotonic() - t < 10
+    assert _children() <= before, "the stuck child is killed and reaped"
+
+
+def test_no_fork_while_other_threads_run() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not forking.can_fork()
+        pids = forking.share_jobs(lambda j: os.getpid(), 10, 2, timeout=30)
+        assert set(pids) == {os.getpid()}
+    finally:
+        stop.set()
+        other.join()
+
+
+# -- long PDFs -------------------------------------------------------------------------------
+
+def _long_pdf(path: Path, pages: int) -> Path:
+    c = canvas.Canvas(str(path))
+    for p in range(1, pages + 1):
+        y = 800
+        for line in range(40):
+            c.drawString(50, y, f"page {p} line {line} marker{p}x{line} quarterly revenue")
+            y -= 18
+        c.showPage()
+    c.save()
+    return path
+
+
+@pytest.fixture(scope="module")
+def long_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _long_pdf(tmp_path_factory.mktemp("long") / "long.pdf", 400)
+
+
+def test_parallel_pdf_equals_one_process(long_pdf: Path) -> None:
+    _fresh("_case_parallel_pdf", str(long_pdf))
+
+
+def _case_parallel_pdf(path: str) -> None:
+    long_pdf = Path(path)
+    options = Options(ocr="never")
+    serial = extract_source(Source.from_path(long_pdf), options, page_workers=1)
+    forks = []
+    real = forking._spawn
+    forking._spawn = lambda *a: forks.append(1) or real(*a)  # type: ignore[assignment]
+    parallel = extract_source(Source.from_path(long_pdf), options, page_workers=2)
+    assert forks, "a 400-page PDF should be read by two processes"
+    assert parallel.status == "ok"
+    assert parallel.text == serial.text and parallel.markdown == serial.markdown
+    assert [(p.number, p.text) for p in parallel.pages] == \
+        [(p.number, p.text) for p in serial.pages]
+    assert len(parallel.pages) == 400
+    assert "marker400x39" in parallel.pages[-1].text and "marker1x0" in parallel.pages[0].text
+
+
+def test_parallel_pdf_from_bytes(long_pdf: Path) -> None:
+    """Bytes handed to the API are in the children's memory too: no path needed."""
+    _fresh("_case_bytes", str(long_pdf))
+
+
+def _case_bytes(path: str) -> None:
+    long_pdf = Path(path)
+    forks = []
+    real = forking._spawn
+    forking._spawn = lambda *a: forks.append(1) or real(*a)  # type: ignore[assignment]
+    doc = textsieve.extract(long_pdf.read_bytes(), ocr="never", workers=2)
+    assert doc.status == "ok" and doc.metadata.page_count == 400
+    assert forks, "the API should spread a 400-page PDF over the cores"
+    assert all(f"marker{n}x0" in doc.pages[n - 1].text for n in (1, 200, 400))
+
+
+def test_short_pdf_stays_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                        ) -> None:
+    path = _long_pdf(tmp_path / "short.pdf", 12)
+    monkeypatch.setattr(forking, "_spawn", lambda *a: pytest.fail("forked for 12 pages"))
+    doc = extract_source(Source.from_path(path), Options(ocr="never"), page_workers=2)
+    assert doc.status == "ok" and len(doc.pages) == 12
+
+
+def test_cli_on_one_long_pdf_gives_every_page(long_pdf: Path) -> None:
+    """One input to the CLI: its worker may fork into the idle workers' cores."""
+    import json
+
+    res = subprocess.run([sys.executable, "-m", "textsieve.cli", "extract", "-f", "json",
+                          "-j", "2", "--ocr", "never", str(long_pdf)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    serial = extract_source(Source.from_path(long_pdf), Options(ocr="never"), page_workers=1)
+    assert doc["text"] == serial.text
