@@ -22,13 +22,13 @@ from __future__ import annotations
 import email.policy
 import re
 from dataclasses import dataclass, field
-from email.header import decode_header, make_header
 from email.message import Message
 from urllib.parse import urljoin
 
 from ..extractors.mail import (
     MAX_MIME_DEPTH,
     _fix_header,
+    _header,
     _parse,
     _payload,
     _raw_header,
@@ -65,7 +65,7 @@ def harvest(raw: bytes | Message, rules: Rules | None = None) -> Harvest:
     plains = [body for ctype, body in parts if ctype == "plain"]
     docs_all = [_HtmlPart.read(body) for ctype, body in parts if ctype == "html"]
     docs = [d for d in docs_all if d is not None]
-    subject = _decoded(msg, "Subject")
+    subject = _header(msg, "Subject") or ""
     dropped = _list_unsubscribe(msg, rules)
     pixels: list[str] = []
     for d in docs:
@@ -134,17 +134,6 @@ class _Collector:
 def _raw(msg: Message, name: str) -> str:
     value = _raw_header(msg, name)
     return _fix_header(value) if value else ""
-
-
-def _decoded(msg: Message, name: str) -> str:
-    """A header with its encoded words decoded, whatever the message's policy."""
-    value = _raw_header(msg, name)
-    if not value:
-        return ""
-    try:
-        return _fix_header(str(make_header(decode_header(value))))
-    except Exception:  # a malformed encoded word: the raw text is still informative
-        return _fix_header(value)
 
 
 def _list_unsubscribe(msg: Message, rules: Rules) -> set[str]:

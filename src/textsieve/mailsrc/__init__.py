@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from email.message import Message
 from typing import Protocol
 
-from ..extractors.mail import _fix_header, _header, _iso_date, _raw_header
+from ..extractors.mail import _header, _iso_date
 from ..model import MailRef, RawMail
 from ..options import Options
 from ..sources import SourceError
@@ -58,21 +58,9 @@ def _head(raw: bytes) -> bytes:
 
 
 def _parse_headers(raw: bytes) -> Message:
-    head = _head(raw)
-    try:
-        return email.parser.BytesHeaderParser(policy=email.policy.default).parsebytes(head)
-    except Exception:  # the modern policy gave up: the lenient legacy one rarely does
-        return email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(head)
-
-
-def _value(msg: Message, name: str) -> str | None:
-    """A header's text. Without encoded words the raw value is the text (whitespace folded,
-    stray 8-bit bytes decoded): the modern header registry would cost 80% of listing a
-    mailbox for nothing; with them, the mail extractor's decoding (and its fallbacks)."""
-    raw = _raw_header(msg, name)
-    if raw is None or "=?" in raw:
-        return None if raw is None else _header(msg, name)
-    return _fix_header(raw)
+    """compat32: values stay raw; ``_header`` decodes the few we keep (the modern header
+    registry would cost most of the time of listing a mailbox for nothing)."""
+    return email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(_head(raw))
 
 
 def mail_ref(raw: bytes, source: str, *, labels: tuple[str, ...] = (), uid: str | None = None,
@@ -83,15 +71,15 @@ def mail_ref(raw: bytes, source: str, *, labels: tuple[str, ...] = (), uid: str 
     mail seen again (another run, another source) is still recognised as the same.
     """
     msg = _parse_headers(raw)
-    mid = _value(msg, "Message-ID")
+    mid = _header(msg, "Message-ID")
     if not mid or not mid.strip("<> "):
         mid = "sha1:" + hashlib.sha1(raw).hexdigest()
     return MailRef(
         source=source,
         message_id=mid.strip(),
-        date=_iso_date(_value(msg, "Date")) or fallback_date,
-        sender=_value(msg, "From") or None,
-        subject=_value(msg, "Subject") or None,
+        date=_iso_date(_header(msg, "Date")) or fallback_date,
+        sender=_header(msg, "From") or None,
+        subject=_header(msg, "Subject") or None,
         labels=labels,
         uid=uid,
     )
