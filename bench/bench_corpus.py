@@ -46,7 +46,7 @@ CORPUS = ROOT.parent / "shared" / "data" / "dev-corpus"
 EXPECTATIONS = ROOT / "tests" / "corpus_expectations.tsv"
 OUT = ROOT / "bench" / "out"
 PEERS_PY = ROOT / "bench" / ".peers" / "venv" / "bin" / "python"
-TOOLS = ("textsieve", "markitdown", "kreuzberg", "extractous")
+TOOLS = ("textsieve", "textsieve-no-ocr", "markitdown", "kreuzberg", "extractous")
 CLI_ROW = "textsieve CLI -j2"
 SPACES = re.compile(r"\s+")
 
@@ -56,11 +56,11 @@ SPACES = re.compile(r"\s+")
 Extract = Callable[[str], tuple[str, str]]
 
 
-def _textsieve() -> Extract:
+def _textsieve(ocr: str = "auto") -> Extract:
     import textsieve
 
     def run(path: str) -> tuple[str, str]:
-        doc = textsieve.extract(path)
+        doc = textsieve.extract(path, ocr=ocr)
         text = "\n".join(filter(None, (doc.title, doc.full_text())))
         if doc.status != "ok":
             kind = doc.error.kind if doc.error else doc.status
@@ -105,6 +105,9 @@ def _extractous() -> Extract:
 
 FACTORIES: dict[str, Callable[[], Extract]] = {
     "textsieve": _textsieve, "markitdown": _markitdown,
+    # Like for like with the peers that do no OCR (kreuzberg, markitdown): scans and images
+    # give needs_ocr instead of text, in no time.
+    "textsieve-no-ocr": lambda: _textsieve("never"),
     "kreuzberg": _kreuzberg, "extractous": _extractous,
 }
 

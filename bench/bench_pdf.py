@@ -92,7 +92,9 @@ def raw_pypdfium2(path: Path) -> str:
 
 
 def run_textsieve(path: Path) -> str:
-    return textsieve.extract(path).text
+    # The text layer only, like every other contender: pages flagged for OCR (image-only
+    # or unmapped fonts, e.g. TAMReview) would otherwise be OCRed, which is bench_ocr's job.
+    return textsieve.extract(path, ocr="never").text
 
 
 def run_pdftotext(path: Path) -> str:
