@@ -137,6 +137,24 @@ def test_form_field_values() -> None:
     assert "Grace Hopper" in doc.text
 
 
+def test_form_field_on_several_pages_is_shown_once() -> None:
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf)
+    for page in (1, 2):
+        c.drawString(72, 750, f"Form page {page}")
+        c.acroForm.textfield(name="applicant", value="Grace Hopper", x=72, y=650,
+                             width=200, height=20)
+        if page == 2:
+            c.acroForm.textfield(name="city", value="Arlington", x=72, y=600,
+                                 width=200, height=20)
+        c.showPage()
+    c.save()
+    doc = textsieve.extract(buf.getvalue())
+    assert doc.status is Status.OK
+    assert doc.text.count("Grace Hopper") == 1
+    assert "Arlington" in doc.pages[1].text
+
+
 def test_attachment_becomes_child() -> None:
     import pypdfium2 as pdfium
 

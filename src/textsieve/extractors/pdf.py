@@ -75,9 +75,11 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                 any_text = True
             elif page.has_images:
                 image_only.append(i + 1)
-            # One field may have a widget on several pages: its value is shown once.
-            fields = [v for k, v in page.fields if k not in seen_fields]
-            seen_fields.update(page.fields)
+            fields = []
+            for key in page.fields:  # a field may have widgets on several pages: show once
+                if key not in seen_fields:
+                    seen_fields.add(key)
+                    fields.append(key[1])
             if fields:
                 out.preformatted("\n".join(fields))
                 any_text = True
