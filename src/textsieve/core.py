@@ -21,14 +21,10 @@ from .source import Source
 
 
 def _sha256(src: Source) -> str:
-    h = hashlib.sha256()
     if src.data_ is not None:
-        h.update(src.data_)
-    else:
-        with src.open() as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-    return h.hexdigest()
+        return hashlib.sha256(src.data_).hexdigest()
+    with src.open() as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()  # one reused buffer, no copies
 
 
 def extract_source(src: Source, options: Options, ctx: Context | None = None, *,

@@ -6,6 +6,7 @@ environment or a global instead.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, replace
 from typing import Any
@@ -77,4 +78,14 @@ class Options:
 
     @property
     def worker_count(self) -> int:
-        return self.workers if self.workers > 0 else (os.cpu_count() or 1)
+        return self.workers if self.workers > 0 else _cores()
+
+
+@functools.cache
+def _cores() -> int:
+    """Cores this process may use (its affinity mask, as a container or taskset sets it);
+    asked once, since every ``extract`` call consults it."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

@@ -16,6 +16,7 @@ from .model import Page
 
 _MD_BULLET_START = re.compile(r"^([ \t]*)([#>+\-*])(?=\s|$)", re.M)
 _MD_NUMBER_START = re.compile(r"^([ \t]*)(\d+)([.)])(?=\s|$)", re.M)
+_MD_ANY_START = re.compile(r"^[ \t]*(?:[#>+\-*]|\d+[.)])(?=\s|$)", re.M)
 _WS = re.compile(r"[ \t\u00a0]+")
 _ODD_SPACE = re.compile(r"[^\S \t\n]")  # whitespace other than space/tab/newline
 
@@ -40,6 +41,8 @@ def md_escape(text: str) -> str:
     One multi-line regex pass per block (in C), not a Python call per line: PDF pages and
     text files are thousands of lines.
     """
+    if not _MD_ANY_START.search(text):  # the common case: one scan, nothing to escape
+        return text
     text = _MD_BULLET_START.sub(r"\1\\\2", text)
     return _MD_NUMBER_START.sub(r"\1\2\\\3", text)
 

@@ -230,7 +230,9 @@ def _read_all(src: Source, ctx: Context, pdf: pdfium.PdfDocument,
         return pages
     if elapsed / first * left < _FORK_WORTH:
         return pages + [_page(pdf, i, forms) for i in range(first, n_pages)]
-    block = max(_BLOCK, -(-left // MAX_JOBS))
+    # Blocks small enough that the processes finish together (about four per process),
+    # at most _BLOCK pages; more pages than MAX_JOBS blocks hold make bigger blocks.
+    block = max(1, min(_BLOCK, left // (4 * ctx.page_workers)), -(-left // MAX_JOBS))
     blocks = [range(a, min(a + block, n_pages)) for a in range(first, n_pages, block)]
     reader = _Reader(src, ctx.options.password, pdf, forms)
     try:
@@ -270,13 +272,10 @@ def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None) 
     if not page:
         return _PageText(warning=f"page {index + 1} could not be loaded (damaged)")
     try:
-        if forms is not None:
-            c.FORM_OnAfterLoadPage(page, forms)
         text, garbled = _page_text(page)
         result = _PageText(text, md_escape(text), not text and _has_images(page), garbled)
-        if forms is not None:
+        if forms is not None:  # values are read from the fields; no form-fill page events
             result.fields = _field_values(page, forms)
-            c.FORM_OnBeforeClosePage(page, forms)
         return result
     finally:
         c.FPDF_ClosePage(page)
@@ -309,6 +308,8 @@ def _page_text(page: c.FPDF_PAGE) -> tuple[str, bool]:
 
 def _clean(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\ufffe" in text:  # the common junk (hyphen marks): str.replace is 5x a regex sub
+        text = text.replace("\ufffe", "")
     if _JUNK.search(text):
         text = _JUNK.sub("", text)
     if "\t" in text:
