@@ -114,8 +114,9 @@ def _tool_failure(tool: str, proc: Any) -> ExtractionError:
 # --------------------------------------------------------------------------------------
 
 
-def _doc_check(src: Source, doc: Document) -> None:
-    """Metadata, and ``encrypted`` when the FIB says so (fEncrypted, bit 0 of byte 0x0B)."""
+def _doc_check(src: Source, ctx: Context, doc: Document) -> Source:
+    """Metadata, and the file to read: decrypted when the FIB says it is encrypted
+    (fEncrypted, bit 0 of byte 0x0B); ``encrypted`` when no password opens it."""
     with _ole(src, "Word") as ole:
         ole_metadata(ole, doc)
         if not ole.exists("WordDocument"):
@@ -124,7 +125,10 @@ def _doc_check(src: Source, doc: Document) -> None:
     if len(fib) < 12:
         raise ExtractionError(ErrorKind.CORRUPT, "Word file information block is truncated")
     if fib[0x0B] & 0x01:
-        raise ExtractionError(ErrorKind.ENCRYPTED, "Word document is password-protected")
+        from .encrypted import decrypt_legacy
+
+        return decrypt_legacy(src, ctx, doc, "Word document")
+    return src
 
 
 _TABLE_ROW = re.compile(r"^\|.*\|$")
@@ -162,7 +166,7 @@ def _emit_tool_text(text: str, out: Builder) -> None:
 
 def _run_doc_tool(src: Source, ctx: Context, doc: Document, out: Builder,
                   args: list[str]) -> None:
-    _doc_check(src, doc)
+    src = _doc_check(src, ctx, doc)
     with _as_path(src) as path:
         proc = ctx.run_tool([*args, path])
     text = proc.stdout.decode("utf-8", "replace")
@@ -325,14 +329,31 @@ def _ppt_slides(stream: bytes, current_user: bytes) -> list[list[str]]:
     return pages
 
 
+def _ppt_encrypted(ole: Any) -> bool:
+    """The Current User header token says so (a decrypted copy keeps its EncryptedSummary
+    stream but gets the plain token); without a token, the EncryptedSummary stream."""
+    current = ole.openstream("Current User").read(16) if ole.exists("Current User") else b""
+    if len(current) >= 16:
+        return struct.unpack_from("<I", current, 12)[0] == _HEADER_TOKEN_ENCRYPTED
+    return bool(ole.exists("EncryptedSummary"))
+
+
+def _ppt_open(src: Source, ctx: Context, doc: Document) -> Source:
+    """The file to read: decrypted first if it is password-protected."""
+    with _ole(src, "PowerPoint") as ole:
+        encrypted = _ppt_encrypted(ole)
+    if not encrypted:
+        return src
+    from .encrypted import decrypt_legacy
+
+    return decrypt_legacy(src, ctx, doc, "PowerPoint file")
+
+
 def _ppt_check(ole: Any) -> bytes:
-    """The 'PowerPoint Document' stream; ``encrypted`` for password-protected files."""
-    if ole.exists("EncryptedSummary"):
+    """The Current User stream; ``corrupt`` without a 'PowerPoint Document' stream."""
+    if _ppt_encrypted(ole):  # decryption did not clear it: do not read scrambled records
         raise ExtractionError(ErrorKind.ENCRYPTED, "PowerPoint file is password-protected")
     current = ole.openstream("Current User").read(4096) if ole.exists("Current User") else b""
-    if len(current) >= 16 and struct.unpack_from("<I", current, 12)[0] == \
-            _HEADER_TOKEN_ENCRYPTED:
-        raise ExtractionError(ErrorKind.ENCRYPTED, "PowerPoint file is password-protected")
     if not ole.exists("PowerPoint Document"):
         raise ExtractionError(ErrorKind.CORRUPT, "no 'PowerPoint Document' stream")
     return current
@@ -343,6 +364,7 @@ _MASTER_PROMPT = re.compile(r"^Click to edit (the )?Master .*", re.I)
 
 def extract_ppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """PowerPoint 97-2003 from its records: one page per slide, in presentation order."""
+    src = _ppt_open(src, ctx, doc)
     with _ole(src, "PowerPoint") as ole:
         ole_metadata(ole, doc, pages_attr="slides")
         current = _ppt_check(ole)
@@ -373,6 +395,7 @@ def _ppt95(data: bytes, out: Builder) -> None:
 
 def extract_ppt_catppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """catppt as a second opinion when the record parser finds nothing."""
+    src = _ppt_open(src, ctx, doc)
     with _ole(src, "PowerPoint") as ole:
         ole_metadata(ole, doc, pages_attr="slides")
         _ppt_check(ole)

@@ -31,8 +31,10 @@ Cell = int | float | str | bool | dt.date | dt.datetime | dt.time | dt.timedelta
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """Every sheet in workbook order (hidden ones too): a heading, then its table."""
     head = src.head(8)
-    if head == _OLE_MAGIC:
-        _refuse_encrypted_xls(src, ctx)
+    if head == _OLE_MAGIC and _encrypted_xls(src):
+        from .encrypted import decrypt_legacy
+
+        src = decrypt_legacy(src, ctx, doc, "workbook")
     elif head[:2] in _BIFF_BOF and head[2:4] in (b"\x04\x00", b"\x06\x00"):
         _extract_old_biff(src.read(), doc, out)
         return
@@ -141,7 +143,7 @@ def _open(src: Source, ctx: Context) -> pc.CalamineWorkbook:
             return pc.CalamineWorkbook.from_path(str(src.path))
         return pc.CalamineWorkbook.from_filelike(io.BytesIO(src.read()))
     except pc.PasswordError as exc:
-        raise ExtractionError(ErrorKind.ENCRYPTED, _encrypted_msg(ctx)) from exc
+        raise ExtractionError(ErrorKind.ENCRYPTED, "password-protected workbook") from exc
     except (pc.CalamineError, OSError, ValueError) as exc:
         raise _map_error(exc) from exc
 
@@ -168,13 +170,7 @@ def _map_error(exc: Exception) -> ExtractionError:
     return ExtractionError(ErrorKind.CORRUPT, f"damaged spreadsheet: {msg}")
 
 
-def _encrypted_msg(ctx: Context) -> str:
-    if ctx.options.password:
-        return "password-protected workbook; decrypting it is not supported"
-    return "password-protected workbook"
-
-
-def _refuse_encrypted_xls(src: Source, ctx: Context) -> None:
+def _encrypted_xls(src: Source) -> bool:
     """BIFF8 with a FILEPASS record: cells are RC4/XOR-scrambled and calamine would
     either fail with a misleading codepage error or return garbage."""
     import olefile
@@ -183,18 +179,19 @@ def _refuse_encrypted_xls(src: Source, ctx: Context) -> None:
         with src.open() as f, olefile.OleFileIO(f) as ole:
             stream = next((s for s in ("Workbook", "Book") if ole.exists(s)), None)
             if stream is None:
-                return
+                return False
             data = ole.openstream(stream).read(1 << 18)
     except Exception:  # a damaged container is calamine's to judge
-        return
+        return False
     pos = 0
     while pos + 4 <= len(data):
         rtype, rlen = struct.unpack_from("<HH", data, pos)
         if rtype == _BIFF_FILEPASS:
-            raise ExtractionError(ErrorKind.ENCRYPTED, _encrypted_msg(ctx))
+            return True
         if rtype == _BIFF_EOF:
-            return
+            return False
         pos += 4 + rlen
+    return False
 
 
 # -- values as a person sees them ------------------------------------------------------
