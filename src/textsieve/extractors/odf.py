@@ -18,7 +18,8 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, render_text
 from ..source import Source
 from . import Context
-from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
+from ._xml import local, read_xml, read_xml_lenient
+from .odfcrypt import open_plain
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
@@ -306,16 +307,6 @@ def _int(v: str | None, default: int) -> int:
 # -- package --------------------------------------------------------------------------
 
 
-def _check_encrypted(zf: zipfile.ZipFile, ctx: Context) -> None:
-    if "META-INF/manifest.xml" not in zf.NameToInfo:
-        return
-    manifest = read_member(zf, "META-INF/manifest.xml", ctx, limit=8 << 20)
-    if b"encryption-data" in manifest:
-        msg = ("password-protected OpenDocument file" if ctx.options.password is None else
-               "password-protected OpenDocument file (decryption is not supported)")
-        raise ExtractionError(ErrorKind.ENCRYPTED, msg)
-
-
 def _meta(zf: zipfile.ZipFile, ctx: Context, doc: Document) -> None:
     try:
         root = read_xml(zf, "meta.xml", ctx)
@@ -354,8 +345,7 @@ def _meta(zf: zipfile.ZipFile, ctx: Context, doc: Document) -> None:
 
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    with open_zip(src) as zf:
-        _check_encrypted(zf, ctx)
+    with open_plain(src, ctx, doc) as zf:  # decrypted first if password-protected
         if "content.xml" not in zf.NameToInfo:
             raise ExtractionError(ErrorKind.CORRUPT, "not a complete OpenDocument: no content.xml")
         root = read_xml(zf, "content.xml", ctx)

@@ -38,6 +38,10 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     elif head[:2] in _BIFF_BOF and head[2:4] in (b"\x04\x00", b"\x06\x00"):
         _extract_old_biff(src.read(), doc, out)
         return
+    elif head[:2] == b"PK" and "opendocument" in (doc.mime_type or ""):
+        from .odfcrypt import plain_source
+
+        src = plain_source(src, ctx, doc)  # a password-protected ODS: decrypted
     wb = _open(src, ctx)
     names: list[str] = []
     hidden: list[str] = []
