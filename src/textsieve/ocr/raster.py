@@ -23,7 +23,10 @@ from . import PageOcr, engine
 if TYPE_CHECKING:
     from PIL import Image
 
-MAX_PAGE_PIXELS = 60_000_000  # a 300 dpi A2 page; larger pages are rendered at lower dpi
+# A 300 dpi tabloid (11x17 in) page, A3 at 250 dpi. Larger pages are rendered at a lower
+# dpi (their type is large too): OCR needs ~12 bytes per pixel in all, so this bounds one
+# page's OCR to ~300 MB where an 81-megapixel poster scan took 640 MB.
+MAX_PAGE_PIXELS = 25_000_000
 MIN_IMAGE_SIDE = 1200  # images smaller than this (and of unknown or low dpi) are upscaled
 TRUST_OSD = 5.0  # tesseract's orientation confidence above which we take its word
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -86,10 +89,10 @@ def _native_scan(page: Any, w: float, h: float) -> tuple[Image.Image, int] | Non
     left, bottom, right, top = img.get_bounds()
     if right - left < 0.97 * w or top - bottom < 0.97 * h:
         return None
-    px_w, _ = img.get_px_size()
+    px_w, px_h = img.get_px_size()
     dpi = px_w / (w / 72)
-    if not 150 <= dpi <= 600:
-        return None  # a thumbnail, or a 2400 dpi monster: render at our own resolution
+    if not 150 <= dpi <= 600 or px_w * px_h > MAX_PAGE_PIXELS:
+        return None  # a thumbnail, a 2400 dpi monster or a poster: render at our resolution
     try:
         bitmap = img.get_bitmap(render=False)
         pil = bitmap.to_pil()
