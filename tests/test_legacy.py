@@ -57,6 +57,18 @@ def test_ppt_pages_in_slide_order_and_metadata(corpus: Path) -> None:
     assert doc.metadata.page_count == 2
 
 
+def test_ppt_speaker_notes_follow_their_slide(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "ppt/poi__SampleShow.ppt")
+    assert doc.status == "ok", doc.error
+    first, second = doc.pages[0].text, doc.pages[1].text
+    assert "Title of the first slide" in first and "I am the notes of the first slide" in first
+    assert "These are the notes of the 2nd slide" in second
+    assert "notes of the first" not in second
+    assert "Click to edit Master" not in doc.text  # the notes master is not a note
+    assert first.index("Title of the first slide") < first.index("Notes:") < \
+        first.index("I am the notes")
+
+
 def test_doc_metadata_from_summary_information(corpus: Path) -> None:
     doc = textsieve.extract(corpus / "doc/poi__SampleDoc.doc")
     assert doc.title == "Test Document"

@@ -194,6 +194,8 @@ def extract_doc_catdoc(src: Source, ctx: Context, doc: Document, out: Builder) -
 _RT_DOCUMENT = 0x03E8
 _RT_SLIDE = 0x03EE
 _RT_SLIDE_PERSIST = 0x03F3
+_RT_NOTES = 0x03F0
+_RT_NOTES_ATOM = 0x03F1
 _RT_TEXT_HEADER = 0x0F9F
 _RT_TEXT_CHARS = 0x0FA0
 _RT_TEXT_BYTES = 0x0FA8
@@ -292,8 +294,9 @@ def _container_at(stream: bytes, offset: int | None, rtype: int) -> tuple[int, i
     return offset + 8, min(offset + 8 + length, len(stream))
 
 
-def _ppt_slides(stream: bytes, current_user: bytes) -> list[list[str]]:
-    """Text blocks per slide, in slide order: outline text plus the slide's own text boxes."""
+def _ppt_slides(stream: bytes, current_user: bytes) -> list[tuple[list[str], list[str]]]:
+    """(text blocks, speaker notes) per slide, in slide order: outline text plus the
+    slide's own text boxes; notes from the notes pages that point at the slide."""
     persist, doc_ref = _persist_directory(stream, current_user)
     doc_span = _container_at(stream, persist.get(doc_ref) if doc_ref is not None else None,
                              _RT_DOCUMENT)
@@ -303,30 +306,59 @@ def _ppt_slides(stream: bytes, current_user: bytes) -> list[list[str]]:
     if doc_span is None:
         raise ExtractionError(ErrorKind.CORRUPT, "no PowerPoint document record found")
     budget = [_MAX_RECORDS]
-    slides: list[tuple[int | None, list[str]]] = []
+    # (persist id, slide id, blocks): SlidePersistAtom = persistIdRef, flags, texts, slideId
+    slides: list[tuple[int | None, int | None, list[str]]] = []
+    notes_refs: list[int] = []
     for rtype, inst, body, length in _records(stream, *doc_span):
-        if rtype != _RT_SLWT or inst != 0:
-            continue  # instance 0 is the slides' list (1: masters, 2: notes)
+        if rtype != _RT_SLWT or inst not in (0, 2):
+            continue  # instance 0 lists the slides, 2 the notes pages (1: masters)
         for t, _i, b, n in _walk(stream, body, body + length, budget):
             if t == _RT_SLIDE_PERSIST and n >= 4:
-                slides.append((struct.unpack_from("<I", stream, b)[0], []))
-            elif slides and (text := _text_of(stream, t, b, n)) is not None:
-                slides[-1][1].append(text)
-    pages: list[list[str]] = []
-    for ref, blocks in slides:
+                ref = struct.unpack_from("<I", stream, b)[0]
+                if inst == 2:
+                    notes_refs.append(ref)
+                else:
+                    sid = struct.unpack_from("<I", stream, b + 12)[0] if n >= 16 else None
+                    slides.append((ref, sid, []))
+            elif inst == 0 and slides and (text := _text_of(stream, t, b, n)) is not None:
+                slides[-1][2].append(text)
+    pages: list[tuple[list[str], list[str]]] = []
+    for ref, _sid, blocks in slides:
         span = _container_at(stream, persist.get(ref) if ref is not None else None, _RT_SLIDE)
         if span is not None:
             for t, _i, b, n in _walk(stream, *span, budget):
                 if (text := _text_of(stream, t, b, n)) is not None:
                     blocks.append(text)
-        pages.append(blocks)
+        pages.append((blocks, []))
     if not slides:  # no slide list: every slide container in the stream, in stream order
         for t, _i, b, n in _records(stream, 0, len(stream)):
             if t == _RT_SLIDE:
                 page = [x for tt, _ii, bb, nn in _walk(stream, b, b + n, budget)
                         if (x := _text_of(stream, tt, bb, nn)) is not None]
-                pages.append(page)
+                pages.append((page, []))
+        return pages
+    by_id = {sid: i for i, (_r, sid, _b) in enumerate(slides) if sid is not None}
+    for ref in notes_refs:
+        owner, texts = _ppt_notes(stream, persist.get(ref), budget)
+        if owner in by_id and texts:
+            pages[by_id[owner]][1].extend(texts)
     return pages
+
+
+def _ppt_notes(stream: bytes, offset: int | None, budget: list[int]
+               ) -> tuple[int | None, list[str]]:
+    """(slide id it belongs to, its text) of one notes page (NotesContainer)."""
+    span = _container_at(stream, offset, _RT_NOTES)
+    if span is None:
+        return None, []
+    owner: int | None = None
+    texts: list[str] = []
+    for t, _i, b, n in _walk(stream, *span, budget):
+        if t == _RT_NOTES_ATOM and n >= 4 and owner is None:
+            owner = struct.unpack_from("<I", stream, b)[0]
+        elif (text := _text_of(stream, t, b, n)) is not None and text.strip() not in ("", "*"):
+            texts.append(text)  # "*" is the slide-number field of the notes page
+    return owner, texts
 
 
 def _ppt_encrypted(ole: Any) -> bool:
@@ -379,10 +411,15 @@ def extract_ppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         raise ExtractionError(ErrorKind.CORRUPT, f"damaged PowerPoint records: {exc}") from exc
     # Slides without any text (pictures, empty tables) are a real, empty result.
     doc.metadata.page_count = len(pages)
-    for number, blocks in enumerate(pages, 1):
+    for number, (blocks, notes) in enumerate(pages, 1):
         out.start_page(number)
         for text in blocks:
             if not _MASTER_PROMPT.match(text.strip()):
+                out.paragraph(text)
+        notes = [t for t in notes if not _MASTER_PROMPT.match(t.strip())]
+        if notes:  # as for PPTX: the speaker notes follow the slide, on its page
+            out.paragraph("Notes:")
+            for text in notes:
                 out.paragraph(text)
 
 
