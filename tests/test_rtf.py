@@ -66,6 +66,22 @@ def test_table_fields_info_and_skipped_destinations() -> None:
     assert "| alpha | 42 |" in doc.markdown
 
 
+def test_headers_and_footers_once_around_the_body() -> None:
+    data = _rtf(
+        r"{\fonttbl{\f0 Arial;}}"
+        r"{\header\pard Company Confidential\par}"
+        r"{\footerr\pard Page {\field{\*\fldinst PAGE}{\fldrslt 1}}\par}"
+        r"\pard First section body.\par\sect"
+        r"{\header\pard Company Confidential\par}"  # the next section repeats it
+        r"{\footer\pard\trowd\cellx1000\cellx2000\intbl Left\cell Right\cell\row}"
+        r"\pard Second {\b section} body.\par"
+    )
+    doc = textsieve.extract(data)
+    paras = [p for p in doc.text.split("\n\n") if p.strip()]
+    assert paras == ["Company Confidential", "First section body.", "Second section body.",
+                     "Page 1", "Left Right"], paras
+
+
 def test_control_symbols_and_binary_skip() -> None:
     data = (rb"{\rtf1\ansi a\~b\_c \{braces\} back\\slash \emdash{\bin6 }{\x\'}z\par}")
     text = rtf_to_text(data)  # \bin's 6 raw bytes (braces, a backslash) are skipped unread

@@ -26,6 +26,10 @@ from ..source import Source
 from ..textcodec import decode, normalize_charset
 from . import Context
 
+# Output version (archives re-extract what an older one made): 2 = PPT speaker notes,
+# encrypted DOC/PPT opened with the default password.
+VERSION = 2
+
 # --------------------------------------------------------------------------------------
 # OLE helpers
 # --------------------------------------------------------------------------------------

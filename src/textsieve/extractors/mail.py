@@ -29,6 +29,10 @@ from ..source import Source
 from ..textcodec import decode, normalize_charset
 from . import Context
 
+# Output version (archives re-extract what an older one made): 2 = header block from the
+# raw headers (display names unquoted, original Date text).
+VERSION = 2
+
 MAX_MIME_DEPTH = 40
 _HEADERS = (("From", "from"), ("To", "to"), ("Cc", "cc"), ("Date", "date"),
             ("Subject", "subject"))

@@ -20,6 +20,9 @@ from ..source import Source
 from ..textcodec import normalize_charset
 from . import Context
 
+# Output version (archives re-extract what an older one made): 2 = headers and footers.
+VERSION = 2
+
 _TOKEN = re.compile(
     rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?"  # 1, 2: control word + parameter
     rb"|\\'([0-9a-fA-F]{2})"  # 3: hex byte
@@ -35,13 +38,16 @@ _TOKEN = re.compile(
 _SKIP = frozenset({
     "fonttbl", "colortbl", "stylesheet", "info", "pict", "object", "objdata", "objclass",
     "themedata", "colorschememapping", "datastore", "latentstyles", "listtable",
-    "listoverridetable", "rsidtbl", "generator", "xmlnstbl", "mmathPr", "fldinst", "header",
-    "headerl", "headerr", "headerf", "footer", "footerl", "footerr", "footerf", "pntext",
+    "listoverridetable", "rsidtbl", "generator", "xmlnstbl", "mmathPr", "fldinst", "pntext",
     "pntxta", "pntxtb", "listtext", "filetbl", "revtbl", "bkmkstart", "bkmkend", "nonshppict",
     "sp", "sn", "sv", "txfieldtext", "formfield", "ffdeftext", "userprops", "docvar", "template",
     "fchars", "lchars", "wgrffmtfilter", "pgdsctbl", "protusertbl", "operator", "company",
     "category", "comment", "doccomm", "hlinkbase", "passwordhash",
 })
+# Page headers and footers: kept apart and shown once each, headers before the body and
+# footers after it (as for DOCX), not wherever the section put them.
+_STORIES = {**dict.fromkeys(("header", "headerl", "headerr", "headerf"), "header"),
+            **dict.fromkeys(("footer", "footerl", "footerr", "footerf"), "footer")}
 # \* destinations we do read.
 _STAR_KEEP = frozenset({"shppict", "shpinst", "shptxt"})
 _INFO = {"title": "title", "author": "author", "subject": "subject", "keywords": "keywords"}
@@ -105,6 +111,8 @@ class _Converter:
         self.info: dict[str, list[str]] = {}
         self.dates: dict[str, dict[str, int]] = {}
         self.skip_chars = 0
+        self.stories: dict[str, list[str]] = {"header": [], "footer": []}
+        self.outer_pieces: list[list[str]] = []  # the body paragraph a story interrupted
 
     # -- text ---------------------------------------------------------------------------
     def flush_bytes(self) -> None:
@@ -132,6 +140,11 @@ class _Converter:
     def end_paragraph(self) -> None:
         text = "".join(self.pieces)
         self.pieces.clear()
+        story = self.stories.get(self.state.dest)
+        if story is not None:  # a header/footer paragraph (its tables read as lines)
+            if text.strip():
+                story.append(text.replace("\t", " "))
+            return
         if self.intbl:
             self.pieces.append(text + "\n")
             return
@@ -140,10 +153,16 @@ class _Converter:
             self.blocks.append(("p", text))
 
     def end_cell(self) -> None:
+        if self.state.dest in self.stories:  # a table in a header: its cells on one line
+            self.pieces.append(" ")
+            return
         self.cells.append("".join(self.pieces).strip())
         self.pieces.clear()
 
     def end_row(self) -> None:
+        if self.state.dest in self.stories:
+            self.end_paragraph()
+            return
         if self.pieces and "".join(self.pieces).strip():
             self.end_cell()
         self.pieces.clear()
@@ -158,6 +177,13 @@ class _Converter:
         if self.rows:
             self.blocks.append(("t", self.rows))
             self.rows = []
+
+    def end_story(self, kind: str) -> None:
+        """A header/footer group closed: its last paragraph, then back to the body."""
+        text = "".join(self.pieces)
+        if text.strip():
+            self.stories[kind].append(text.replace("\t", " "))
+        self.pieces = self.outer_pieces.pop() if self.outer_pieces else []
 
     # -- control words ------------------------------------------------------------------
     def word(self, name: str, arg: int | None, group_start: bool, star: bool) -> None:
@@ -175,6 +201,12 @@ class _Converter:
                 return
             if name in _SKIP or (star and name not in _STAR_KEEP):
                 st.skip = True
+                return
+            if name in _STORIES and not st.skip and st.dest not in _STORIES:
+                self.flush_bytes()
+                self.outer_pieces.append(self.pieces)
+                self.pieces = []
+                st.dest = _STORIES[name]
                 return
         if self.skip_chars and name not in ("u", "par", "cell", "row"):
             self.skip_chars -= 1
@@ -295,7 +327,10 @@ class _Converter:
                     group_start, star = True, False
                 else:
                     if self.stack:
+                        closing = self.state.dest
                         self.state = self.stack.pop()
+                        if closing in _STORIES.values() and self.state.dest != closing:
+                            self.end_story(closing)
                     group_start = star = False
         self.flush_bytes()
         self.end_paragraph()
@@ -333,11 +368,15 @@ def convert(data: bytes) -> tuple[list[tuple[str, object]], dict[str, str]]:
         data = _BARE_HEX.sub(rb"\\'\1", data)
     conv = _Converter()
     conv.run(data)
+    # Each distinct header/footer text once: every section repeats them.
+    head = [("p", t) for t in dict.fromkeys(x.strip() for x in conv.stories["header"])]
+    foot = [("p", t) for t in dict.fromkeys(x.strip() for x in conv.stories["footer"])]
+    blocks = head + conv.blocks + foot
     meta = {k: _fix_surrogates("".join(v)).strip() for k, v in conv.info.items()}
     for name, parts in conv.dates.items():
         if iso := _iso_date(parts):
             meta[_DATES[name]] = iso
-    return conv.blocks, {k: v for k, v in meta.items() if v}
+    return blocks, {k: v for k, v in meta.items() if v}
 
 
 def rtf_to_text(data: bytes) -> str:

@@ -21,6 +21,10 @@ from ..render import Builder
 from ..source import Source
 from . import Context
 
+# Output version (archives re-extract what an older one made): 2 = encrypted XLS opened
+# with Excel's default password.
+VERSION = 2
+
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BIFF_FILEPASS = 0x002F
 _BIFF_EOF = 0x000A

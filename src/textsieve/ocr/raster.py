@@ -23,10 +23,10 @@ from . import PageOcr, engine
 if TYPE_CHECKING:
     from PIL import Image
 
-# A 300 dpi tabloid (11x17 in) page, A3 at 250 dpi. Larger pages are rendered at a lower
-# dpi (their type is large too): OCR needs ~12 bytes per pixel in all, so this bounds one
-# page's OCR to ~300 MB where an 81-megapixel poster scan took 640 MB.
-MAX_PAGE_PIXELS = 25_000_000
+# A 300 dpi A3 page. Larger pages are rendered at a lower dpi (their type is large too):
+# OCR needs ~12 bytes per pixel in all, so this bounds one page's OCR to ~450 MB where an
+# 81-megapixel poster scan took 640 MB. (25 megapixels lost the small print of that poster.)
+MAX_PAGE_PIXELS = 36_000_000
 MIN_IMAGE_SIDE = 1200  # images smaller than this (and of unknown or low dpi) are upscaled
 TRUST_OSD = 5.0  # tesseract's orientation confidence above which we take its word
 _WORD = re.compile(r"[^\W\d_]{2,}")

@@ -74,11 +74,8 @@ BATCH_SECONDS = 2.0  # ... and at least one commit every this many seconds
 
 
 def _sha256(path: str) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def is_fresh(tag: str | None, options: Options) -> bool:
