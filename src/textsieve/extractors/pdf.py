@@ -229,15 +229,19 @@ def _read_all(src: Source, ctx: Context, pdf: pdfium.PdfDocument,
     first, left = len(pages), n_pages - len(pages)
     if not left:
         return pages
-    if elapsed / first * left < _FORK_WORTH:
+    work = elapsed / first * left  # seconds the rest would take here, at this rate
+    if work < _FORK_WORTH:
         return pages + [_page(pdf, i, forms) for i in range(first, n_pages)]
+    # Every process should get a fair amount of work (each opens the document again), so
+    # a 500-page file uses a handful of processes even on a machine with dozens of cores.
+    processes = max(2, min(ctx.page_workers, int(work / (_FORK_WORTH / 2))))
     # Blocks small enough that the processes finish together (about four per process),
     # at most _BLOCK pages; more pages than MAX_JOBS blocks hold make bigger blocks.
-    block = max(1, min(_BLOCK, left // (4 * ctx.page_workers)), -(-left // MAX_JOBS))
+    block = max(1, min(_BLOCK, left // (4 * processes)), -(-left // MAX_JOBS))
     blocks = [range(a, min(a + block, n_pages)) for a in range(first, n_pages, block)]
     reader = _Reader(src, ctx.options.password, pdf, forms)
     try:
-        parts = share_jobs(lambda j: reader.read(blocks[j]), len(blocks), ctx.page_workers,
+        parts = share_jobs(lambda j: reader.read(blocks[j]), len(blocks), processes,
                            timeout=ctx.options.timeout)
     except JobsTimeout as exc:
         raise ExtractionError(ErrorKind.TIMEOUT, f"reading the pages: {exc}") from exc
