@@ -76,3 +76,69 @@ def test_detect_command(folder: Path) -> None:
     r = run("detect", str(folder / "sub" / "b.csv"), str(folder / "broken.pdf"))
     assert r.returncode == 0
     assert "text/csv" in r.stdout and "application/pdf" in r.stdout
+
+
+# -- pipes and devices: read once, by everyone -------------------------------------------------
+
+def _feed_fifo(path: Path, data: bytes) -> None:
+    """Write ``data`` into a FIFO from a thread (the reader may stop early: that is fine)."""
+    import contextlib
+    import threading
+
+    def writer() -> None:
+        with contextlib.suppress(BrokenPipeError), open(path, "wb") as f:
+            f.write(data)
+
+    threading.Thread(target=writer, daemon=True).start()
+
+
+def _extract_within(seconds: float, *args: object, **kwargs: object) -> object:
+    """``textsieve.extract`` with a watchdog: a reader that blocks on an exhausted pipe
+    fails the test instead of hanging the suite."""
+    import threading
+
+    import textsieve
+
+    box: list[object] = []
+    t = threading.Thread(target=lambda: box.append(textsieve.extract(*args, **kwargs)),
+                         daemon=True)
+    t.start()
+    t.join(seconds)
+    assert box, f"extraction still blocked after {seconds} s"
+    return box[0]
+
+
+def test_fifo_path_gives_the_text(corpus: Path, tmp_path: Path) -> None:
+    """A FIFO is hashed, detected and extracted from one read (it was 'empty' before)."""
+    import os
+
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    data = (corpus / "pdf" / "pdfjs__tracemonkey.pdf").read_bytes()
+    _feed_fifo(fifo, data)
+    doc = _extract_within(60, fifo, ocr="never")
+    assert doc.status == "ok", doc.error
+    assert "Trace-based Just-in-Time" in doc.text
+    assert doc.size == len(data)
+
+
+def test_fifo_over_the_size_limit_is_too_large(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "big.fifo"
+    os.mkfifo(fifo)
+    _feed_fifo(fifo, b"x" * 300_000)
+    doc = _extract_within(60, fifo, max_file_size=100_000)
+    assert doc.error is not None and doc.error.kind == "too_large"
+
+
+def test_process_substitution_through_the_cli(corpus: Path) -> None:
+    """``textsieve extract <(curl ...)``: the worker reads the pipe the shell made."""
+    docx = corpus / "docx" / "poi__FieldCodes.docx"
+    script = f'"{sys.executable}" -m textsieve.cli extract -f json <(cat "{docx}")'
+    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "ok" and doc["mime_type"].endswith("wordprocessingml.document")
+    assert doc["text"].strip()

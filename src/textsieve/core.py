@@ -40,6 +40,7 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
     doc = Document(name=src.name)
     t0 = time.perf_counter()
     try:
+        src.settle()  # a pipe is read once, here
         doc.size = src.size
         src.check_size()
         doc.sha256 = _sha256(src)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -34,6 +35,26 @@ class Source:
     @classmethod
     def from_bytes(cls, data: bytes, name: str | None = None) -> Source:
         return cls(name=name, data_=data)
+
+    def settle(self) -> None:
+        """Read a pipe or device path (``<(curl ...)``, a FIFO, /dev/stdin) into memory now,
+        once, bounded by ``max_size``: it can be read only once, and hashing, detection and
+        the extractor must all see the same bytes (else the second reader sees nothing)."""
+        if self.data_ is not None or self.path is None:
+            return
+        try:
+            mode = self.path.stat().st_mode
+        except OSError:
+            return  # missing or unreadable: reported by whoever opens it
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return
+        limit = self.max_size
+        with open(self.path, "rb") as f:
+            data = f.read(-1 if limit is None else limit + 1)
+        if limit is not None and len(data) > limit:
+            raise ExtractionError(ErrorKind.TOO_LARGE,
+                                  f"input is more than the limit of {limit} bytes")
+        self.data_, self.path = data, None  # from now on a bytes source: nobody reopens it
 
     @property
     def size(self) -> int:

@@ -240,7 +240,10 @@ class WorkerPool:
         self._warmed = True
         mimes: set[str] = set()
         for task in list(backlog)[: 2 * self.size]:
-            if task.page is None and isinstance(task.obj, (str, os.PathLike)):
+            # Regular files only: reading the head of a pipe (``<(curl ...)``) here would
+            # steal those bytes from the worker.
+            if (task.page is None and isinstance(task.obj, (str, os.PathLike))
+                    and os.path.isfile(task.obj)):
                 with contextlib.suppress(Exception):  # a bad input is the worker's to report
                     mimes.add(detection.detect(Source.from_path(task.obj)).mime)
         for mime in mimes:
