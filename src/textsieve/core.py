@@ -8,8 +8,11 @@ status and typed error.
 from __future__ import annotations
 
 import hashlib
+import lzma
 import time
 import traceback
+import zipfile
+import zlib
 
 from . import detection as d
 from .extractors import _FALLBACK_KINDS, REGISTRY_TAG, UNSUPPORTED, Context, extractors_for
@@ -18,6 +21,10 @@ from .ocr import PageOcr, merge, ocr_pages
 from .options import Options
 from .render import Builder
 from .source import Source
+
+# Exceptions that only damaged input raises (a bad deflate stream, a ZIP that lies about
+# itself, a truncated LZMA/bz2 stream): corrupt, not a bug, even where no parser mapped it.
+_DAMAGE = (zlib.error, zipfile.BadZipFile, lzma.LZMAError)
 
 
 def _sha256(src: Source) -> str:
@@ -66,10 +73,20 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
     except RecursionError:
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.CORRUPT, "structure nested too deeply to parse")
+    except _DAMAGE as exc:  # raised only by damaged data, wherever a parser met it
+        doc.status = Status.ERROR
+        doc.error = ErrorInfo(ErrorKind.CORRUPT, f"damaged data: {type(exc).__name__}: {exc}")
     except Exception as exc:  # a parser bug or an unexpected library error: record it
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
         doc.warnings.append(traceback.format_exc(limit=6))
+    except BaseException as exc:
+        # A Rust parser (calamine) that panics on damaged data raises pyo3's PanicException,
+        # a BaseException: the input's damage, and it must not escape to the caller.
+        if type(exc).__name__ != "PanicException":
+            raise
+        doc.status = Status.ERROR
+        doc.error = ErrorInfo(ErrorKind.CORRUPT, f"the parser gave up on damaged data: {exc}")
     doc.timings["total"] = time.perf_counter() - t0
     return doc
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import re
 import zipfile
+import zlib
 from typing import TYPE_CHECKING
 
 from lxml import etree
@@ -28,7 +29,7 @@ _RECOVER = etree.XMLParser(recover=True, **_OPTS)  # type: ignore[arg-type]
 # lxml refuses `<?xml version="1.1"?>`; the 1.0 grammar reads such files fine in practice.
 _XML11 = re.compile(rb"^(\xef\xbb\xbf)?(\s*<\?xml\s+version\s*=\s*[\"'])1\.1([\"'])")
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
-               KeyError, RuntimeError, NotImplementedError, IndexError)
+               KeyError, RuntimeError, NotImplementedError, IndexError, zlib.error)
 
 
 def parse_xml(data: bytes, *, recover: bool = False) -> etree._Element:

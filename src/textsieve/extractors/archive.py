@@ -194,18 +194,21 @@ _Opener = Callable[[zipfile.ZipInfo, "bytes | None"], IO[bytes]]
 
 
 def extract_zip(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    try:
-        with ExitStack() as stack:
-            f = stack.enter_context(src.open())
+    with ExitStack() as stack:
+        f = stack.enter_context(src.open())
+        try:
             zf = stack.enter_context(zipfile.ZipFile(f))
-            if zf.comment:
-                doc.metadata.extra["comment"] = decode(zf.comment)[0].strip()
-            _zip_members(zf.infolist(), lambda i, pwd: zf.open(i, pwd=pwd), ctx, doc,
-                         legacy=_UnzipTool(src, ctx, stack))
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-        if not _recover(src, ctx, doc):
-            raise ExtractionError(ErrorKind.CORRUPT,
-                                  f"not a readable ZIP archive: {exc}") from exc
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            # No usable central directory (cut short, or damaged into nonsense such as
+            # "zip file version 16.2"): the members may still be read from local headers.
+            if not _recover(src, ctx, doc):
+                raise ExtractionError(ErrorKind.CORRUPT,
+                                      f"not a readable ZIP archive: {exc}") from exc
+            return
+        if zf.comment:
+            doc.metadata.extra["comment"] = decode(zf.comment)[0].strip()
+        _zip_members(zf.infolist(), lambda i, pwd: zf.open(i, pwd=pwd), ctx, doc,
+                     legacy=_UnzipTool(src, ctx, stack))
 
 
 class _UnzipTool:
@@ -324,6 +327,8 @@ def _recover(src: Source, ctx: Context, doc: Document) -> bool:
         raw_name = data[pos + 30:pos + 30 + nlen]
         info = zipfile.ZipInfo(raw_name.decode("utf-8" if flags & 0x800 else "cp437",
                                                "replace"))
+        if not info.filename:  # no name, or one that starts with NUL (ZipInfo cuts there)
+            info.filename = info.orig_filename = f"member-{len(infos) + 1}"
         info.flag_bits, info.compress_type, info.extra = flags, method, data[
             pos + 30 + nlen:pos + 30 + nlen + elen]
         info.header_offset = pos + 30 + nlen + elen  # here: where the data starts
@@ -356,7 +361,7 @@ def _recover(src: Source, ctx: Context, doc: Document) -> bool:
 
 def _zip_skip(info: zipfile.ZipInfo) -> bool:
     """Directories, symlinks, devices and macOS resource forks carry no document."""
-    if info.is_dir() or info.filename.startswith(_MAC_JUNK):
+    if not info.filename or info.is_dir() or info.filename.startswith(_MAC_JUNK):
         return True
     mode = info.external_attr >> 16
     return info.create_system == 3 and stat.S_IFMT(mode) not in (0, stat.S_IFREG)

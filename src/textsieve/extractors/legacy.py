@@ -107,6 +107,21 @@ def _as_path(src: Source) -> Iterator[str]:
             os.unlink(name)
 
 
+def _run_text_tool(ctx: Context, args: list[str], size: int) -> Any:
+    """antiword/catdoc/catppt read ~50 MB/s, but a damaged file can send catdoc into an
+    endless loop: allow 10 s plus 1 s per MB (at most ``tool_timeout``), and call a tool
+    that overruns that a failure to read the file, so the next reader gets its turn and
+    re-runs do not wait for it again (a timeout would be retried on every run)."""
+    limit = min(ctx.options.tool_timeout, 10.0 + size / (1 << 20))
+    try:
+        return ctx.run_tool(args, timeout=limit)
+    except ExtractionError as exc:
+        if exc.kind is not ErrorKind.TIMEOUT:
+            raise
+        raise ExtractionError(ErrorKind.CORRUPT, f"{args[0]} hung on this file (stopped after "
+                              f"{limit:.0f} s)") from exc
+
+
 def _tool_failure(tool: str, proc: Any) -> ExtractionError:
     err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
     why = err[0][:200] if err else f"exit status {proc.returncode}"
@@ -172,7 +187,7 @@ def _run_doc_tool(src: Source, ctx: Context, doc: Document, out: Builder,
                   args: list[str]) -> None:
     src = _doc_check(src, ctx, doc)
     with _as_path(src) as path:
-        proc = ctx.run_tool([*args, path])
+        proc = _run_text_tool(ctx, [*args, path], src.size)
     text = proc.stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
         raise _tool_failure(args[0], proc)
@@ -441,7 +456,7 @@ def extract_ppt_catppt(src: Source, ctx: Context, doc: Document, out: Builder) -
         ole_metadata(ole, doc, pages_attr="slides")
         _ppt_check(ole)
     with _as_path(src) as path:
-        proc = ctx.run_tool(["catppt", "-d", "utf-8", path])
+        proc = _run_text_tool(ctx, ["catppt", "-d", "utf-8", path], src.size)
     if proc.returncode != 0:
         raise _tool_failure("catppt", proc)
     text = proc.stdout.decode("utf-8", "replace")
