@@ -543,7 +543,9 @@ def test_search_while_a_run_writes(big_tree: Path, tmp_path: Path) -> None:
                     str(big_tree / "d0" / "note0.txt")]
             assert not seen or n_top >= seen[-1]
             seen.append(n_top)
-            if cli_checks < 3 or len(seen) % 10 == 0:
+            # A CLI search costs ~0.3 s, a third of the whole run: one early, then now and
+            # then, so that the in-process snapshots stay dense while the run writes.
+            if cli_checks < 1 or len(seen) % 10 == 0:
                 p = textsieve("search", "uniq0000", "--archive", db)  # the first file
                 assert p.returncode == 0 and "note0.txt" in p.stdout, p.stderr
                 assert "locked" not in p.stderr
