@@ -24,3 +24,15 @@ def hog(src, ctx, doc, out) -> None:
     blocks = []
     while True:  # under the worker's RLIMIT_AS this ends in MemoryError
         blocks.append(bytearray(64 * 1024 * 1024))
+
+
+def hang_in_tool(src, ctx, doc, out) -> None:
+    """Like a helper program (catdoc) stuck in a loop: the worker waits on it forever.
+    The child's pid goes to a file named by the input's text, for the test to check."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    with open(src.read().decode().strip(), "w") as f:
+        f.write(str(proc.pid))
+    proc.wait()

@@ -77,3 +77,35 @@ def test_missing_file_is_a_typed_error(tmp_path: Path) -> None:
     assert doc.status is Status.ERROR and doc.error.kind is ErrorKind.NOT_FOUND
     [doc] = list(extract_many([tmp_path / "nope.pdf"], Options(workers=1)))
     assert doc.error.kind is ErrorKind.NOT_FOUND
+
+
+def test_a_killed_worker_takes_its_helper_programs_along(tmp_path: Path, faulty_text) -> None:
+    """A worker past its deadline is killed with its whole process group: a helper it
+    started (an external converter spinning on a damaged file) must not live on as an
+    orphan eating a core."""
+    import os
+
+    faulty_text("hang_in_tool")
+    pid_file = tmp_path / "helper.pid"
+    bad = tmp_path / "bad.xyz"
+    bad.write_text(str(pid_file))
+    [doc] = list(extract_many([bad], Options(timeout=2, workers=1)))
+    assert doc.error is not None and doc.error.kind is ErrorKind.TIMEOUT
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        # a zombie is gone in every way that matters (no CPU); its parent was killed
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        raise AssertionError("the helper program outlived its killed worker")

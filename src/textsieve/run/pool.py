@@ -41,6 +41,10 @@ class _Task:
 
 
 def _worker_main(conn: Connection, options: Options) -> None:
+    # Its own process group: killing a worker kills what it started too (an external tool
+    # spinning on a damaged file, forked page readers), not only the worker.
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     # The parent handles Ctrl-C; a worker must not die mid-file on the same signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A native crash is reported as a typed record; a C traceback on stderr is noise.
@@ -117,7 +121,7 @@ class WorkerPool:
 
     def _kill(self, w: _Worker) -> None:
         try:
-            w.proc.kill()
+            _kill_group(w.proc)
             w.proc.join(5)
         finally:
             w.conn.close()
@@ -321,6 +325,14 @@ class WorkerPool:
         while len(results) < len(pages):
             self._step(backlog, finished, failed)
         return [results[p] for p in pages]
+
+
+def _kill_group(proc: Any) -> None:
+    """SIGKILL a worker and its process group (the helpers it started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker leads its own group
+    with contextlib.suppress(ProcessLookupError, OSError):
+        proc.kill()  # in case setpgid failed and it is not a group leader
 
 
 def _display_name(obj: Any, name: str | None) -> str | None:
