@@ -94,6 +94,34 @@ def test_doc_that_hangs_catdoc_is_corrupt_in_bounded_time(corpus: Path) -> None:
     assert doc.error is not None and doc.error.kind == ErrorKind.CORRUPT, doc.error
 
 
+def test_damaged_property_set_does_not_spin(corpus: Path) -> None:
+    """One byte changed in Word95.doc's DocumentSummaryInformation makes a vector claim
+    billions of elements; olefile's metadata parser looped over them for minutes."""
+    data = bytearray((corpus / "doc" / "poi__Word95.doc").read_bytes())
+    data[2614] = 65
+    t = time.monotonic()
+    doc = textsieve.extract(bytes(data), isolate=True, timeout=20)  # a regression: timeout
+    assert time.monotonic() - t < 15
+    assert doc.status == "ok", doc.error
+    assert doc.text.strip()
+
+
+def test_property_set_reader_checks_every_offset() -> None:
+    from textsieve.extractors.legacy import property_set
+
+    header = struct.pack("<HHI16sI", 0xFFFE, 0, 0, bytes(16), 1) + bytes(16)
+    body = struct.pack("<II", 0, 3)  # size (unused), three properties
+    body += struct.pack("<II", 2, 8 + 3 * 8)  # title: a string just after the table
+    body += struct.pack("<II", 4, 0xFFFFFF00)  # author: an offset far past the end
+    body += struct.pack("<II", 14, 8 + 3 * 8 + 16)  # pages
+    body += struct.pack("<HHI", 0x1E, 0, 0xFFFFFFFF) + b"Title\x00\x00\x00"  # huge length
+    body += struct.pack("<HHi", 3, 0, 12)
+    data = header + struct.pack("<I", len(header) + 4) + body
+    props = property_set(data)
+    assert props == {2: b"Title", 14: 12}
+    assert property_set(data[:50]) == {} and property_set(b"") == {}
+
+
 def _mutations(corpus: Path, seed: int, per_format: int) -> list[tuple[bytes, str]]:
     rng = random.Random(seed)
     out = []

@@ -16,7 +16,7 @@ import shutil
 import struct
 import tempfile
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -72,23 +72,84 @@ def _meta_str(value: Any, codepage: Any = None) -> str | None:
     return None
 
 
+# SummaryInformation property ids (MS-OLEPS): code page, title, subject, author, keywords,
+# created, last saved, pages; DocumentSummaryInformation: slides.
+_PID_CODEPAGE, _PID_TITLE, _PID_SUBJECT, _PID_AUTHOR, _PID_KEYWORDS = 1, 2, 3, 4, 5
+_PID_CREATED, _PID_SAVED, _PID_PAGES, _PID_SLIDES = 12, 13, 14, 7
+_VT_I2, _VT_I4, _VT_LPSTR, _VT_LPWSTR, _VT_FILETIME = 2, 3, 0x1E, 0x1F, 0x40
+
+
 def ole_metadata(ole: Any, doc: Document, *, pages_attr: str = "num_pages") -> None:
-    """Title, author, dates and page/slide count from SummaryInformation (cheap, reliable)."""
-    try:
-        meta = ole.get_metadata()
-    except Exception:  # a broken property set must not lose the text
-        return
-    cp = meta.codepage
-    doc.title = doc.title or _meta_str(meta.title, cp)
+    """Title, author, dates and page/slide count from SummaryInformation (cheap, reliable).
+
+    Read by ``property_set``, not olefile's ``get_metadata``: that one trusts the element
+    counts of vector properties, and a damaged count sent it round a Python loop four
+    billion times.
+    """
+    summary = property_set(_stream(ole, "\x05SummaryInformation"))
+    extra = property_set(_stream(ole, "\x05DocumentSummaryInformation"))
+    cp = summary.get(_PID_CODEPAGE)
+    doc.title = doc.title or _meta_str(summary.get(_PID_TITLE), cp)
     m = doc.metadata
-    m.author = m.author or _meta_str(meta.author, cp)
-    m.subject = m.subject or _meta_str(meta.subject, cp)
-    m.keywords = m.keywords or _meta_str(meta.keywords, cp)
-    m.created = m.created or _iso(meta.create_time)
-    m.modified = m.modified or _iso(meta.last_saved_time)
-    count = getattr(meta, pages_attr, None)
+    m.author = m.author or _meta_str(summary.get(_PID_AUTHOR), cp)
+    m.subject = m.subject or _meta_str(summary.get(_PID_SUBJECT), cp)
+    m.keywords = m.keywords or _meta_str(summary.get(_PID_KEYWORDS), cp)
+    m.created = m.created or _iso(summary.get(_PID_CREATED))
+    m.modified = m.modified or _iso(summary.get(_PID_SAVED))
+    count = extra.get(_PID_SLIDES) if pages_attr == "slides" else summary.get(_PID_PAGES)
     if isinstance(count, int) and 0 < count < 1_000_000:
         m.page_count = count
+
+
+def _stream(ole: Any, name: str) -> bytes:
+    try:
+        return ole.openstream(name).read(1 << 20) if ole.exists(name) else b""
+    except Exception:  # a broken property set must not lose the text
+        return b""
+
+
+def property_set(data: bytes) -> dict[int, Any]:
+    """The scalar properties of the first property set in an OLE property set stream
+    (MS-OLEPS 2.21): every offset and length is checked against the data, so damage
+    costs at most one pass over a bounded number of entries."""
+    if len(data) < 48:
+        return {}
+    start = struct.unpack_from("<I", data, 44)[0]
+    if start + 8 > len(data):
+        return {}
+    count = min(struct.unpack_from("<I", data, start + 4)[0], 4096,
+                (len(data) - start - 8) // 8)
+    out: dict[int, Any] = {}
+    for i in range(count):
+        pid, rel = struct.unpack_from("<II", data, start + 8 + 8 * i)
+        pos = start + rel
+        if pos + 8 > len(data):
+            continue
+        vtype = struct.unpack_from("<H", data, pos)[0]
+        body = pos + 4
+        if vtype == _VT_I2:
+            value: Any = struct.unpack_from("<h", data, body)[0]
+            if pid == _PID_CODEPAGE:
+                value &= 0xFFFF  # 65001 (UTF-8) is stored as -535
+        elif vtype == _VT_I4:
+            value = struct.unpack_from("<i", data, body)[0]
+        elif vtype == _VT_LPSTR:
+            n = struct.unpack_from("<I", data, body)[0]
+            value = data[body + 4:body + 4 + min(n, 1 << 16)].split(b"\x00", 1)[0]
+        elif vtype == _VT_LPWSTR:
+            n = struct.unpack_from("<I", data, body)[0]
+            raw = data[body + 4:body + 4 + 2 * min(n, 1 << 15)]
+            value = raw.decode("utf-16-le", "replace").split("\x00", 1)[0]
+        elif vtype == _VT_FILETIME and body + 8 <= len(data):
+            ticks = struct.unpack_from("<Q", data, body)[0]  # 100 ns since 1601-01-01
+            try:
+                value = datetime(1601, 1, 1) + timedelta(microseconds=ticks // 10)
+            except OverflowError:
+                continue
+        else:
+            continue
+        out[pid] = value
+    return out
 
 
 @contextlib.contextmanager
