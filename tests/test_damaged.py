@@ -155,3 +155,25 @@ def test_mutated_corpus_files_get_typed_outcomes(corpus: Path) -> None:
         if doc.error is not None and doc.error.kind == ErrorKind.INTERNAL:
             bad.append((doc.name, doc.error.message))
     assert not bad, bad
+
+
+def test_cli_stderr_carries_our_error_not_library_chatter(corpus: Path, tmp_path: Path
+                                                         ) -> None:
+    """A damaged file makes calamine panic (with a Rust backtrace on stderr): the user sees
+    textsieve's one-line typed error, not the library's noise."""
+    import os
+    import subprocess
+    import sys
+
+    data = bytearray((corpus / "xlsb" / "calamine__any_sheets.xlsb").read_bytes())
+    data[9879:11427] = bytes(11427 - 9879)
+    bad = tmp_path / "damaged.xlsb"
+    bad.write_bytes(bytes(data))
+    res = subprocess.run([sys.executable, "-m", "textsieve.cli", "extract", str(bad)],
+                         capture_output=True, text=True, timeout=60, check=False,
+                         env={**os.environ, "RUST_BACKTRACE": "1"})
+    assert res.returncode == 1
+    assert "corrupt" in res.stderr
+    assert "panicked" not in res.stderr and "backtrace" not in res.stderr, res.stderr
+    assert [ln for ln in res.stderr.splitlines() if ln.strip()] == [
+        ln for ln in res.stderr.splitlines() if ln.startswith("textsieve:")], res.stderr

@@ -47,6 +47,8 @@ def _worker_main(conn: Connection, options: Options) -> None:
         os.setpgid(0, 0)
     # The parent handles Ctrl-C; a worker must not die mid-file on the same signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not os.environ.get("TEXTSIEVE_DEBUG"):
+        _quiet()
     # A native crash is reported as a typed record; a C traceback on stderr is noise.
     faulthandler.disable()
     if options.memory_limit > 0:
@@ -86,6 +88,20 @@ def _worker_main(conn: Connection, options: Options) -> None:
         except MemoryError:
             conn.send((task.key, task.page, Document.failed(
                 ErrorKind.TOO_LARGE, "result too large", name=task.name)))
+
+
+def _quiet() -> None:
+    """Damaged files make native libraries talk on stderr (leptonica's "Error in
+    boxClipToRectangle", libtiff's "Fax4Decode: Bad code word", Rust panic backtraces,
+    PIL warnings): a worker reports every problem as the document's typed error, so that
+    chatter only buries the run's own output. TEXTSIEVE_DEBUG=1 keeps it."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
 
 
 @dataclass
