@@ -71,6 +71,18 @@ def test_zip_with_a_nonsense_central_directory_is_read_from_local_headers() -> N
     assert [c.text.strip() for c in doc.children] == ["alpha member text", "bravo member text"]
 
 
+def test_damaged_encrypted_package_is_an_error_not_a_bug(corpus: Path) -> None:
+    """Bytes flipped inside an encrypted DOCX: the decrypted package's ZIP directory asks
+    for "version 15.7" and the plausibility check raised NotImplementedError."""
+    data = bytearray((corpus / "docx" / "poi__protected_agile.docx").read_bytes())
+    for offset, value in [(1459, 151), (2129, 111), (2226, 206), (2605, 152), (2620, 77),
+                          (8931, 238), (14145, 28), (17674, 182), (19283, 27)]:
+        data[offset] = value
+    doc = textsieve.extract(bytes(data))
+    assert doc.error is not None, doc.status
+    assert doc.error.kind in (ErrorKind.ENCRYPTED, ErrorKind.CORRUPT), doc.error
+
+
 def test_local_header_member_without_a_name() -> None:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:

@@ -23,8 +23,10 @@ from .render import Builder
 from .source import Source
 
 # Exceptions that only damaged input raises (a bad deflate stream, a ZIP that lies about
-# itself, a truncated LZMA/bz2 stream): corrupt, not a bug, even where no parser mapped it.
-_DAMAGE = (zlib.error, zipfile.BadZipFile, lzma.LZMAError)
+# itself, a truncated LZMA stream): corrupt, not a bug, even where no parser mapped it.
+# zipfile also says NotImplementedError for a directory that asks for "version 15.7";
+# textsieve itself never raises it.
+_DAMAGE = (zlib.error, zipfile.BadZipFile, lzma.LZMAError, NotImplementedError)
 
 
 def _sha256(src: Source) -> str:

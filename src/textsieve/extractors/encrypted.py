@@ -70,7 +70,7 @@ def _plausible(result: bytes, ooxml: bool) -> bool:
     try:
         with zipfile.ZipFile(io.BytesIO(result)) as z:
             return "[Content_Types].xml" in z.namelist()
-    except (zipfile.BadZipFile, OSError, ValueError):
+    except Exception:  # not a readable ZIP in any way ("zip file version 15.7" too)
         return False
 
 
