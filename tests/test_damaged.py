@@ -189,3 +189,26 @@ def test_cli_stderr_carries_our_error_not_library_chatter(corpus: Path, tmp_path
     assert "panicked" not in res.stderr and "backtrace" not in res.stderr, res.stderr
     assert [ln for ln in res.stderr.splitlines() if ln.strip()] == [
         ln for ln in res.stderr.splitlines() if ln.startswith("textsieve:")], res.stderr
+
+
+@pytest.mark.parametrize(("name", "start", "end"), [
+    ("xlrd__Formate.xls", 484, 3609), ("poi__chinese-provinces.xls", 1024, 4032)])
+def test_xls_that_makes_calamine_allocate_gigabytes(corpus: Path, tmp_path: Path,
+                                                     name: str, start: int, end: int) -> None:
+    """Zeroed sectors make calamine's OLE reader allocate 4-8 GB; in the caller's own
+    process the OOM killer ended it. The API reads XLS in a capped child: a typed error.
+    (Run under ``ulimit -v`` so that a regression aborts this child, not the machine.)"""
+    import subprocess
+    import sys
+
+    data = bytearray((corpus / "xls" / name).read_bytes())
+    data[start:end] = bytes(end - start)
+    bad = tmp_path / name
+    bad.write_bytes(bytes(data))
+    code = ("import sys, textsieve; d = textsieve.extract(sys.argv[1]); "
+            "print(d.status, d.error.kind if d.error else '-')")
+    res = subprocess.run(["bash", "-c", 'ulimit -v 6000000; exec "$@"', "-", sys.executable,
+                          "-c", code, str(bad)], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split() == ["error", "corrupt"], res.stdout

@@ -16,6 +16,7 @@ import zlib
 
 from . import detection as d
 from .extractors import _FALLBACK_KINDS, REGISTRY_TAG, UNSUPPORTED, Context, extractors_for
+from .forking import in_worker
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from .ocr import PageOcr, merge, ocr_pages
 from .options import Options
@@ -44,7 +45,7 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
     cores, except in a worker process (whose siblings are busy with other inputs)."""
     if ctx is None:
         if page_workers is None:
-            page_workers = 1 if _in_worker() else options.worker_count
+            page_workers = 1 if in_worker() else options.worker_count
         ctx = Context(options, defer_ocr=defer_ocr, page_workers=page_workers)
     doc = Document(name=src.name)
     t0 = time.perf_counter()
@@ -134,20 +135,13 @@ def _ocr_here(src: Source, doc: Document, options: Options, ctx: Context) -> lis
     to the API still spreads over the cores (a pool of its own); a short one, a member of
     a container, or anything inside a worker process is done right here."""
     pages: list[int] = doc.metadata.extra["ocr_pending"]
-    if len(pages) >= 3 and options.worker_count > 1 and ctx.depth == 0 and not _in_worker():
+    if len(pages) >= 3 and options.worker_count > 1 and ctx.depth == 0 and not in_worker():
         from .run.pool import WorkerPool
 
         obj = str(src.path) if src.path is not None else src.read()
         with WorkerPool(options, min(options.worker_count, len(pages))) as pool:
             return pool.ocr(obj, src.name, doc.mime_type, pages)
     return ocr_pages(src, doc.mime_type, pages, options)
-
-
-def _in_worker() -> bool:
-    """In a pool worker (a daemon process): its siblings already use the other cores."""
-    import multiprocessing
-
-    return multiprocessing.current_process().daemon
 
 
 def finish_ocr(doc: Document, results: list[PageOcr]) -> None:

@@ -41,6 +41,14 @@ class JobsTimeout(Exception):
     """A forked process did not finish its jobs before the deadline."""
 
 
+def in_worker() -> bool:
+    """In a pool worker (a daemon process): its siblings use the other cores, and its own
+    memory cap and deadline already contain a runaway parser."""
+    import multiprocessing
+
+    return multiprocessing.current_process().daemon
+
+
 def can_fork() -> bool:
     """Forking is safe here: the platform has it and this process runs one thread."""
     return hasattr(os, "fork") and threading.active_count() == 1
@@ -126,9 +134,9 @@ def _spawn(fn: Callable[[int], Any], queue: int, timeout: float) -> _Kid | None:
     return _Kid(pid, r)
 
 
-def _collect(kid: _Kid, deadline: float) -> dict[int, Any]:
-    """A child's results; {} if it failed (its jobs are redone); JobsTimeout past the
-    deadline."""
+def _collect(kid: _Kid, deadline: float) -> Any:
+    """A child's unpickled answer; {} if it failed (share_jobs redoes its jobs);
+    JobsTimeout past the deadline."""
     parts: list[bytes] = []
     while True:
         left = deadline - time.monotonic()
@@ -156,3 +164,70 @@ def _kill(kid: _Kid) -> None:
         os.waitpid(kid.pid, 0)
     os.close(kid.fd)
     kid.done = True
+
+
+class CallDied(Exception):
+    """An isolated call's process died (a native abort, a signal) before answering."""
+
+
+def call_isolated(fn: Callable[[], Any], *, timeout: float, memory: int) -> Any:
+    """``fn()`` in a forked child whose address space may grow by ``memory`` bytes at
+    most: for native parsers that trust a damaged size field and allocate gigabytes (the
+    kernel's OOM killer would take the whole caller down). Returns fn's result or raises
+    its exception; ``CallDied`` if the child died, ``JobsTimeout`` past the deadline.
+    Without fork (other threads running), ``fn()`` runs here."""
+    if not can_fork():
+        return fn()
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return fn()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(max(1, math.ceil(timeout)))
+            with contextlib.suppress(ValueError, OSError):
+                import resource
+
+                limit = _address_space() + memory
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            try:
+                answer = (True, fn())
+            except Exception as exc:  # the caller re-raises it
+                answer = (False, exc)
+            payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(w, view):]
+            code = 0
+        except BaseException:
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    kid = _Kid(pid, r)
+    try:
+        got = _collect(kid, time.monotonic() + timeout)
+    finally:
+        if not kid.done:
+            _kill(kid)
+    if not got:
+        raise CallDied("the isolated parser process died")
+    ok, value = got
+    if ok:
+        return value
+    raise value
+
+
+def _address_space() -> int:
+    """This process's current virtual size in bytes (the child's starting point)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0

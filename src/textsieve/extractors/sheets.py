@@ -16,6 +16,7 @@ from typing import Any
 
 import python_calamine as pc
 
+from ..forking import CallDied, JobsTimeout, call_isolated, in_worker
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
@@ -46,6 +47,33 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         from .odfcrypt import plain_source
 
         src = plain_source(src, ctx, doc)  # a password-protected ODS: decrypted
+    if head == _OLE_MAGIC and not in_worker():
+        _read_contained(src, ctx, doc, out)
+    else:
+        _read_workbook(src, ctx, doc, out)
+
+
+def _read_contained(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    """An XLS read in the caller's own process (the API, not a worker) goes through a
+    forked child with a memory cap: calamine's OLE reader trusts damaged sector counts and
+    allocates gigabytes, and the kernel's OOM killer would take the caller down with it."""
+    def work() -> tuple[Document, Builder]:
+        _read_workbook(src, ctx, doc, out)
+        return doc, out
+
+    try:
+        got_doc, got_out = call_isolated(work, timeout=ctx.options.timeout,
+                                         memory=ctx.options.memory_limit)
+    except CallDied as exc:
+        raise ExtractionError(ErrorKind.CORRUPT, "the spreadsheet reader died on this "
+                              "damaged workbook (an impossible size in it)") from exc
+    except JobsTimeout as exc:
+        raise ExtractionError(ErrorKind.TIMEOUT, "reading the workbook took too long") from exc
+    doc.__dict__.update(got_doc.__dict__)
+    out.__dict__.update(got_out.__dict__)
+
+
+def _read_workbook(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     wb = _open(src, ctx)
     names: list[str] = []
     hidden: list[str] = []
