@@ -42,6 +42,16 @@ def _docx_bytes() -> bytes:
     return buf.getvalue()
 
 
+def test_pdf_info_with_broken_utf16_keeps_its_text(corpus: Path) -> None:
+    """A zeroed block leaves the Info dictionary with a lone UTF-16 surrogate; pypdfium2's
+    metadata helper decoded it strictly and the whole PDF came out 'internal'."""
+    data = bytearray((corpus / "pdf" / "pdfjs__bug1937438_from_word.pdf").read_bytes())
+    data[3155:4666] = bytes(4666 - 3155)
+    doc = textsieve.extract(bytes(data), ocr="never")
+    assert doc.status == "ok", doc.error
+    assert doc.text.strip()
+
+
 def test_damaged_deflate_stream_in_a_package_is_corrupt() -> None:
     """Bytes flipped inside word/document.xml's compressed data: zlib.error, which the
     parsers did not map, came out as 'internal'."""

@@ -396,8 +396,15 @@ def _wide(fn: object, *args: object) -> str:
 
 # -- metadata ---------------------------------------------------------------------------------
 
+_INFO_KEYS = ("Title", "Author", "Subject", "Keywords", "Creator", "Producer", "CreationDate",
+              "ModDate")
+
+
 def _metadata(pdf: pdfium.PdfDocument, doc: Document) -> None:
-    info = {k: _clean(v).strip() for k, v in pdf.get_metadata_dict(skip_empty=True).items()}
+    # Read through _wide (undecodable UTF-16 is replaced): pypdfium2's own metadata helper
+    # decodes strictly and raised on a damaged Info dictionary.
+    info = {k: _clean(_wide(c.FPDF_GetMetaText, pdf.raw, k.encode("ascii"))).strip()
+            for k in _INFO_KEYS}
     md = doc.metadata
     doc.title = info.get("Title") or None
     md.author = info.get("Author") or None
