@@ -1,4 +1,6 @@
-"""Spread one document's independent jobs (blocks of pages) over forked processes.
+"""Forked helpers for work inside one document: ``share_jobs`` spreads independent jobs
+(blocks of PDF pages) over the cores; ``call_isolated`` runs one risky native call (a
+parser that may allocate gigabytes on damaged data) in a child with a memory cap.
 
 Why fork and not the worker pool: a long PDF handed to ``textsieve.extract`` should use
 every core, and a fork costs about 2 ms (the parent's parsers and the open document's
