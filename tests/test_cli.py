@@ -142,3 +142,21 @@ def test_process_substitution_through_the_cli(corpus: Path) -> None:
     doc = json.loads(res.stdout)
     assert doc["status"] == "ok" and doc["mime_type"].endswith("wordprocessingml.document")
     assert doc["text"].strip()
+
+
+def test_run_archives_a_pipe_once(corpus: Path, tmp_path: Path) -> None:
+    """``textsieve run <(curl ...)``: the pipe's bytes become one item keyed by their hash
+    (it was silently skipped: not a regular file); the same bytes again are unchanged."""
+    rtf = corpus / "rtf" / "poi__message.rtf"
+    db = tmp_path / "a.db"
+    cmd = f'"{sys.executable}" -m textsieve.cli run --archive "{db}" <(cat "{rtf}")'
+    first = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120,
+                           check=False)
+    assert first.returncode == 0, first.stderr
+    found = run("search", "Five files from Hell", "--archive", str(db))
+    assert found.returncode == 0 and "pipe:" in found.stdout, found.stdout + found.stderr
+    again = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120,
+                           check=False)
+    assert again.returncode == 0, again.stderr
+    out = again.stdout + again.stderr
+    assert "unchanged (skipped)  1" in out and "extracted            0" in out, out

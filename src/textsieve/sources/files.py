@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,11 +29,25 @@ class FileSource:
         elif os.path.isdir(spec):
             self.spec = f"dir:{os.path.abspath(spec)}"
             self._paths = lambda: self._walk(spec)
-        elif os.path.exists(spec):
+        elif os.path.isfile(spec):
             self.spec = f"file:{os.path.abspath(spec)}"
             self._paths = lambda: iter([spec])
+        elif os.path.exists(spec):  # a pipe or device named on the command line
+            self.spec = f"pipe:{spec}"
+            self._paths = lambda: iter([])
+            self._pipe = spec
         else:
             raise SourceError(f"{spec}: no such file, folder or matching glob")
+
+    def _pipe_item(self, spec: str) -> Item:
+        """``textsieve run <(curl -s URL)``: a pipe has no stable path, and it can be read
+        only once. Its bytes are the item, keyed by their hash (the same content sent
+        again is unchanged, not a new item)."""
+        with open(spec, "rb") as f:
+            data = f.read()
+        key = "pipe:" + hashlib.sha256(data).hexdigest()
+        return Item(key=key, original=spec, source=self.spec, data=data,
+                    name=Path(spec).name, size=len(data))
 
     @staticmethod
     def _walk(root: str) -> Iterator[str]:
@@ -42,7 +57,11 @@ class FileSource:
                 if not f.startswith("."):
                     yield os.path.join(dirpath, f)
 
+    _pipe: str | None = None
+
     def items(self) -> Iterator[Item]:
+        if self._pipe is not None:
+            yield self._pipe_item(self._pipe)
         for p in self._paths():
             path = os.path.abspath(p)
             if path in self.exclude or not os.path.isfile(path):
