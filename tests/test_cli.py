@@ -160,3 +160,25 @@ def test_run_archives_a_pipe_once(corpus: Path, tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     out = again.stdout + again.stderr
     assert "unchanged (skipped)  1" in out and "extracted            0" in out, out
+
+
+def test_pipe_item_reads_at_most_one_byte_past_the_limit(tmp_path: Path) -> None:
+    """An endless pipe given to ``run`` costs bounded memory, and the byte past the limit
+    makes its extraction ``too_large``, as for bytes and file objects of any kind."""
+    import os
+
+    import textsieve
+    from textsieve import Options
+    from textsieve.run.pool import extract_many
+    from textsieve.sources.files import FileSource
+
+    fifo = tmp_path / "endless.fifo"
+    os.mkfifo(fifo)
+    _feed_fifo(fifo, b"a" * 50_000)
+    [item] = list(FileSource(str(fifo), max_size=1000).items())
+    assert item.size == 1001 and len(item.data or b"") == 1001
+    assert item.key.startswith("pipe:")
+    [doc] = list(extract_many([item.data], Options(max_file_size=1000, workers=1)))
+    assert doc.error is not None and doc.error.kind == "too_large"
+    small = textsieve.extract(b"a" * 1000, max_file_size=1000)  # at the limit: fine
+    assert small.status == "ok"

@@ -39,7 +39,7 @@ def _source(obj: Input, name: str | None, options: Options):  # -> Source
     if isinstance(obj, Source):
         return obj
     if isinstance(obj, (bytes, bytearray, memoryview)):
-        return Source.from_bytes(bytes(obj), name=name)
+        return Source.from_bytes(bytes(obj), name=name, max_size=options.max_file_size)
     if isinstance(obj, (str, os.PathLike)):
         src = Source.from_path(obj, max_size=options.max_file_size)
         if name:
@@ -48,7 +48,7 @@ def _source(obj: Input, name: str | None, options: Options):  # -> Source
     if hasattr(obj, "read"):
         data = obj.read(options.max_file_size + 1)
         guessed = name or Path(getattr(obj, "name", "") or "").name or None
-        return Source.from_bytes(data, name=guessed)
+        return Source.from_bytes(data, name=guessed, max_size=options.max_file_size)
     raise TypeError(f"cannot extract from {type(obj).__name__}")
 
 

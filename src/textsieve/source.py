@@ -33,8 +33,9 @@ class Source:
         return cls(name=p.name, path=p, max_size=max_size)
 
     @classmethod
-    def from_bytes(cls, data: bytes, name: str | None = None) -> Source:
-        return cls(name=name, data_=data)
+    def from_bytes(cls, data: bytes, name: str | None = None,
+                   max_size: int | None = None) -> Source:
+        return cls(name=name, data_=data, max_size=max_size)
 
     def settle(self) -> None:
         """Read a pipe or device path (``<(curl ...)``, a FIFO, /dev/stdin) into memory now,

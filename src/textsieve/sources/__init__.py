@@ -58,4 +58,4 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
         return UrlListSource(spec[5:])
     if os.path.isfile(spec) and looks_like_url_list(spec):
         return UrlListSource(spec)
-    return FileSource(spec, exclude=exclude)
+    return FileSource(spec, exclude=exclude, max_size=(options or Options()).max_file_size)

@@ -20,9 +20,12 @@ class FileSource:
     and its journal must never be archived). Walk order is sorted, for reproducible runs.
     """
 
-    def __init__(self, spec: str, *, exclude: frozenset[str] = frozenset()) -> None:
+    def __init__(self, spec: str, *, exclude: frozenset[str] = frozenset(),
+                 max_size: int | None = None) -> None:
         self.raw = spec
         self.exclude = exclude
+        self.max_size = max_size  # for a pipe, read whole before anything else
+        self._pipe: str | None = None
         if glob.has_magic(spec) and not os.path.exists(spec):
             self.spec = f"glob:{os.path.abspath(spec)}"
             self._paths = lambda: iter(sorted(glob.glob(spec, recursive=True)))
@@ -41,10 +44,11 @@ class FileSource:
 
     def _pipe_item(self, spec: str) -> Item:
         """``textsieve run <(curl -s URL)``: a pipe has no stable path, and it can be read
-        only once. Its bytes are the item, keyed by their hash (the same content sent
-        again is unchanged, not a new item)."""
+        only once. Its bytes are the item, keyed by their hash (the same content sent again
+        is unchanged, not a new item). At most one byte past the size limit is read: the
+        extraction then records ``too_large``, as for any file."""
         with open(spec, "rb") as f:
-            data = f.read()
+            data = f.read(-1 if self.max_size is None else self.max_size + 1)
         key = "pipe:" + hashlib.sha256(data).hexdigest()
         return Item(key=key, original=spec, source=self.spec, data=data,
                     name=Path(spec).name, size=len(data))
@@ -56,8 +60,6 @@ class FileSource:
             for f in sorted(files):
                 if not f.startswith("."):
                     yield os.path.join(dirpath, f)
-
-    _pipe: str | None = None
 
     def items(self) -> Iterator[Item]:
         if self._pipe is not None:
