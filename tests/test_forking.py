@@ -149,8 +149,8 @@ def _case_parallel_pdf(path: str) -> None:
     options = Options(ocr="never")
     serial = extract_source(Source.from_path(long_pdf), options, page_workers=1)
     forks = []
-    real = forking._spawn
-    forking._spawn = lambda *a: forks.append(1) or real(*a)  # type: ignore[assignment]
+    real = forking._fork
+    forking._fork = lambda *a: forks.append(1) or real(*a)  # type: ignore[assignment]
     parallel = extract_source(Source.from_path(long_pdf), options, page_workers=2)
     assert forks, "a 400-page PDF should be read by two processes"
     assert parallel.status == "ok"
@@ -169,8 +169,8 @@ def test_parallel_pdf_from_bytes(long_pdf: Path) -> None:
 def _case_bytes(path: str) -> None:
     long_pdf = Path(path)
     forks = []
-    real = forking._spawn
-    forking._spawn = lambda *a: forks.append(1) or real(*a)  # type: ignore[assignment]
+    real = forking._fork
+    forking._fork = lambda *a: forks.append(1) or real(*a)  # type: ignore[assignment]
     doc = textsieve.extract(long_pdf.read_bytes(), ocr="never", workers=2)
     assert doc.status == "ok" and doc.metadata.page_count == 400
     assert forks, "the API should spread a 400-page PDF over the cores"
@@ -179,8 +179,12 @@ def _case_bytes(path: str) -> None:
 
 def test_short_pdf_stays_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                         ) -> None:
+    """The decision is checked where it is made (the PDF reader does not ask for readers
+    at all), so this holds whether or not this process could fork."""
+    import textsieve.extractors.pdf as pdf
+
     path = _long_pdf(tmp_path / "short.pdf", 12)
-    monkeypatch.setattr(forking, "_spawn", lambda *a: pytest.fail("forked for 12 pages"))
+    monkeypatch.setattr(pdf, "share_jobs", lambda *a, **k: pytest.fail("forked for 12 pages"))
     doc = extract_source(Source.from_path(path), Options(ocr="never"), page_workers=2)
     assert doc.status == "ok" and len(doc.pages) == 12
 

@@ -79,12 +79,12 @@ def share_jobs(fn: Callable[[int], Any], n_jobs: int, processes: int, *,
     kids: list[_Kid] = []
     try:
         for _ in range(min(processes, n_jobs) - 1):
-            kid = _spawn(fn, queue_r, timeout)
+            kid = _fork(lambda: _work(fn, queue_r), timeout)
             if kid is not None:
                 kids.append(kid)
         results = _work(fn, queue_r)
         for kid in kids:
-            results.update(_collect(kid, deadline))
+            results.update(_collect(kid, deadline) or {})
         for j in range(n_jobs):  # the jobs of a child that failed
             if j not in results:
                 results[j] = fn(j)
@@ -104,7 +104,9 @@ def _work(fn: Callable[[int], Any], queue: int) -> dict[int, Any]:
     return out
 
 
-def _spawn(fn: Callable[[int], Any], queue: int, timeout: float) -> _Kid | None:
+def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
+    """A child that runs ``work()``, sends its pickled result through a pipe and leaves
+    with ``os._exit`` (no parent cleanup runs); None if no child could be made."""
     try:
         r, w = os.pipe()
     except OSError:
@@ -115,7 +117,7 @@ def _spawn(fn: Callable[[int], Any], queue: int, timeout: float) -> _Kid | None:
         os.close(r)
         os.close(w)
         return None
-    if pid == 0:  # the child: work, send, leave without running any parent cleanup
+    if pid == 0:
         code = 1
         try:
             # Dies by itself at the deadline, even if its parent was killed meanwhile (a
@@ -123,12 +125,12 @@ def _spawn(fn: Callable[[int], Any], queue: int, timeout: float) -> _Kid | None:
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             signal.alarm(max(1, math.ceil(timeout)))
             os.close(r)
-            payload = pickle.dumps(_work(fn, queue), protocol=pickle.HIGHEST_PROTOCOL)
+            payload = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
             view = memoryview(payload)
             while view:
                 view = view[os.write(w, view):]
             code = 0
-        except BaseException:  # any failure: the parent redoes the jobs it lacks
+        except BaseException:  # any failure: the parent sees a child that died
             pass
         finally:
             os._exit(code)
@@ -137,8 +139,8 @@ def _spawn(fn: Callable[[int], Any], queue: int, timeout: float) -> _Kid | None:
 
 
 def _collect(kid: _Kid, deadline: float) -> Any:
-    """A child's unpickled answer; {} if it failed (share_jobs redoes its jobs);
-    JobsTimeout past the deadline."""
+    """A child's unpickled answer; None if it died or its answer is cut; JobsTimeout past
+    the deadline."""
     parts: list[bytes] = []
     while True:
         left = deadline - time.monotonic()
@@ -152,11 +154,11 @@ def _collect(kid: _Kid, deadline: float) -> Any:
     os.close(kid.fd)
     kid.done = True
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-        return {}
+        return None
     try:
         return pickle.loads(b"".join(parts))
     except Exception:  # a truncated payload: as if the child had failed
-        return {}
+        return None
 
 
 def _kill(kid: _Kid) -> None:
@@ -180,45 +182,27 @@ def call_isolated(fn: Callable[[], Any], *, timeout: float, memory: int) -> Any:
     Without fork (other threads running), ``fn()`` runs here."""
     if not can_fork():
         return fn()
-    r, w = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(r)
-        os.close(w)
-        return fn()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(r)
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.alarm(max(1, math.ceil(timeout)))
-            with contextlib.suppress(ValueError, OSError):
-                import resource
 
-                limit = _address_space() + memory
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            try:
-                answer = (True, fn())
-            except Exception as exc:  # the caller re-raises it
-                answer = (False, exc)
-            payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(w, view):]
-            code = 0
-        except BaseException:
-            pass
-        finally:
-            os._exit(code)
-    os.close(w)
-    kid = _Kid(pid, r)
+    def capped() -> tuple[bool, Any]:
+        with contextlib.suppress(ValueError, OSError):
+            import resource
+
+            limit = _address_space() + memory
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        try:
+            return True, fn()
+        except Exception as exc:  # raised again in the caller
+            return False, exc
+
+    kid = _fork(capped, timeout)
+    if kid is None:
+        return fn()
     try:
         got = _collect(kid, time.monotonic() + timeout)
     finally:
         if not kid.done:
             _kill(kid)
-    if not got:
+    if got is None:
         raise CallDied("the isolated parser process died")
     ok, value = got
     if ok:
