@@ -74,28 +74,23 @@ def _plausible(result: bytes, ooxml: bool) -> bool:
         return False
 
 
-def decrypt(data: bytes, password: str | None, *, ooxml: bool = True) -> bytes:
-    """The plain document; ``encrypted`` when neither the given nor the default key opens it."""
+def decrypt(data: bytes, password: str | None, *, ooxml: bool = True,
+            what: str = "document") -> bytes:
+    """The plain document; ``encrypted`` when neither the given nor the default key opens
+    it, saying which (``what``) and whether the given password was wrong."""
     for candidate in _candidates(password):
         result = _try(data, candidate)
         if result is not None and _plausible(result, ooxml):
             return result
-    if password:
-        raise ExtractionError(ErrorKind.ENCRYPTED, "wrong password")
-    raise ExtractionError(ErrorKind.ENCRYPTED, "password-protected: a password is needed")
+    raise ExtractionError(ErrorKind.ENCRYPTED, f"{what} is password-protected"
+                          + (" (wrong password)" if password else ""))
 
 
 def decrypt_legacy(src: Source, ctx: Context, doc: Document, what: str) -> Source:
     """The decrypted copy of an encrypted Word/Excel/PowerPoint 97-2003 file, for its
     extractor to read on; ``encrypted`` when neither the given nor the default password
     opens it. RC4 key checks are cheap (no spin count), so trying costs ~1 ms."""
-    try:
-        plain = decrypt(src.read(), ctx.options.password, ooxml=False)
-    except ExtractionError as exc:
-        if exc.kind is ErrorKind.ENCRYPTED and "password" in exc.message:
-            raise ExtractionError(ErrorKind.ENCRYPTED, f"{what} is password-protected" + (
-                " (wrong password)" if ctx.options.password else "")) from exc
-        raise
+    plain = decrypt(src.read(), ctx.options.password, ooxml=False, what=what)
     ctx.account(len(plain), "decrypted file")
     doc.metadata.extra["encrypted"] = True
     return Source.from_bytes(plain, name=src.name)

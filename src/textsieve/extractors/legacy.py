@@ -441,34 +441,29 @@ def _ppt_notes(stream: bytes, offset: int | None, budget: list[int]
     return owner, texts
 
 
-def _ppt_encrypted(ole: Any) -> bool:
-    """The Current User header token says so (a decrypted copy keeps its EncryptedSummary
-    stream but gets the plain token); without a token, the EncryptedSummary stream."""
-    current = ole.openstream("Current User").read(16) if ole.exists("Current User") else b""
+def _ppt_current_user(ole: Any) -> bytes:
+    """The 'Current User' stream; ``corrupt`` without a 'PowerPoint Document' stream."""
+    if not ole.exists("PowerPoint Document"):
+        raise ExtractionError(ErrorKind.CORRUPT, "no 'PowerPoint Document' stream")
+    return ole.openstream("Current User").read(4096) if ole.exists("Current User") else b""
+
+
+def _ppt_decrypted(ole: Any, current: bytes, src: Source, ctx: Context,
+                   doc: Document) -> Source | None:
+    """None when the open file can be read as it is; else its decrypted copy, to read
+    instead. Encryption is what the Current User header token says (a decrypted copy keeps
+    its EncryptedSummary stream but gets the plain token), else the EncryptedSummary."""
     if len(current) >= 16:
-        return struct.unpack_from("<I", current, 12)[0] == _HEADER_TOKEN_ENCRYPTED
-    return bool(ole.exists("EncryptedSummary"))
-
-
-def _ppt_open(src: Source, ctx: Context, doc: Document) -> Source:
-    """The file to read: decrypted first if it is password-protected."""
-    with _ole(src, "PowerPoint") as ole:
-        encrypted = _ppt_encrypted(ole)
+        encrypted = struct.unpack_from("<I", current, 12)[0] == _HEADER_TOKEN_ENCRYPTED
+    else:
+        encrypted = bool(ole.exists("EncryptedSummary"))
     if not encrypted:
-        return src
+        return None
+    if doc.metadata.extra.get("encrypted"):  # a decrypted copy still says so: give up
+        raise ExtractionError(ErrorKind.ENCRYPTED, "PowerPoint file is password-protected")
     from .encrypted import decrypt_legacy
 
     return decrypt_legacy(src, ctx, doc, "PowerPoint file")
-
-
-def _ppt_check(ole: Any) -> bytes:
-    """The Current User stream; ``corrupt`` without a 'PowerPoint Document' stream."""
-    if _ppt_encrypted(ole):  # decryption did not clear it: do not read scrambled records
-        raise ExtractionError(ErrorKind.ENCRYPTED, "PowerPoint file is password-protected")
-    current = ole.openstream("Current User").read(4096) if ole.exists("Current User") else b""
-    if not ole.exists("PowerPoint Document"):
-        raise ExtractionError(ErrorKind.CORRUPT, "no 'PowerPoint Document' stream")
-    return current
 
 
 _MASTER_PROMPT = re.compile(r"^Click to edit (the )?Master .*", re.I)
@@ -476,15 +471,19 @@ _MASTER_PROMPT = re.compile(r"^Click to edit (the )?Master .*", re.I)
 
 def extract_ppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """PowerPoint 97-2003 from its records: one page per slide, in presentation order."""
-    src = _ppt_open(src, ctx, doc)
     with _ole(src, "PowerPoint") as ole:
-        ole_metadata(ole, doc, pages_attr="slides")
-        current = _ppt_check(ole)
-        if ole.exists("Text_Content") and ole.exists("Header"):
-            _ppt95(ole.openstream("Text_Content").read(), out)
-            return
-        stream = ole.openstream("PowerPoint Document").read()
-        ctx.account(len(stream), "PowerPoint stream")
+        current = _ppt_current_user(ole)
+        plain = _ppt_decrypted(ole, current, src, ctx, doc)
+        if plain is None:
+            ole_metadata(ole, doc, pages_attr="slides")
+            if ole.exists("Text_Content") and ole.exists("Header"):
+                _ppt95(ole.openstream("Text_Content").read(), out)
+                return
+            stream = ole.openstream("PowerPoint Document").read()
+            ctx.account(len(stream), "PowerPoint stream")
+    if plain is not None:
+        extract_ppt(plain, ctx, doc, out)
+        return
     try:
         pages = _ppt_slides(stream, current)
     except struct.error as exc:
@@ -512,10 +511,13 @@ def _ppt95(data: bytes, out: Builder) -> None:
 
 def extract_ppt_catppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """catppt as a second opinion when the record parser finds nothing."""
-    src = _ppt_open(src, ctx, doc)
     with _ole(src, "PowerPoint") as ole:
-        ole_metadata(ole, doc, pages_attr="slides")
-        _ppt_check(ole)
+        plain = _ppt_decrypted(ole, _ppt_current_user(ole), src, ctx, doc)
+        if plain is None:
+            ole_metadata(ole, doc, pages_attr="slides")
+    if plain is not None:
+        extract_ppt_catppt(plain, ctx, doc, out)
+        return
     with _as_path(src) as path:
         proc = _run_text_tool(ctx, ["catppt", "-d", "utf-8", path], src.size)
     if proc.returncode != 0:
