@@ -65,6 +65,19 @@ def _body(xml: str) -> bytes:
             f"<w:body>{xml}</w:body></w:document>").encode()
 
 
+def _with_part(base: bytes, kind: str, xml: bytes,
+               more: dict[str, bytes] | None = None) -> bytes:
+    """``base`` with word/<kind>.xml added and related from the document (footnotes,
+    comments, ...), plus any other parts replaced."""
+    rels = zipfile.ZipFile(io.BytesIO(base)).read("word/_rels/document.xml.rels")
+    rels = rels.replace(b"</Relationships>", (
+        f'<Relationship Id="rId_{kind}" Type="http://schemas.openxmlformats.org/'
+        f'officeDocument/2006/relationships/{kind}" Target="{kind}.xml"/>'
+        "</Relationships>").encode())
+    return _patch(base, {f"word/{kind}.xml": xml, "word/_rels/document.xml.rels": rels,
+                         **(more or {})})
+
+
 def test_round_trip_structure_and_metadata() -> None:
     doc = textsieve.extract(_make_docx())
     assert doc.status is Status.OK, doc.error
@@ -111,13 +124,7 @@ def test_tracked_changes_fields_textboxes_and_notes() -> None:
              '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p>'
              '</w:footnote><w:footnote w:id="1"><w:p><w:r><w:t>The footnote body.</w:t></w:r>'
              '</w:p></w:footnote></w:footnotes>').encode()
-    base = _make_docx()
-    rels = zipfile.ZipFile(io.BytesIO(base)).read("word/_rels/document.xml.rels")
-    rels = rels.replace(b"</Relationships>", (
-        b'<Relationship Id="rIdFn" Type="http://schemas.openxmlformats.org/officeDocument/'
-        b'2006/relationships/footnotes" Target="footnotes.xml"/></Relationships>'))
-    data = _patch(base, {"word/document.xml": body, "word/footnotes.xml": notes,
-                         "word/_rels/document.xml.rels": rels})
+    data = _with_part(_make_docx(), "footnotes", notes, {"word/document.xml": body})
     doc = textsieve.extract(data)
     assert doc.status is Status.OK, doc.error
     text = doc.text
@@ -135,12 +142,7 @@ def test_comments_only_on_request() -> None:
     comments = (f'<?xml version="1.0"?><w:comments xmlns:w="{W_NS}"><w:comment w:id="0" '
                 'w:author="Bob"><w:p><w:r><w:t>Check this figure</w:t></w:r></w:p>'
                 '</w:comment></w:comments>').encode()
-    base = _make_docx()
-    rels = zipfile.ZipFile(io.BytesIO(base)).read("word/_rels/document.xml.rels")
-    rels = rels.replace(b"</Relationships>", (
-        b'<Relationship Id="rIdCm" Type="http://schemas.openxmlformats.org/officeDocument/'
-        b'2006/relationships/comments" Target="comments.xml"/></Relationships>'))
-    data = _patch(base, {"word/comments.xml": comments, "word/_rels/document.xml.rels": rels})
+    data = _with_part(_make_docx(), "comments", comments)
     assert "Check this figure" not in textsieve.extract(data).text
     with_c = textsieve.extract(data, comments=True).text
     assert "Check this figure" in with_c and "Bob" in with_c

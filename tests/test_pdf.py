@@ -123,33 +123,31 @@ def test_owner_password_only_opens() -> None:
     assert doc.text == "restricted but readable"
 
 
-def test_form_field_values() -> None:
+def _form_pdf(pages: list[tuple[str, list[tuple[str, str]]]]) -> bytes:
+    """A PDF whose pages each have a line of text and filled text fields (name, value)."""
     buf = io.BytesIO()
     c = canvas.Canvas(buf)
-    c.drawString(72, 750, "Application form")
-    c.acroForm.textfield(name="applicant", value="Grace Hopper", x=72, y=650,
-                         width=200, height=20)
-    c.showPage()
+    for text, fields in pages:
+        c.drawString(72, 750, text)
+        for n, (name, value) in enumerate(fields):
+            c.acroForm.textfield(name=name, value=value, x=72, y=650 - 50 * n,
+                                 width=200, height=20)
+        c.showPage()
     c.save()
-    doc = textsieve.extract(buf.getvalue())
+    return buf.getvalue()
+
+
+def test_form_field_values() -> None:
+    doc = textsieve.extract(_form_pdf([("Application form", [("applicant", "Grace Hopper")])]))
     assert doc.status is Status.OK
     assert "Application form" in doc.text
     assert "Grace Hopper" in doc.text
 
 
 def test_form_field_on_several_pages_is_shown_once() -> None:
-    buf = io.BytesIO()
-    c = canvas.Canvas(buf)
-    for page in (1, 2):
-        c.drawString(72, 750, f"Form page {page}")
-        c.acroForm.textfield(name="applicant", value="Grace Hopper", x=72, y=650,
-                             width=200, height=20)
-        if page == 2:
-            c.acroForm.textfield(name="city", value="Arlington", x=72, y=600,
-                                 width=200, height=20)
-        c.showPage()
-    c.save()
-    doc = textsieve.extract(buf.getvalue())
+    doc = textsieve.extract(_form_pdf([
+        ("Form page 1", [("applicant", "Grace Hopper")]),
+        ("Form page 2", [("applicant", "Grace Hopper"), ("city", "Arlington")])]))
     assert doc.status is Status.OK
     assert doc.text.count("Grace Hopper") == 1
     assert "Arlington" in doc.pages[1].text

@@ -62,11 +62,11 @@ def _fix_header(value: str) -> str:
     """Raw 8-bit header bytes arrive as surrogate escapes: decode them properly."""
     if _SURROGATE.search(value):
         raw = value.encode("utf-8", "surrogateescape")
-        value = _utf8_cut(raw) or decode(raw)[0]
+        value = _mostly_utf8(raw) or decode(raw)[0]
     return " ".join(value.split())
 
 
-def _utf8_cut(raw: bytes) -> str | None:
+def _mostly_utf8(raw: bytes) -> str | None:
     """Mostly-valid UTF-8, e.g. a long 8-bit file name whose last character a mailer cut in
     half: charset sniffing would call it cp1252 for one bad byte. Needs many valid
     multi-byte characters per bad one, so real cp1252 text never qualifies."""
