@@ -44,9 +44,11 @@ def _children() -> set[int]:
 
 
 def _fresh(case: str, *args: str) -> None:
-    """Run ``case(*args)`` of this file in a new, single-threaded interpreter."""
-    code = "import runpy, sys; runpy.run_path(sys.argv[1])[sys.argv[2]](*sys.argv[3:])"
-    res = subprocess.run([sys.executable, "-c", code, __file__, case, *args],
+    """Run ``case(*args)`` of this file in a new, single-threaded interpreter. The file is
+    imported as a module, so its functions can be sent to the isolated helper by name."""
+    code = ("import importlib, sys; sys.path.insert(0, sys.argv[1]); "
+            "getattr(importlib.import_module('test_forking'), sys.argv[2])(*sys.argv[3:])")
+    res = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), case, *args],
                          capture_output=True, text=True, timeout=300, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
 
@@ -116,6 +118,100 @@ def test_no_fork_while_other_threads_run() -> None:
         assert not forking.can_fork()
         pids = forking.share_jobs(lambda j: os.getpid(), 10, 2, timeout=30)
         assert set(pids) == {os.getpid()}
+    finally:
+        stop.set()
+        other.join()
+
+
+# -- call_isolated: one helper process, kept between calls ----------------------------------
+
+_kept: list[bytearray] = []
+
+
+def _hold(n: int) -> int:
+    """Keep ``n`` bytes alive in the helper (a parser that leaks) and say who we are."""
+    _kept.append(bytearray(n))
+    return os.getpid()
+
+
+def _fail() -> None:
+    raise ValueError("the parser's own error")
+
+
+def test_isolated_calls_share_one_helper_and_errors_come_back() -> None:
+    _fresh("_case_helper_kept")
+
+
+def _case_helper_kept() -> None:
+    call = forking.call_isolated
+    first = call(os.getpid, timeout=10, memory=1 << 30)
+    assert first != os.getpid(), "the call runs in another process"
+    assert call(os.getpid, timeout=10, memory=1 << 30) == first, "the helper is kept"
+    assert call(len, b"four", timeout=10, memory=1 << 30) == 4
+    with pytest.raises(ValueError, match="the parser's own error"):
+        call(_fail, timeout=10, memory=1 << 30)
+    assert call(os.getpid, timeout=10, memory=1 << 30) == first, "an error is no reason to go"
+    with pytest.raises(MemoryError):  # the cap holds: 2 GB asked, 256 MB allowed
+        call(bytearray, 2 << 30, timeout=10, memory=256 << 20)
+    assert call(os.getpid, timeout=10, memory=1 << 30) != first, "a new cap, a new helper"
+
+
+def test_a_dead_or_stuck_helper_is_replaced() -> None:
+    _fresh("_case_helper_replaced")
+
+
+def _case_helper_replaced() -> None:
+    call = forking.call_isolated
+    before = _children()
+    first = call(os.getpid, timeout=10, memory=1 << 30)
+    with pytest.raises(forking.CallDied):
+        call(os.abort, timeout=10, memory=1 << 30)  # a native crash
+    second = call(os.getpid, timeout=10, memory=1 << 30)
+    assert second not in (first, os.getpid())
+    t = time.monotonic()
+    with pytest.raises(forking.JobsTimeout):
+        call(time.sleep, 60, timeout=1, memory=1 << 30)
+    assert time.monotonic() - t < 10
+    assert call(os.getpid, timeout=10, memory=1 << 30) not in (second, os.getpid())
+    assert len(_children() - before) == 1, "the dead and the stuck helper are reaped"
+
+
+def test_a_helper_that_keeps_memory_is_retired() -> None:
+    """A parser that leaks would shrink the next file's allowance: after a call that
+    leaves over half of it in use, the helper leaves and the next call gets a fresh one."""
+    _fresh("_case_helper_retired")
+
+
+def _case_helper_retired() -> None:
+    call = forking.call_isolated
+    first = call(_hold, 1 << 20, timeout=10, memory=256 << 20)
+    assert call(_hold, 1 << 20, timeout=10, memory=256 << 20) == first
+    assert call(_hold, 200 << 20, timeout=10, memory=256 << 20) == first  # answered, then gone
+    assert call(_hold, 1 << 20, timeout=10, memory=256 << 20) != first
+
+
+def test_a_forked_child_does_not_talk_to_its_parents_helper() -> None:
+    _fresh("_case_helper_after_fork")
+
+
+def _case_helper_after_fork() -> None:
+    call = forking.call_isolated
+    helper = call(os.getpid, timeout=10, memory=1 << 30)
+    pid = os.fork()
+    if pid == 0:  # the child starts its own helper; the parent's pipe is not shared
+        os._exit(0 if call(os.getpid, timeout=10, memory=1 << 30) not in (helper, 0) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert call(os.getpid, timeout=10, memory=1 << 30) == helper, "the parent's is intact"
+
+
+def test_isolated_call_without_fork_runs_here() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        if forking._helper is None:
+            assert forking.call_isolated(os.getpid, timeout=10, memory=1 << 30) == os.getpid()
     finally:
         stop.set()
         other.join()

@@ -174,40 +174,182 @@ class CallDied(Exception):
     """An isolated call's process died (a native abort, a signal) before answering."""
 
 
-def call_isolated(fn: Callable[[], Any], *, timeout: float, memory: int) -> Any:
-    """``fn()`` in a forked child whose address space may grow by ``memory`` bytes at
-    most: for native parsers that trust a damaged size field and allocate gigabytes (the
+_LENGTH = struct.Struct("<Q")
+
+
+@dataclass
+class _Helper:
+    """The process behind ``call_isolated``: forked once, then fed calls through a pipe."""
+
+    pid: int
+    requests: int  # write end: length-prefixed pickled (fn, args)
+    answers: int  # read end: length-prefixed pickled (ok, value, retiring)
+    memory: int
+
+
+_helper: _Helper | None = None
+_helper_lock = threading.Lock()
+
+
+def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: int) -> Any:
+    """``fn(*args)`` in a helper process whose address space may grow by ``memory`` bytes
+    at most: for native parsers that trust a damaged size field and allocate gigabytes (the
     kernel's OOM killer would take the whole caller down). Returns fn's result or raises
-    its exception; ``CallDied`` if the child died, ``JobsTimeout`` past the deadline.
-    Without fork (other threads running), ``fn()`` runs here."""
-    if not can_fork():
-        return fn()
+    its exception; ``CallDied`` if the helper died, ``JobsTimeout`` past the deadline.
 
-    def capped() -> tuple[bool, Any]:
-        with contextlib.suppress(ValueError, OSError):
-            import resource
-
-            limit = _address_space() + memory
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    ``fn`` must be a module-level function and ``args`` and the result picklable: the
+    helper is forked once and kept for later calls (a fork per call cost ~5 ms, more than
+    reading a typical workbook). It is replaced after it dies, times out, or keeps more
+    than half its memory allowance after a call. Without fork (other threads running when
+    a helper would be started), ``fn(*args)`` runs here."""
+    global _helper
+    with _helper_lock:
+        helper = _helper
+        if helper is not None and helper.memory != memory:
+            _retire(helper)
+            helper = None
+        if helper is None and can_fork():
+            helper = _helper = _start_helper(memory)
+        if helper is None:
+            return fn(*args)
         try:
-            return True, fn()
-        except Exception as exc:  # raised again in the caller
-            return False, exc
-
-    kid = _fork(capped, timeout)
-    if kid is None:
-        return fn()
-    try:
-        got = _collect(kid, time.monotonic() + timeout)
-    finally:
-        if not kid.done:
-            _kill(kid)
-    if got is None:
-        raise CallDied("the isolated parser process died")
-    ok, value = got
+            _send(helper.requests, pickle.dumps((fn, args, timeout),
+                                                protocol=pickle.HIGHEST_PROTOCOL))
+            got = _receive(helper.answers, time.monotonic() + timeout)
+        except JobsTimeout:
+            _retire(helper, kill=True)
+            raise
+        except OSError:  # the pipe broke: the helper is gone
+            got = None
+        if got is None:
+            _retire(helper, kill=True)
+            raise CallDied("the isolated parser process died")
+        ok, value, retiring = got
+        if retiring:
+            _retire(helper)
     if ok:
         return value
     raise value
+
+
+def _start_helper(memory: int) -> _Helper | None:
+    """Fork the helper; None if no process could be made."""
+    try:
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (req_r, req_w, ans_r, ans_w):
+            os.close(fd)
+        return None
+    if pid == 0:
+        try:
+            os.close(req_w)
+            os.close(ans_r)
+            _serve(req_r, ans_w, memory)
+        finally:
+            os._exit(0)
+    os.close(req_r)
+    os.close(ans_w)
+    return _Helper(pid, req_w, ans_r, memory)
+
+
+def _serve(requests: int, answers: int, memory: int) -> None:
+    """The helper's loop: one call per request until its parent closes the pipe. Ctrl-C
+    is the parent's to handle (it reaches the whole process group); a call still running
+    at its deadline ends the helper (SIGALRM), even if the parent is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    base = _address_space()
+    with contextlib.suppress(ValueError, OSError):
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (base + memory, base + memory))
+    while True:
+        try:
+            request = _receive(requests, None)
+        except OSError:
+            return
+        if request is None:
+            return
+        fn, args, timeout = request
+        signal.alarm(max(1, math.ceil(timeout)))
+        try:
+            answer: tuple[bool, Any] = (True, fn(*args))
+        except Exception as exc:  # raised again in the caller
+            answer = (False, exc)
+        signal.alarm(0)
+        retiring = _address_space() > base + memory // 2
+        try:
+            payload = pickle.dumps((*answer, retiring), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # an unpicklable result or exception
+            payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}"),
+                                    retiring))
+        _send(answers, payload)
+        if retiring:
+            return
+
+
+def _send(fd: int, payload: bytes) -> None:
+    view = memoryview(_LENGTH.pack(len(payload)) + payload)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _receive(fd: int, deadline: float | None) -> Any:
+    """One length-prefixed pickled message; None at end of file or on a cut message;
+    JobsTimeout past the deadline (None: wait for ever)."""
+    want, parts, header = _LENGTH.size, [], True
+    while want:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise JobsTimeout("the isolated call did not finish in time")
+        data = os.read(fd, min(want, 1 << 20))
+        if not data:
+            return None
+        parts.append(data)
+        want -= len(data)
+        if not want and header:
+            want, parts, header = _LENGTH.unpack(b"".join(parts))[0], [], False
+    try:
+        return pickle.loads(b"".join(parts))
+    except Exception:  # a damaged message: as if the other side had died
+        return None
+
+
+def _retire(helper: _Helper, *, kill: bool = False) -> None:
+    """Close the helper's pipes (it leaves at end of file) and reap it."""
+    global _helper
+    if _helper is helper:
+        _helper = None
+    if kill:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(helper.pid, signal.SIGKILL)
+    for fd in (helper.requests, helper.answers):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(helper.pid, 0)
+
+
+def _forget_helper() -> None:
+    """In a forked child: the parent's helper is not ours to talk to (our answers would
+    mix with the parent's), and a lock held by another thread at fork time stays held."""
+    global _helper, _helper_lock
+    if _helper is not None:
+        for fd in (_helper.requests, _helper.answers):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _helper = None
+    _helper_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper)
 
 
 def _address_space() -> int:

@@ -22,6 +22,9 @@ from ..render import Builder
 from ..source import Source
 from . import Context
 
+# Imported on first use only (rare paths); ``preload`` imports them ahead.
+LAZY = ("olefile", "msoffcrypto.format.xls97", "msoffcrypto.method.xor_obfuscation")
+
 # Output version (archives re-extract what an older one made): 2 = encrypted XLS opened
 # with Excel's default password.
 VERSION = 2
@@ -50,19 +53,17 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     if head == _OLE_MAGIC and not in_worker():
         _read_contained(src, ctx, doc, out)
     else:
-        _read_workbook(src, ctx, doc, out)
+        _read_workbook(src, doc, out)
 
 
 def _read_contained(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """An XLS read in the caller's own process (the API, not a worker) goes through a
-    forked child with a memory cap: calamine's OLE reader trusts damaged sector counts and
-    allocates gigabytes, and the kernel's OOM killer would take the caller down with it."""
-    def work() -> tuple[Document, Builder]:
-        _read_workbook(src, ctx, doc, out)
-        return doc, out
-
+    helper process with a memory cap: calamine's OLE reader trusts damaged sector counts
+    and allocates gigabytes, and the kernel's OOM killer would take the caller down."""
+    where = str(src.path) if src.path is not None else src.read()
     try:
-        got_doc, got_out = call_isolated(work, timeout=ctx.options.timeout,
+        got_doc, got_out = call_isolated(_read_detached, where, doc, out,
+                                         timeout=ctx.options.timeout,
                                          memory=ctx.options.memory_limit)
     except CallDied as exc:
         raise ExtractionError(ErrorKind.CORRUPT, "the spreadsheet reader died on this "
@@ -73,8 +74,17 @@ def _read_contained(src: Source, ctx: Context, doc: Document, out: Builder) -> N
     out.__dict__.update(got_out.__dict__)
 
 
-def _read_workbook(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    wb = _open(src, ctx)
+def _read_detached(where: str | bytes, doc: Document, out: Builder
+                   ) -> tuple[Document, Builder]:
+    """``_read_workbook`` in the helper process: the file comes as a path or its bytes,
+    the document and builder as copies, sent back filled."""
+    src = Source.from_bytes(where) if isinstance(where, bytes) else Source.from_path(where)
+    _read_workbook(src, doc, out)
+    return doc, out
+
+
+def _read_workbook(src: Source, doc: Document, out: Builder) -> None:
+    wb = _open(src)
     names: list[str] = []
     hidden: list[str] = []
     try:
@@ -173,7 +183,7 @@ def _extract_old_biff(data: bytes, doc: Document, out: Builder) -> None:
     doc.metadata.extra["biff"] = "2-4"
 
 
-def _open(src: Source, ctx: Context) -> pc.CalamineWorkbook:
+def _open(src: Source) -> pc.CalamineWorkbook:
     try:
         if src.path is not None:
             return pc.CalamineWorkbook.from_path(str(src.path))
