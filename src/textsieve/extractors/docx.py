@@ -24,6 +24,9 @@ from ..source import Source
 from . import Context
 from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
+# Imported on first use only (rare paths); ``preload`` imports them ahead.
+LAZY = ("olefile",)
+
 _REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _R_IDS = ("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id",
           "{http://purl.oclc.org/ooxml/officeDocument/relationships}id")

@@ -26,6 +26,10 @@ from ..source import Source
 from ..textcodec import decode, normalize_charset
 from . import Context
 
+# Imported on first use only (rare paths); ``preload`` imports them ahead.
+LAZY = ("olefile", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97",
+        "msoffcrypto.method.xor_obfuscation", "cryptography.hazmat.backends.openssl.backend")
+
 # Output version (archives re-extract what an older one made): 2 = PPT speaker notes,
 # encrypted DOC/PPT opened with the default password.
 VERSION = 2

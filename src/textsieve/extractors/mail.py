@@ -29,6 +29,9 @@ from ..source import Source
 from ..textcodec import decode, normalize_charset
 from . import Context
 
+# Imported on first use only (rare paths); ``preload`` imports them ahead.
+LAZY = ("olefile", "lxml.html", "email.parser", "email.generator")
+
 # Output version (archives re-extract what an older one made): 2 = header block from the
 # raw headers (display names unquoted, original Date text).
 VERSION = 2

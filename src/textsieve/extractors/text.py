@@ -19,6 +19,9 @@ from ..source import Source
 from ..textcodec import decode
 from . import Context
 
+# Imported on first use only; ``preload`` imports them ahead (Counter.most_common).
+LAZY = ("heapq",)
+
 _DELIMITERS = ",;\t|"
 _SAMPLE_CHARS = 65536
 _SAMPLE_ROWS = 200

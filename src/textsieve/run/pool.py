@@ -254,7 +254,7 @@ class WorkerPool:
         start with them loaded (imported once, pages shared copy-on-write) instead of each
         importing them on its first file (~50 ms for PDF)."""
         from .. import detection
-        from ..extractors import extractors_for
+        from ..extractors import preload
         from ..source import Source
 
         self._warmed = True
@@ -266,9 +266,8 @@ class WorkerPool:
                     and os.path.isfile(task.obj)):
                 with contextlib.suppress(Exception):  # a bad input is the worker's to report
                     mimes.add(detection.detect(Source.from_path(task.obj)).mime)
-        for mime in mimes:
-            with contextlib.suppress(Exception):
-                extractors_for(mime)
+        with contextlib.suppress(Exception):
+            preload(mimes)
 
     def _step(self, backlog: deque[_Task], finished: Any, failed: Any) -> None:
         """Hand out tasks to idle workers, then wait for one result or deadline."""
