@@ -123,10 +123,29 @@ def test_encrypted_ooxml_with_password(corpus: Path) -> None:
     wrong = textsieve.extract(path, password="nope")
     assert wrong.error is not None and wrong.error.kind == ErrorKind.ENCRYPTED
     assert "wrong password" in wrong.error.message
-    # An unusual scheme msoffcrypto cannot handle is still "encrypted", never internal.
-    odd = textsieve.extract(corpus / "docx/poi__bug53475-password-is-pass.docx",
-                            password="pass")
-    assert odd.error is not None and odd.error.kind == ErrorKind.ENCRYPTED
+    # SHA-1 with a 256-bit key: the 20-byte hash is padded with 0x36 to make the key
+    # (MS-OFFCRYPTO 2.3.4.11); msoffcrypto's own derivation failed on it.
+    sha1 = textsieve.extract(corpus / "docx/poi__bug53475-password-is-pass.docx",
+                             password="pass")
+    assert sha1.status == "ok", sha1.error
+    assert "password protected document" in sha1.text
+
+
+@pytest.mark.parametrize("name", ["xlsx/calamine__pass_protected.xlsx",
+                                  "docx/poi__protected_agile.docx"])
+def test_agile_key_matches_msoffcrypto(corpus: Path, name: str) -> None:
+    """Our faster key derivation gives msoffcrypto's key, right and wrong password alike
+    (SHA-512 with a 256-bit key; SHA-1 with a 128-bit one)."""
+    import msoffcrypto
+    from msoffcrypto.method.ecma376_agile import ECMA376Agile
+
+    from textsieve.extractors.encrypted import _agile_key
+
+    info = msoffcrypto.OfficeFile(io.BytesIO((corpus / name).read_bytes())).info
+    for password in ("123", "VelvetSweatshop", "wrong"):
+        assert _agile_key(info, password) == ECMA376Agile.makekey_from_password(
+            password, info["passwordSalt"], info["passwordHashAlgorithm"],
+            info["encryptedKeyValue"], info["spinValue"], info["passwordKeyBits"])
 
 
 # -- encrypted 97-2003 binaries --------------------------------------------------------------
