@@ -21,13 +21,16 @@ _MD_BULLET_START = re.compile(r"(\n[ \t]*)([#>+\-*])(?=\s|$)")
 _MD_NUMBER_START = re.compile(r"(\n[ \t]*)(\d+)([.)])(?=\s|$)")
 _MD_ANY_START = re.compile(r"\n[ \t]*(?:[#>+\-*]|\d+[.)])(?=\s|$)")
 _WS = re.compile(r"[ \t\u00a0]+")
-_ODD_SPACE = re.compile(r"[^\S \t\n]")  # whitespace other than space/tab/newline
+# Whitespace other than space/tab/newline (NBSP, CR, em space ...) at a cell's edge: next
+# to a separator or at either end of the table string.
+_ODD_EDGE = re.compile(r"(?:^|[\t\n])[^\S \t\n]|[^\S \t\n](?:[\t\n]|\Z)")
 
 
 def _edge_space(s: str) -> bool:
-    """True if some tab/newline-separated cell of ``s`` may start or end with whitespace."""
-    return (" \t" in s or "\t " in s or " \n" in s or "\n " in s or s[:1].isspace()
-            or s[-1:].isspace() or _ODD_SPACE.search(s) is not None)
+    """True if some tab/newline-separated cell of ``s`` starts or ends with whitespace
+    (an NBSP inside a cell does not count: stripping would not touch it)."""
+    return (" \t" in s or "\t " in s or " \n" in s or "\n " in s or s[:1] == " "
+            or s[-1:] == " " or _ODD_EDGE.search(s) is not None)
 
 
 def clean_inline(text: str) -> str:
@@ -119,6 +122,10 @@ class Builder:
         width = max(map(len, grid))
         grid = [r if len(r) == width else r + [""] * (width - len(r)) for r in grid]
         if self._plain_table(grid, width, header):
+            return
+        # Cells with edge spaces (a sheet's padded labels) are the common reason to miss
+        # the fast path: stripped, the table usually takes it after all.
+        if self._plain_table([[c.strip() for c in r] for r in grid], width, header):
             return
         text = "\n".join("\t".join(c.replace("\n", " ").strip() for c in r).rstrip() for r in grid)
         md_rows = [[_md_cell(c) for c in r] for r in grid]
