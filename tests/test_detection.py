@@ -78,3 +78,31 @@ def test_truncated_docx_is_still_recognised_as_docx() -> None:
     assert detect(data, name="cut.docx") == d.DOCX
     doc = extract(data, name="cut.docx")
     assert doc.error is not None and doc.error.kind is ErrorKind.CORRUPT
+
+
+@pytest.mark.parametrize("rel", ["xls/poi__Basic_Expense_Template_2011.xls",
+                                 "doc/poi__SampleDoc.doc", "ppt/poi__54880_chinese.ppt",
+                                 "msg/poi__attachment_msg_pdf.msg"])
+def test_ole_container_parsed_once_and_closed(corpus: Path, rel: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Detection and the extractor share one parse of the OLE2 container (olefile's parse
+    was most of the time of a small DOC/XLS/MSG), and nothing stays open after."""
+    import os
+
+    import olefile
+
+    opened: list[olefile.OleFileIO] = []
+
+    class Counting(olefile.OleFileIO):  # type: ignore[misc]
+        def __init__(self, *a: object, **k: object) -> None:
+            super().__init__(*a, **k)
+            opened.append(self)
+
+    monkeypatch.setattr(olefile, "OleFileIO", Counting)
+    path = corpus / rel
+    doc = extract(path, ocr="never")
+    assert doc.mime_type in (d.XLS, d.DOC, d.PPT, d.MSG)
+    assert len(opened) == 1, f"{rel}: the container was parsed {len(opened)} times"
+    links = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+             if os.path.exists(f"/proc/self/fd/{fd}")}
+    assert str(path) not in links, "the file is still open after extraction"

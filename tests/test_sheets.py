@@ -188,3 +188,19 @@ def test_rk_numbers() -> None:
     assert _rk((123 << 2) | 2) == 123.0
     assert _rk((12345 << 2) | 3) == 123.45
     assert _rk((struct.unpack("<Q", struct.pack("<d", 1.5))[0] >> 32) & ~3) == 1.5
+
+
+@pytest.mark.parametrize("name", ["poi__Basic_Expense_Template_2011.xls",
+                                  "poi__florida_data.ashx.xls", "poi__SampleSS.xls",
+                                  "poi__xor-encryption-abc.xls"])
+def test_workbook_stream_head_is_the_streams_start(corpus: Path, name: str) -> None:
+    """The encryption check reads only the first sectors of the workbook stream (FILEPASS
+    sits right after BOF): they must be the stream's own first bytes, for a large stream
+    (its sector chain) and a small one (the mini stream) alike."""
+    import olefile
+
+    from textsieve.extractors.sheets import _stream_head
+
+    with olefile.OleFileIO(str(corpus / "xls" / name)) as ole:
+        whole = ole.openstream("Workbook").read()
+        assert _stream_head(ole, "Workbook", 4096) == whole[:4096]

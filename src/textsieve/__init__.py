@@ -87,4 +87,5 @@ def detect(source: Input, *, name: str | None = None) -> str:
     """The MIME type of an input, decided by its content (the name is only a hint)."""
     from .detection import detect as _detect
 
-    return _detect(_source(source, name, Options())).mime
+    with _source(source, name, Options()) as src:
+        return _detect(src).mime

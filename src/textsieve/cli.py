@@ -210,8 +210,9 @@ def cmd_detect(ns: argparse.Namespace) -> int:
     failed = 0
     for path in _expand(ns.inputs):
         try:
-            src = _source(sys.stdin.buffer.read() if path == "-" else path, None, Options())
-            det = detect(src)
+            with _source(sys.stdin.buffer.read() if path == "-" else path, None,
+                         Options()) as src:
+                det = detect(src)
         except OSError as exc:
             print(f"textsieve: {path}: {exc.strerror or exc}", file=sys.stderr)
             failed += 1

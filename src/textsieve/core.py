@@ -90,6 +90,8 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
             raise
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.CORRUPT, f"the parser gave up on damaged data: {exc}")
+    finally:
+        src.close()
     doc.timings["total"] = time.perf_counter() - t0
     return doc
 

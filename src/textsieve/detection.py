@@ -248,10 +248,8 @@ def _first_local_name(head: bytes) -> str | None:
 
 
 def _ole_kind(src: Source) -> Detection:
-    import olefile
-
     try:
-        ole = olefile.OleFileIO(str(src.path) if src.data_ is None else src.data_)
+        ole = src.ole()
     except Exception as exc:  # olefile raises a zoo of errors on damaged files
         hint = EXTENSION_HINTS.get(src.extension)
         if hint in (DOC, XLS, PPT, MSG):
@@ -259,8 +257,8 @@ def _ole_kind(src: Source) -> Detection:
         return Detection(OLE_OTHER, "magic", f"damaged OLE2 container: {exc}")
     try:
         streams = {"/".join(p) for p in ole.listdir(streams=True, storages=True)}
-    finally:
-        ole.close()
+    except Exception as exc:  # a damaged directory
+        return Detection(OLE_OTHER, "magic", f"damaged OLE2 container: {exc}")
     lower = {s.lower() for s in streams}
     if "encryptioninfo" in lower and "encryptedpackage" in lower:
         return Detection(OOXML_ENCRYPTED, "container")

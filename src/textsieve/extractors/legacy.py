@@ -41,12 +41,10 @@ VERSION = 2
 
 @contextlib.contextmanager
 def _ole(src: Source, what: str) -> Iterator[Any]:
-    """The file's OLE2 container for the with-block, closed after it; any parser error in
-    the block is the file's damage (``corrupt``), not a bug."""
-    import olefile
-
+    """The file's OLE2 container for the with-block (parsed once per source, by detection
+    already); any parser error in the block is the file's damage (``corrupt``), not a bug."""
     try:
-        ole = olefile.OleFileIO(str(src.path) if src.data_ is None else src.data_)
+        ole = src.ole()
     except Exception as exc:  # olefile raises many error types on damaged files
         raise ExtractionError(ErrorKind.CORRUPT, f"damaged OLE2 container: {exc}") from exc
     try:
@@ -55,8 +53,6 @@ def _ole(src: Source, what: str) -> Iterator[Any]:
         raise
     except Exception as exc:
         raise ExtractionError(ErrorKind.CORRUPT, f"damaged {what} file: {exc}") from exc
-    finally:
-        ole.close()
 
 
 def _iso(value: Any) -> str | None:

@@ -663,10 +663,8 @@ def _msg_attachment(ole: Any, prefix: str, ctx: Context, doc: Document, level: i
 
 
 def extract_msg(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    import olefile
-
     try:
-        ole = olefile.OleFileIO(str(src.path) if src.data_ is None else src.data_)
+        ole = src.ole()  # parsed by detection already
     except Exception as exc:
         raise ExtractionError(ErrorKind.CORRUPT, f"damaged Outlook file: {exc}") from exc
     try:
@@ -677,8 +675,6 @@ def extract_msg(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         raise
     except Exception as exc:  # olefile/struct errors on fuzzed directories and sectors
         raise ExtractionError(ErrorKind.CORRUPT, f"damaged Outlook file: {exc}") from exc
-    finally:
-        ole.close()
 
 
 # --------------------------------------------------------------------------------------

@@ -219,14 +219,12 @@ def _map_error(exc: Exception) -> ExtractionError:
 def _encrypted_xls(src: Source) -> bool:
     """BIFF8 with a FILEPASS record: cells are RC4/XOR-scrambled and calamine would
     either fail with a misleading codepage error or return garbage."""
-    import olefile
-
     try:
-        with src.open() as f, olefile.OleFileIO(f) as ole:
-            stream = next((s for s in ("Workbook", "Book") if ole.exists(s)), None)
-            if stream is None:
-                return False
-            data = ole.openstream(stream).read(1 << 18)
+        ole = src.ole()  # parsed by detection already
+        stream = next((s for s in ("Workbook", "Book") if ole.exists(s)), None)
+        if stream is None:
+            return False
+        data = _stream_head(ole, stream, 4096)
     except Exception:  # a damaged container is calamine's to judge
         return False
     pos = 0
@@ -238,6 +236,17 @@ def _encrypted_xls(src: Source) -> bool:
             return False
         pos += 4 + rlen
     return False
+
+
+def _stream_head(ole: Any, name: str, size: int) -> bytes:
+    """The first ``size`` bytes of a stream: FILEPASS follows BOF (and at most a
+    WRITEPROTECT) at the start of the workbook stream, and olefile's ``openstream`` would
+    read all of a large workbook, sector by sector, to give them."""
+    entry = ole.direntries[ole._find(name)]
+    size = max(size, ole.minisectorcutoff)  # below the cutoff a stream is a mini stream
+    if entry.size <= size:
+        return ole.openstream(name).read()
+    return ole._open(entry.isectStart, size).read()  # a FAT stream: only its first sectors
 
 
 # -- values as a person sees them ------------------------------------------------------

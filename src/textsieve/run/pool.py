@@ -264,8 +264,9 @@ class WorkerPool:
             # steal those bytes from the worker.
             if (task.page is None and isinstance(task.obj, (str, os.PathLike))
                     and os.path.isfile(task.obj)):
-                with contextlib.suppress(Exception):  # a bad input is the worker's to report
-                    mimes.add(detection.detect(Source.from_path(task.obj)).mime)
+                # A bad input is the worker's to report.
+                with contextlib.suppress(Exception), Source.from_path(task.obj) as src:
+                    mimes.add(detection.detect(src).mime)
         with contextlib.suppress(Exception):
             preload(mimes)
 
