@@ -1,6 +1,6 @@
 """RTF to text with our own single-pass tokenizer (linear time, never recursive).
 
-One regex walks control words, hex escapes, braces and text runs. Text bytes and ``\\'hh``
+One regex walks control words, runs of hex escapes, braces and text runs. Text bytes and ``\\'hh``
 escapes are collected raw and decoded in the code page in force (``\\ansicpg``, or the
 current font's ``\\fcharset``); ``\\uN`` code points are taken as they are and skip the
 ``\\ucN`` fallback characters that follow. Destinations that are not document text (font
@@ -12,6 +12,7 @@ skipped; ``\\info`` feeds the metadata; table cells become table rows. Malformed
 from __future__ import annotations
 
 import re
+from binascii import unhexlify
 from dataclasses import dataclass
 
 from ..model import Document, ErrorKind, ExtractionError
@@ -25,7 +26,7 @@ VERSION = 2
 
 _TOKEN = re.compile(
     rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?"  # 1, 2: control word + parameter
-    rb"|\\'([0-9a-fA-F]{2})"  # 3: hex byte
+    rb"|((?:\\'[0-9a-fA-F]{2})+)"  # 3: a run of hex bytes (all of a non-Latin text)
     rb"|\\([^a-zA-Z'])"  # 4: control symbol
     rb"|([{}])"  # 5: group
     rb"|([^\\{}\r\n]+)"  # 6: text run
@@ -300,10 +301,13 @@ class _Converter:
                 self.word(name, arg, group_start, star)
                 group_start = star = False
             elif kind == 3:
-                if self.skip_chars:
-                    self.skip_chars -= 1
-                elif not self.state.skip or self.state.dest in _INFO:
-                    self.pending.append(int(m.group(3), 16))
+                run = m.group(3)  # \'hh\'hh...: 4 bytes per escape
+                if self.skip_chars:  # the \uN fallback: one escape is one character
+                    n = min(self.skip_chars, len(run) // 4)
+                    self.skip_chars -= n
+                    run = run[4 * n:]
+                if run and (not self.state.skip or self.state.dest in _INFO):
+                    self.pending += unhexlify(run.replace(b"\\'", b""))
                 group_start = False
             elif kind == 4:
                 sym = m.group(4)
