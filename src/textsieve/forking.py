@@ -1,6 +1,7 @@
 """Forked helpers for work inside one document: ``share_jobs`` spreads independent jobs
-(blocks of PDF pages) over the cores; ``call_isolated`` runs one risky native call (a
-parser that may allocate gigabytes on damaged data) in a child with a memory cap.
+(blocks of PDF pages) over the cores; ``call_isolated`` runs risky native calls (a parser
+that may allocate gigabytes on damaged data) in a helper process with a memory cap, forked
+once and kept for the calls that follow.
 
 Why fork and not the worker pool: a long PDF handed to ``textsieve.extract`` should use
 every core, and a fork costs about 2 ms (the parent's parsers and the open document's
