@@ -205,13 +205,43 @@ def _case_helper_after_fork() -> None:
     assert call(os.getpid, timeout=10, memory=1 << 30) == helper, "the parent's is intact"
 
 
-def test_isolated_call_without_fork_runs_here() -> None:
+@pytest.mark.parametrize("refuse", ["second pipe", "fork"])
+def test_a_refused_pipe_or_fork_leaves_nothing_open(monkeypatch: pytest.MonkeyPatch,
+                                                    refuse: str) -> None:
+    """Out of file descriptors or processes: no helper, and the pipes made so far are
+    closed again (the helper needs two; a leak per call would exhaust the process)."""
+    real_pipe, made = os.pipe, []
+
+    def pipe() -> tuple[int, int]:
+        if refuse == "second pipe" and made:
+            raise OSError(24, "Too many open files")
+        fds = real_pipe()
+        made.append(fds)
+        return fds
+
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "pipe", pipe)
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert forking._start_helper(1 << 30) is None
+    assert made, "the first pipe was made"
+    for r, w in made:
+        for fd in (r, w):
+            with pytest.raises(OSError):
+                os.fstat(fd)  # closed
+
+
+def test_isolated_call_without_fork_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An earlier test may have started a helper while this process had one thread: set it
+    # aside, so that the call must decide afresh, with a thread running.
+    monkeypatch.setattr(forking, "_helper", None)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        if forking._helper is None:
-            assert forking.call_isolated(os.getpid, timeout=10, memory=1 << 30) == os.getpid()
+        assert forking.call_isolated(os.getpid, timeout=10, memory=1 << 30) == os.getpid()
+        assert forking._helper is None, "no helper forked while a thread runs"
     finally:
         stop.set()
         other.join()

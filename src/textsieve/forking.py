@@ -105,19 +105,32 @@ def _work(fn: Callable[[int], Any], queue: int) -> dict[int, Any]:
     return out
 
 
+def _pipes_and_fork(n_pipes: int) -> tuple[int, list[int]] | None:
+    """``n_pipes`` pipes (fds as [r0, w0, r1, w1, ...]), then ``os.fork()``: (pid, fds),
+    pid 0 in the child; None, with nothing left open, if the system refuses either."""
+    fds: list[int] = []
+    try:
+        for _ in range(n_pipes):
+            fds.extend(os.pipe())
+        return os.fork(), fds
+    except OSError:
+        _close(fds)
+        return None
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
     """A child that runs ``work()``, sends its pickled result through a pipe and leaves
     with ``os._exit`` (no parent cleanup runs); None if no child could be made."""
-    try:
-        r, w = os.pipe()
-    except OSError:
+    made = _pipes_and_fork(1)
+    if made is None:
         return None
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(r)
-        os.close(w)
-        return None
+    pid, (r, w) = made
     if pid == 0:
         code = 1
         try:
@@ -126,10 +139,7 @@ def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             signal.alarm(max(1, math.ceil(timeout)))
             os.close(r)
-            payload = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(w, view):]
+            _send(w, pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL))
             code = 0
         except BaseException:  # any failure: the parent sees a child that died
             pass
@@ -142,24 +152,13 @@ def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
 def _collect(kid: _Kid, deadline: float) -> Any:
     """A child's unpickled answer; None if it died or its answer is cut; JobsTimeout past
     the deadline."""
-    parts: list[bytes] = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([kid.fd], [], [], left)[0]:
-            raise JobsTimeout("a forked reader did not finish in time")
-        data = os.read(kid.fd, 1 << 20)
-        if not data:
-            break
-        parts.append(data)
+    answer = _receive(kid.fd, deadline)
     _, status = os.waitpid(kid.pid, 0)
     os.close(kid.fd)
     kid.done = True
     if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
         return None
-    try:
-        return pickle.loads(b"".join(parts))
-    except Exception:  # a truncated payload: as if the child had failed
-        return None
+    return answer
 
 
 def _kill(kid: _Kid) -> None:
@@ -235,17 +234,10 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
 
 def _start_helper(memory: int) -> _Helper | None:
     """Fork the helper; None if no process could be made."""
-    try:
-        req_r, req_w = os.pipe()
-        ans_r, ans_w = os.pipe()
-    except OSError:
+    made = _pipes_and_fork(2)
+    if made is None:
         return None
-    try:
-        pid = os.fork()
-    except OSError:
-        for fd in (req_r, req_w, ans_r, ans_w):
-            os.close(fd)
-        return None
+    pid, (req_r, req_w, ans_r, ans_w) = made
     if pid == 0:
         try:
             os.close(req_w)
@@ -301,14 +293,14 @@ def _send(fd: int, payload: bytes) -> None:
 
 
 def _receive(fd: int, deadline: float | None) -> Any:
-    """One length-prefixed pickled message; None at end of file or on a cut message;
-    JobsTimeout past the deadline (None: wait for ever)."""
+    """One length-prefixed pickled message (``_send``'s); None at end of file or on a cut
+    message; JobsTimeout past the deadline (None: wait for ever)."""
     want, parts, header = _LENGTH.size, [], True
     while want:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise JobsTimeout("the isolated call did not finish in time")
+                raise JobsTimeout("a forked process did not answer in time")
         data = os.read(fd, min(want, 1 << 20))
         if not data:
             return None
@@ -330,9 +322,7 @@ def _retire(helper: _Helper, *, kill: bool = False) -> None:
     if kill:
         with contextlib.suppress(ProcessLookupError):
             os.kill(helper.pid, signal.SIGKILL)
-    for fd in (helper.requests, helper.answers):
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    _close([helper.requests, helper.answers])
     with contextlib.suppress(ChildProcessError):
         os.waitpid(helper.pid, 0)
 
@@ -342,9 +332,7 @@ def _forget_helper() -> None:
     mix with the parent's), and a lock held by another thread at fork time stays held."""
     global _helper, _helper_lock
     if _helper is not None:
-        for fd in (_helper.requests, _helper.answers):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        _close([_helper.requests, _helper.answers])
         _helper = None
     _helper_lock = threading.Lock()
 
