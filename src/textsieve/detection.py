@@ -249,15 +249,11 @@ def _first_local_name(head: bytes) -> str | None:
 
 def _ole_kind(src: Source) -> Detection:
     try:
-        ole = src.ole()
+        streams = {"/".join(p) for p in src.ole().listdir(streams=True, storages=True)}
     except Exception as exc:  # olefile raises a zoo of errors on damaged files
         hint = EXTENSION_HINTS.get(src.extension)
         if hint in (DOC, XLS, PPT, MSG):
             return Detection(hint, "extension", f"damaged OLE2 container: {exc}")
-        return Detection(OLE_OTHER, "magic", f"damaged OLE2 container: {exc}")
-    try:
-        streams = {"/".join(p) for p in ole.listdir(streams=True, storages=True)}
-    except Exception as exc:  # a damaged directory
         return Detection(OLE_OTHER, "magic", f"damaged OLE2 container: {exc}")
     lower = {s.lower() for s in streams}
     if "encryptioninfo" in lower and "encryptedpackage" in lower:

@@ -144,7 +144,7 @@ def preload(mimes: Iterable[str] | None = None) -> None:
     light so that a one-file CLI call does not load every parser; a long-lived caller (a
     service, the pool before it forks its workers, a benchmark) wants the ~0.2 s paid once,
     up front, and not by the first file of each format."""
-    from .. import core, forking, textcodec  # noqa: F401 (core: imported for its imports)
+    from .. import core, textcodec  # noqa: F401 (core: imported for its imports)
 
     wanted = REGISTRY.keys() if mimes is None else [m for m in mimes if m in REGISTRY]
     for spec in {s for m in wanted for s in REGISTRY[m]}:
@@ -155,7 +155,7 @@ def preload(mimes: Iterable[str] | None = None) -> None:
         for lib in getattr(importlib.import_module(spec.partition(":")[0]), "LAZY", ()):
             with contextlib.suppress(ImportError):
                 importlib.import_module(lib)
-    forking.in_worker()
+    importlib.import_module("multiprocessing")  # forking.in_worker asks it every time
     if mimes is None:  # a CLI call on a few PDFs need not look up 99 code pages
         textcodec.warm()
 
