@@ -25,10 +25,13 @@ from ..source import Source
 from . import Context
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
+# CPython's own SHA modules by algorithm (``_sha2`` from Python 3.12 on), see _builtin_hash.
+_BUILTIN_SHA = {"sha1": ("_sha1",), "sha256": ("_sha256", "_sha2"),
+                "sha384": ("_sha512", "_sha2"), "sha512": ("_sha512", "_sha2")}
 LAZY = ("msoffcrypto", "msoffcrypto.exceptions", "msoffcrypto.format.ooxml",
         "cryptography.hazmat.backends.openssl.backend",
-        "cryptography.hazmat.primitives.serialization", "xml.dom.expatbuilder", "_sha1",
-        "_sha256", "_sha512", "_sha2")
+        "cryptography.hazmat.primitives.serialization", "xml.dom.expatbuilder",
+        *sorted({m for names in _BUILTIN_SHA.values() for m in names}))
 
 DEFAULT_PASSWORD = "VelvetSweatshop"
 
@@ -61,8 +64,7 @@ def _builtin_hash(name: str) -> Callable[[bytes], Any]:
     import importlib
 
     algo = name.replace("-", "").lower()
-    for module in {"sha1": ("_sha1",), "sha256": ("_sha256", "_sha2"),
-                   "sha384": ("_sha512", "_sha2"), "sha512": ("_sha512", "_sha2")}[algo]:
+    for module in _BUILTIN_SHA[algo]:
         try:
             return getattr(importlib.import_module(module), algo)
         except (ImportError, AttributeError):
