@@ -26,7 +26,7 @@ class Source:
     url: str | None = None  # final URL after redirects
     charset: str | None = None  # from the Content-Type header
     content_type: str | None = None  # media type from the Content-Type header
-    _ole: Any = field(default=None, repr=False, compare=False)
+    _ole: Any = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], max_size: int | None = None) -> Source:
