@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Metadata, Page, Status
-from .options import Options
+from .options import Options, OptionsError
 
 __version__ = "0.1.0"
 
@@ -24,6 +24,7 @@ __all__ = [
     "ExtractionError",
     "Metadata",
     "Options",
+    "OptionsError",
     "Page",
     "Status",
     "__version__",

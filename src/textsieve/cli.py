@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from . import __version__
 from .model import Document, Status
-from .options import MiB, Options
+from .options import MiB, Options, OptionsError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -402,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
+    if getattr(ns, "memory_limit", 64) < 64:
+        parser.error("--memory-limit must be at least 64 (MiB)")
     if getattr(ns, "html", None) is not None:
         _check_sieve(parser, ns)
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
@@ -412,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return handler(ns)
+    except OptionsError as exc:  # a value argparse could not check (--memory-limit 1)
+        print(f"textsieve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ArchiveError as exc:
         print(f"textsieve: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -14,6 +14,24 @@ from typing import Any
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
+OCR_MODES = ("auto", "always", "never")
+HTML_MODES = ("auto", "main", "full", "sieve")
+# Each numeric knob's lowest sensible value; below it a run would refuse every input, never
+# stop, or spin (a zero timeout, a zero memory cap, no members allowed in any container).
+_AT_LEAST: dict[str, float] = {
+    "workers": 0, "max_depth": 0, "max_redirects": 0, "retries": 0, "backoff": 0,
+    "max_retry_after": 0, "per_host_delay": 0, "max_members": 1, "per_host_concurrency": 1,
+    "max_ratio": 1, "ocr_dpi": 50, "memory_limit": 64 * MiB, "max_file_size": 1,
+    "max_unpacked": 1, "max_image_pixels": 1, "max_body": 1,
+}
+_POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "read_timeout",
+             "fetch_timeout")
+
+
+class OptionsError(ValueError):
+    """An option value no run could use: raised when the Options object is made, so a typo
+    (``ocr="off"``) fails at once instead of quietly meaning something else."""
+
 
 @dataclass(frozen=True)
 class Options:
@@ -62,6 +80,23 @@ class Options:
     gmail_api_base: str = "https://gmail.googleapis.com"
     gmail_token_url: str = "https://oauth2.googleapis.com/token"
     gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
+
+    def __post_init__(self) -> None:
+        if self.ocr not in OCR_MODES:
+            raise OptionsError(f"ocr must be one of {', '.join(OCR_MODES)}, not {self.ocr!r}")
+        if self.html not in HTML_MODES:
+            raise OptionsError(
+                f"html must be one of {', '.join(HTML_MODES)}, not {self.html!r}")
+        if not self.ocr_lang or not isinstance(self.ocr_lang, str):
+            raise OptionsError("ocr_lang must name at least one tesseract language")
+        for name, low in _AT_LEAST.items():
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value < low:
+                raise OptionsError(f"{name} must be a number >= {low:,}, not {value!r}")
+        for name in _POSITIVE:
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not value > 0:
+                raise OptionsError(f"{name} must be a number of seconds > 0, not {value!r}")
 
     def output_fingerprint(self) -> str:
         """A short hash of the options that change what an extraction outputs: an archive

@@ -1,0 +1,57 @@
+"""Options are checked when they are made: a typo fails at once, it never means something else."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import textsieve
+from textsieve import Options, OptionsError
+
+
+@pytest.mark.parametrize("changes, named", [
+    ({"ocr": "off"}, "ocr must be one of auto, always, never"),
+    ({"html": "article"}, "html must be one of auto, main, full, sieve"),
+    ({"ocr_lang": ""}, "ocr_lang"),
+    ({"timeout": 0}, "timeout"),
+    ({"fetch_timeout": -1.0}, "fetch_timeout"),
+    ({"memory_limit": 1 << 20}, "memory_limit"),
+    ({"workers": -1}, "workers"),
+    ({"max_members": 0}, "max_members"),
+    ({"ocr_dpi": 10}, "ocr_dpi"),
+    ({"retries": "3"}, "retries"),
+])
+def test_a_value_no_run_could_use_is_refused(changes: dict, named: str) -> None:
+    with pytest.raises(OptionsError, match=named):
+        Options(**changes)
+    with pytest.raises(OptionsError, match=named):  # derived options are checked as well
+        Options().with_(**changes)
+
+
+def test_extract_refuses_a_mistyped_mode_before_reading_anything() -> None:
+    # "off" used to pass unchecked and was read as "not never": images went to OCR.
+    with pytest.raises(OptionsError, match="'off'"):
+        textsieve.extract(b"\x89PNG\r\n\x1a\n" + b"\0" * 64, ocr="off")
+    assert isinstance(OptionsError("x"), ValueError)  # callers catching ValueError see it
+
+
+@pytest.mark.parametrize("ocr", ["auto", "always", "never"])
+@pytest.mark.parametrize("html", ["auto", "main", "full", "sieve"])
+def test_every_documented_mode_is_accepted(ocr: str, html: str) -> None:
+    opts = Options(ocr=ocr, html=html, workers=0, max_depth=0, retries=0, backoff=0)
+    assert (opts.ocr, opts.html) == (ocr, html)
+
+
+def test_cli_reports_a_bad_value_as_a_usage_error(tmp_path) -> None:
+    f = tmp_path / "a.txt"
+    f.write_text("words\n")
+    r = subprocess.run([sys.executable, "-m", "textsieve", "extract", "--memory-limit", "1",
+                        str(f)], capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 2
+    assert "--memory-limit" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "textsieve", "extract", "--lang", "", str(f)],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 2
+    assert "ocr_lang" in r.stderr and "Traceback" not in r.stderr
