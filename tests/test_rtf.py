@@ -88,6 +88,25 @@ def test_control_symbols_and_binary_skip() -> None:
     assert text == "a\u00a0b\u2011c {braces} back\\slash \u2014z"
 
 
+def test_unread_destinations_end_at_their_own_closing_brace() -> None:
+    # Destinations we do not read are passed over by brace depth alone: escaped braces, an
+    # escaped backslash before a real brace, and \bin bytes must not end them early.
+    data = _rtf(r"{\stylesheet{\s1 Style \{fake\} \\{\*\x nested} tail}}"
+                r"{\pict\bin5 }}}{{ hidden}"
+                r"{\*\generator gen {\deep {\deeper}}}"
+                r"Visible text.\par")
+    assert rtf_to_text(data) == "Visible text."
+
+
+def test_an_unterminated_unread_destination_ends_the_data() -> None:
+    assert rtf_to_text(b"{\\rtf1 Before\\par {\\stylesheet{\\s0 Normal;}") == "Before"
+
+
+def test_data_cut_inside_a_header_keeps_the_table_before_it() -> None:
+    data = rb"{\rtf1 \trowd\intbl A\cell B\cell\row {\header Head text"
+    assert rtf_to_text(data) == "Head text\n\nA\tB"  # the table was lost
+
+
 def test_malformed_rtf_still_gives_text() -> None:
     data = b"{\\rtf1\\ansi {\\b unclosed group text} stray } } more text \\'e9t\\"
     assert "unclosed group text" in rtf_to_text(data)

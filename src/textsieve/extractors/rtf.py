@@ -1,12 +1,14 @@
 """RTF to text with our own single-pass tokenizer (linear time, never recursive).
 
-One regex walks control words, runs of hex escapes, braces and text runs. Text bytes and ``\\'hh``
-escapes are collected raw and decoded in the code page in force (``\\ansicpg``, or the
-current font's ``\\fcharset``); ``\\uN`` code points are taken as they are and skip the
-``\\ucN`` fallback characters that follow. Destinations that are not document text (font
-and colour tables, pictures, object data, ``\\*`` extensions, field instructions) are
-skipped; ``\\info`` feeds the metadata; table cells become table rows. Malformed input
-(unbalanced braces, truncated files) still yields whatever text it holds.
+One regex walks control words, runs of hex escapes, braces and text runs; the formatting
+words we ignore (most of a real file) are consumed in the same call as the token after them.
+Text bytes and ``\\'hh`` escapes are collected raw and decoded in the code page in force
+(``\\ansicpg``, or the current font's ``\\fcharset``); ``\\uN`` code points are taken as they
+are and skip the ``\\ucN`` fallback characters that follow. Destinations that are not
+document text (colour tables, style sheets, pictures, object data, ``\\*`` extensions, field
+instructions) are passed over by brace depth alone, unread; the font table and ``\\info``
+are read, for the code pages and the metadata. Table cells become table rows. Malformed
+input (unbalanced braces, truncated files) still yields whatever text it holds.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from ..source import Source
 from ..textcodec import normalize_charset
 from . import Context
 
-# Output version (archives re-extract what an older one made): 2 = headers and footers.
-VERSION = 2
+# Output version (archives re-extract what an older one made): 2 = headers and footers;
+# 3 = nothing inside an unread destination counts, and data cut short keeps its last table.
+VERSION = 3
 
 _TOKEN = re.compile(
     rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?"  # 1, 2: control word + parameter
@@ -67,11 +70,41 @@ _HANDLED = frozenset(w.encode() for w in (
     *_SYMBOLS, "u", "uc", "cell", "nestcell", "row", "nestrow", "intbl", "pard", "f",
     "fcharset", "ansicpg", "mac", "pc", "pca", "deff", "yr", "mo", "dy", "hr", "min", "plain",
     "bin"))
-# A run of control words none of which is handled (and line breaks): skipped in one regex
-# call, since formatting words are most of the tokens of a real RTF file.
-_IGNORED_RUN = re.compile(
-    rb"(?:\\(?!(?:" + b"|".join(sorted(_HANDLED, key=len, reverse=True))
-    + rb")(?![a-zA-Z]))[a-zA-Z]{1,32}(?:-?\d{1,10})? ?|[\r\n]+)*")
+
+
+def _trie(words: frozenset[bytes] | list[bytes]) -> bytes:
+    """A regex alternation of ``words`` shared by prefix (``p(?:a(?:ge|rd?)|...)``).
+
+    Python's regex engine tries a flat alternation word by word, and this one runs at every
+    control word of the file; by prefix, most words fail on their first letter.
+    """
+    heads: dict[bytes, list[bytes]] = {}
+    for w in sorted(words):
+        heads.setdefault(w[:1], []).append(w[1:])
+    whole = heads.pop(b"", None) is not None
+    alts = [re.escape(h) + _trie(rest) for h, rest in heads.items()]
+    if not alts:
+        return b""
+    body = alts[0] if len(alts) == 1 and not whole else b"(?:" + b"|".join(alts) + b")"
+    return body + b"?" if whole else body
+
+
+# A run of control words none of which is handled (and line breaks).
+_IGNORED_RUN = (rb"(?:\\(?!" + _trie(_HANDLED)
+                + rb"(?![a-zA-Z]))[a-zA-Z]{1,32}(?:-?\d{1,10})? ?|[\r\n]+)*+")
+# Outside a group start, the next token that matters: the ignored words before it go in
+# the same regex call, as they are most of the tokens of a real RTF file. Possessive: the
+# words are never given back (their delimiting space would become text); ignored words at
+# the very end of the data match nothing here and go through _TOKEN.
+_BODY_TOKEN = re.compile(_IGNORED_RUN + b"(?:" + _TOKEN.pattern + b")", re.S)
+# A skipped group's content up to the next token that matters to its end: a brace (1), an
+# escaped brace or backslash (so that ``\\\\{`` is seen as an escape and a real brace), or
+# ``\\binN`` (2), whose N raw bytes may hold any brace. Possessive, so it never backtracks.
+_SKIP_SCAN = re.compile(
+    rb"(?:[^\\{}]++|\\(?![\\{}]|bin-?\d))*+"
+    rb"(?:([{}])|\\[\\{}]|\\bin(-?\d{1,10}) ?)")
+# Skipped destinations that are still read, for the metadata and the code pages.
+_READ_SKIPPED = frozenset({"fonttbl", *_INFO, *_DATES})
 _CONTROL_SYMBOLS = {b"~": "\u00a0", b"_": "\u2011", b"-": "", b"\\": "\\", b"{": "{",
                     b"}": "}", b"\t": "\t", b"\n": "\n\n", b"\r": "\n\n"}
 _CHARSETS = {
@@ -268,14 +301,23 @@ class _Converter:
         elif name == "plain" and st.dest != "fonttbl" and self.default_font in self.fonts:
             st.codepage = self.fonts[self.default_font]
 
+    def close_group(self) -> None:
+        """A ``}``: the group's state changes end with it (and a header or footer)."""
+        self.skip_chars = 0
+        if self.stack:
+            closing = self.state.dest
+            self.state = self.stack.pop()
+            if closing in _STORIES.values() and self.state.dest != closing:
+                self.end_story(closing)
+
     # -- the loop -----------------------------------------------------------------------
     def run(self, data: bytes) -> None:
         pos, end = 0, len(data)
-        match = _TOKEN.match
-        skip_run = _IGNORED_RUN.match
+        match, body_match = _TOKEN.match, _BODY_TOKEN.match
         group_start = star = False
         while pos < end:
-            m = match(data, pos)
+            m = (match if group_start or self.skip_chars else body_match)(data, pos) \
+                or match(data, pos)
             if m is None:  # cannot happen with the catch-all alternatives; be safe
                 pos += 1
                 continue
@@ -289,8 +331,7 @@ class _Converter:
                 group_start = False
             elif kind in (1, 2):
                 if not group_start and not self.skip_chars and m.group(1) not in _HANDLED:
-                    pos = skip_run(data, pos).end()  # and the ignored words after it
-                    continue  # formatting we ignore: no state change, nothing to flush
+                    continue  # formatting we ignore (the last words of the data)
                 name = m.group(1).decode("ascii")
                 arg = int(m.group(2)) if m.group(2) else None
                 if name == "bin" and arg:
@@ -299,6 +340,13 @@ class _Converter:
                 if name not in ("u",):
                     self.flush_bytes()
                 self.word(name, arg, group_start, star)
+                if group_start and self.state.skip and name != "info" \
+                        and self.state.dest not in _READ_SKIPPED:
+                    # A destination we do not read (style sheet, list table, picture, ...):
+                    # to its closing brace without tokenizing it, which is most of the
+                    # tokens of a Word-made RTF.
+                    pos = _group_end(data, pos)
+                    self.close_group()
                 group_start = star = False
             elif kind == 3:
                 run = m.group(3)  # \'hh\'hh...: 4 bytes per escape
@@ -330,16 +378,31 @@ class _Converter:
                     self.state = self.state.clone()
                     group_start, star = True, False
                 else:
-                    if self.stack:
-                        closing = self.state.dest
-                        self.state = self.stack.pop()
-                        if closing in _STORIES.values() and self.state.dest != closing:
-                            self.end_story(closing)
+                    self.close_group()
                     group_start = star = False
         self.flush_bytes()
+        while self.stack:  # truncated data: its open groups end here (a header's too)
+            self.close_group()
         self.end_paragraph()
         self.intbl = False
         self.end_paragraph()
+
+
+def _group_end(data: bytes, pos: int) -> int:
+    """Where the group open at ``pos`` ends: after its closing brace, or at the end."""
+    depth, match = 1, _SKIP_SCAN.match
+    while m := match(data, pos):
+        pos = m.end()
+        brace = m.group(1)
+        if brace == b"{":
+            depth += 1
+        elif brace == b"}":
+            depth -= 1
+            if not depth:
+                return pos
+        elif m.group(2):
+            pos += max(int(m.group(2)), 0)
+    return len(data)
 
 
 def _iso_date(parts: dict[str, int]) -> str | None:
