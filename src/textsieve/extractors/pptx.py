@@ -65,11 +65,10 @@ class _Slide:
                         break
 
     def _pos(self, el: etree._Element, ph_keys: list[str]) -> tuple[int, int]:
-        for x in el.iter():
+        for x in el.iter("{*}off", "{*}txBody", "{*}graphic"):
             if local(x.tag) == "off":
                 return _int(x.get("y")), _int(x.get("x"))
-            if local(x.tag) in ("txBody", "graphic"):
-                break
+            break
         for key in ph_keys:
             if key in self.layout_pos:
                 return self.layout_pos[key]
@@ -92,7 +91,7 @@ class _Slide:
 
     def graphic(self, frame: etree._Element) -> None:
         y, x = self._pos(frame, _ph_key(_placeholder(frame)))
-        for el in frame.iter():
+        for el in frame.iter("{*}tbl", "{*}chart", "{*}relIds"):
             name = local(el.tag)
             if name == "tbl":
                 self.shapes.append(_Shape(y, x, len(self.shapes), "table", _table(el)))
@@ -114,10 +113,10 @@ class _Slide:
         if root is None:
             return
         if chart:
-            texts = [_run_text(t) for t in root.iter() if local(t.tag) == "title"]
+            texts = [_run_text(t) for t in root.iter("{*}title")]
         else:
-            texts = ["".join(t.text or "" for t in pt.iter() if local(t.tag) == "t")
-                     for pt in root.iter() if local(pt.tag) == "pt"]
+            texts = ["".join(t.text or "" for t in pt.iter("{*}t"))
+                     for pt in root.iter("{*}pt")]
         items = [(t, 0, False, True) for t in texts if t.strip()]
         if items:
             self.shapes.append(_Shape(y, x, len(self.shapes), "text", items))
@@ -142,7 +141,7 @@ class _Slide:
 
 def _placeholder(el: etree._Element) -> tuple[str, str | None] | None:
     """(type, idx) of a placeholder shape; a missing type means 'obj' (body content)."""
-    for x in el.iter():
+    for x in el.iter("{*}ph", "{*}txBody", "{*}spPr"):
         name = local(x.tag)
         if name == "ph":
             return x.get("type", ""), x.get("idx")
@@ -169,14 +168,12 @@ def _layout_positions(root: etree._Element | None,
     if root is None:
         return out
     inherited = inherited or {}
-    for sp in root.iter():
-        if local(sp.tag) not in ("sp", "graphicFrame"):
-            continue
+    for sp in root.iter("{*}sp", "{*}graphicFrame"):
         ph = _placeholder(sp)
         if ph is None:
             continue
         kind = "title" if ph[0] in _TITLES else "body" if ph[0] in ("", "obj") else ph[0]
-        off = next((x for x in sp.iter() if local(x.tag) == "off"), None)
+        off = next(sp.iter("{*}off"), None)
         pos = (_int(off.get("y")), _int(off.get("x"))) if off is not None else \
             inherited.get(f"type:{kind}")
         if pos is None:
@@ -215,7 +212,7 @@ def _paragraphs(body: etree._Element, *, bullets_by_default: bool,
 
 def _run_text(el: etree._Element) -> str:
     parts: list[str] = []
-    for x in el.iter():
+    for x in el.iter("{*}t", "{*}br", "{*}p"):
         name = local(x.tag)
         if name == "t":
             parts.append(x.text or "")
@@ -305,7 +302,7 @@ def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
                                                  layouts.get(master or ""))
     slide = _Slide(zf, ctx, part, layouts.get(layout_part or "", {}))
     slide._rels = part_rels
-    tree = next((x for x in root.iter() if local(x.tag) == "spTree"), None)
+    tree = next(root.iter("{*}spTree"), None)
     if tree is not None:
         slide.collect(tree)
     slide.render(out)
@@ -319,9 +316,7 @@ def _notes(zf: zipfile.ZipFile, ctx: Context, part: str, out: Builder) -> None:
     if root is None:
         return
     texts: list[str] = []
-    for sp in root.iter():
-        if local(sp.tag) != "sp":
-            continue
+    for sp in root.iter("{*}sp"):
         ph = _placeholder(sp)
         if ph is None or ph[0] != "body":
             continue
