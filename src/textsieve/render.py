@@ -175,6 +175,10 @@ class Builder:
             self._page_start = None
 
     # -- output -------------------------------------------------------------------------
+    def text(self) -> str:
+        """The plain text alone (a table cell, a header): no Markdown or pages made."""
+        return _join(self._text)
+
     def build(self) -> tuple[str, str, list[Page]]:
         self.end_page()
         pages = [
@@ -192,7 +196,7 @@ def render_text(walker: Any, el: Any) -> str:
         walker.blocks(el)
     finally:
         walker.out = saved
-    return sub.build()[0].strip()
+    return sub.text().strip()
 
 
 def _join(blocks: Iterable[str]) -> str:

@@ -188,6 +188,17 @@ class _Word:
         self.out = out
         self.fields: list[bool] = []  # stack of complex fields: True while in instruction
         self.counters: dict[str, list[int]] = {}
+        # What inline() does with each run-level element, by its full tag: one dict lookup
+        # per element instead of a chain of comparisons with tags built on the spot.
+        w = self.w
+        self.inline_kinds: dict[str, str] = {
+            w + "t": "t", w + "r": "r", w + "tab": "\t", w + "ptab": "\t", w + "br": "\n",
+            w + "cr": "\n", w + "noBreakHyphen": "-", w + "fldChar": "fldChar",
+            w + "txbxContent": "box", w + "p": "p",
+            **{w + name: "skip" for name in (
+                "del", "moveFrom", "instrText", "delText", "rPr", "pPr", "delInstrText",
+                "footnoteReference", "endnoteReference", "commentReference")},
+        }
 
     # block level ------------------------------------------------------------------
     def blocks(self, parent: etree._Element) -> None:
@@ -308,43 +319,37 @@ class _Word:
                     self.blocks([el])  # type: ignore[arg-type]
         finally:
             self.out = saved
-        text, _, _ = sub.build()
-        return text.replace("\n\n", "\n")
+        return sub.text().replace("\n\n", "\n")
 
     # inline level -----------------------------------------------------------------
     def inline(self, el: etree._Element, para: _Para) -> None:
-        w = self.w
+        kinds = self.inline_kinds
         for ch in el:
             tag = ch.tag
             if not isinstance(tag, str):
                 continue
-            if tag == w + "t":
+            kind = kinds.get(tag)
+            if kind == "t":
                 if not self.fields or not any(self.fields):
                     para.parts.append(ch.text or "")
-            elif tag == w + "r":
+            elif kind == "r":
                 self.inline(ch, para)
-            elif tag in (w + "tab", w + "ptab"):
-                para.parts.append("\t")
-            elif tag in (w + "br", w + "cr"):
-                para.parts.append("\n")
-            elif tag == w + "noBreakHyphen":
-                para.parts.append("-")
-            elif tag == w + "fldChar":
+            elif kind is not None and len(kind) == 1:  # a character: tab, break, hyphen
+                para.parts.append(kind)
+            elif kind == "fldChar":
                 self.field_char(ch, para)
-            elif tag in (w + "del", w + "moveFrom", w + "instrText", w + "delText", w + "rPr",
-                         w + "pPr", w + "delInstrText", w + "footnoteReference",
-                         w + "endnoteReference", w + "commentReference"):
+            elif kind == "skip":
                 continue
-            elif tag == w + "txbxContent":
+            elif kind == "box":
                 para.boxes.append(ch)
-            elif tag == w + "p":  # a paragraph inside a run-level container (rare)
+            elif kind == "p":  # a paragraph inside a run-level container (rare)
                 para.parts.append("\n")
                 self.inline(ch, para)
             elif local(tag) == "AlternateContent":
                 choice = _first_choice(ch)
                 if choice is not None:
                     self.inline(choice, para)
-            elif local(tag) == "checkbox" and tag != w + "checkBox":
+            elif local(tag) == "checkbox" and tag != self.w + "checkBox":
                 continue  # w14:checkbox: the sdtContent already shows the glyph
             else:  # hyperlink, ins, smartTag, sdt, fldSimple, drawing/textbox wrappers ...
                 self.inline(ch, para)

@@ -87,7 +87,7 @@ class _Html:
         elif name == "blockquote":
             sub = Builder()
             _Html(sub).blocks(el)
-            self.out.quote(sub.build()[0])
+            self.out.quote(sub.text())
         elif name == "hr":
             return
         elif self._has_blocks(el):

@@ -191,7 +191,7 @@ class _Odf:
                     self.blocks([el])  # type: ignore[arg-type]
         finally:
             self.out = saved
-        return sub.build()[0].replace("\n\n", "\n")
+        return sub.text().replace("\n\n", "\n")
 
     def embedded_object(self, obj: etree._Element) -> None:
         """A chart or document embedded as a sub-package ('./Object 1/content.xml')."""

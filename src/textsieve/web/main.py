@@ -114,7 +114,7 @@ def main_text(html: str, url: str | None = None) -> str:
         return ""
     out = Builder()
     _render(_select(_tree(html), url), out)
-    return out.build()[0]
+    return out.text()
 
 
 def extract_main(html: bytes | str, url: str | None, out: Builder, doc: Document) -> None:
