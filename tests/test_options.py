@@ -55,3 +55,18 @@ def test_cli_reports_a_bad_value_as_a_usage_error(tmp_path) -> None:
                        capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 2
     assert "ocr_lang" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_keyword_options_apply_to_each_call_on_their_own(tmp_path) -> None:
+    # Derived options are reused between calls with the same keywords; a call must still
+    # get exactly its own, whatever came before (and whatever ``options=`` it passes).
+    from PIL import Image
+
+    png = tmp_path / "blank.png"
+    Image.new("L", (40, 20), 255).save(png)
+    assert textsieve.extract(png, ocr="never").error.kind == "needs_ocr"
+    assert textsieve.extract(png, ocr="auto").status == "empty"  # OCRed: no text
+    assert textsieve.extract(png, ocr="never").error.kind == "needs_ocr"
+    base = Options(ocr="never")
+    assert textsieve.extract(png, options=base).error.kind == "needs_ocr"
+    assert textsieve.extract(png, options=base, ocr="auto").status == "empty"

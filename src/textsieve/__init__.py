@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -55,6 +56,25 @@ def _source(obj: Input, name: str | None, options: Options):  # -> Source
     raise TypeError(f"cannot extract from {type(obj).__name__}")
 
 
+_DEFAULTS = Options()
+
+
+def _options(base: Options, changes: dict[str, Any]) -> Options:
+    """``base`` with keyword changes; made once per distinct set (a call per file with the
+    same ``ocr=...`` would otherwise build and check a new Options every time)."""
+    if not changes:
+        return base
+    try:
+        return _derived(base, tuple(sorted(changes.items())))
+    except TypeError:  # an unhashable value (a list of hosts): made every time
+        return base.with_(**changes)
+
+
+@functools.lru_cache(maxsize=64)
+def _derived(base: Options, changes: tuple[tuple[str, Any], ...]) -> Options:
+    return base.with_(**dict(changes))
+
+
 def extract(source: Input, *, name: str | None = None, options: Options | None = None,
             isolate: bool = False, **option_values: Any) -> Document:
     """Extract text, structure and metadata from a path, bytes or a binary file object.
@@ -64,8 +84,7 @@ def extract(source: Input, *, name: str | None = None, options: Options | None =
     limit, so a hang or a native crash in a parser becomes an error record instead of
     taking the caller down. Bad input never raises: look at ``Document.status``.
     """
-    opts = (options or Options()).with_(**option_values) if option_values else (
-        options or Options())
+    opts = _options(options or _DEFAULTS, option_values)
     if isolate:
         from .run.pool import extract_many
 
