@@ -52,6 +52,27 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
                             "--archive", str(db)], capture_output=True, text=True, timeout=60,
                            check=True)
     assert len(json.loads(shown.stdout)["mails"]) == 3  # show gives the mail provenance
+    # so do the exports: each row names the mails its item came from
+    out = tmp_path / "all.jsonl"
+    subprocess.run([sys.executable, "-m", "textsieve", "export", "--format", "jsonl", "--to",
+                    str(out), "--archive", str(db)], capture_output=True, timeout=60, check=True)
+    rows = {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert {m["subject"] for m in rows[heron]["mails"]} >= {"read later: herons in winter",
+                                                            "again, the heron piece"}
+    assert all(m["message_id"] and m["source"] for m in rows[heron]["mails"])
+    assert [m["subject"] for m in rows[article]["mails"]] == [
+        "Wetland Notes weekly: where the herons go"]
+    assert all(not r["mails"] for r in rows.values() if "/samples/docs/" in r["key"])
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # the parquet extra is not installed
+        pq = None
+    if pq is not None:
+        subprocess.run([sys.executable, "-m", "textsieve", "export", "--format", "parquet",
+                        "--to", str(tmp_path / "all.parquet"), "--archive", str(db)],
+                       capture_output=True, timeout=60, check=True)
+        table = {r["id"]: r for r in pq.read_table(tmp_path / "all.parquet").to_pylist()}
+        assert table[heron]["mails"] == rows[heron]["mails"]
     # a second run changes nothing
     p = subprocess.run([sys.executable, "-m", "textsieve", "demo", "--archive", str(db)],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path, check=False)

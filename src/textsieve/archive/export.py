@@ -40,7 +40,7 @@ class ExportError(Exception):
 COLUMNS = ("id", "parent_id", "root_id", "key", "original", "name", "mime_type", "status",
            "error_kind", "error_message", "title", "metadata", "text", "markdown", "sha256",
            "size", "text_chars", "warnings", "first_seen", "last_seen", "extracted_at",
-           "extractor_version", "sources")
+           "extractor_version", "sources", "mails")
 
 _SELECT = ("SELECT id, parent_id, key, original, name, mime_type, status, error_kind, "
            "error_message, title, metadata, text, markdown, sha256, size, text_chars, "
@@ -200,8 +200,9 @@ def _atomic(path: str | Path, mode: str) -> Iterator[IO[Any]]:
 def rows(archive: Archive, counts: Counter[str] | None = None) -> Iterator[dict[str, Any]]:
     """Every item as a flat row, each top-level item followed by its descendants.
 
-    Children carry the provenance (source specs) of their top-level item: sources name
-    files, and a member came from wherever its container came from.
+    Children carry the provenance of their top-level item: the source specs (sources
+    name files, and a member came from wherever its container came from) and the mails
+    whose links or attachments it was (message id, date, sender, subject, labels).
     """
     counts = Counter() if counts is None else counts
     c = archive.conn
@@ -209,6 +210,7 @@ def rows(archive: Archive, counts: Counter[str] | None = None) -> Iterator[dict[
         sources = [s for (s,) in c.execute(
             "SELECT s.spec FROM provenance p JOIN sources s ON s.id = p.source_id "
             "WHERE p.item_id = ? ORDER BY s.id", (root_id,))]
+        mails = archive.mails_of(root_id)
         cur = c.execute(
             _SELECT + "WHERE id = ?1 OR id IN (WITH RECURSIVE d(id) AS ("
             "SELECT id FROM items WHERE parent_id = ?1 UNION ALL "
@@ -227,7 +229,7 @@ def rows(archive: Archive, counts: Counter[str] | None = None) -> Iterator[dict[
                 "sha256": sha, "size": size, "text_chars": chars,
                 "warnings": json.loads(warnings) if warnings else [],
                 "first_seen": first, "last_seen": last, "extracted_at": extracted,
-                "extractor_version": version, "sources": sources,
+                "extractor_version": version, "sources": sources, "mails": mails,
             }
             counts["children" if parent is not None else "items"] += 1
 
@@ -262,6 +264,9 @@ def _export_parquet(archive: Archive, to: Path, counts: Counter[str]) -> None:
         ("sha256", s), ("size", i), ("text_chars", i), ("warnings", pa.list_(s)),
         ("first_seen", f), ("last_seen", f), ("extracted_at", f),
         ("extractor_version", s), ("sources", pa.list_(s)),
+        ("mails", pa.list_(pa.struct([
+            ("message_id", s), ("date", s), ("from", s), ("subject", s),
+            ("labels", pa.list_(s)), ("source", s)]))),
     ])
     assert tuple(schema.names) == COLUMNS
 
