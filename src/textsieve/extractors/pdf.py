@@ -278,7 +278,10 @@ def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None) 
         return _PageText(warning=f"page {index + 1} could not be loaded (damaged)")
     try:
         text, garbled = _page_text(page)
-        result = _PageText(text, md_escape(text), not text and _has_images(page), garbled)
+        # Images matter only on a page without text: garbled pages go to OCR anyway, and
+        # walking every object of a page of unmapped glyphs costs more than its text.
+        result = _PageText(text, md_escape(text),
+                           not text and not garbled and _has_images(page), garbled)
         if forms is not None:  # values are read from the fields; no form-fill page events
             result.fields = _field_values(page, forms)
         return result
