@@ -138,6 +138,21 @@ def test_tracked_changes_fields_textboxes_and_notes() -> None:
     assert text.index("The footnote body.") > text.index("y")
 
 
+def test_run_level_breaks_and_a_paragraph_inside_a_run_container() -> None:
+    # A content control inside a paragraph may hold whole paragraphs (Word writes them for
+    # some templates): their text follows on a new line. Breaks, tabs and non-breaking
+    # hyphens become their characters.
+    body = _body(
+        '<w:p><w:r><w:t>before</w:t></w:r><w:sdt><w:sdtContent><w:p><w:r><w:t>inner</w:t>'
+        '</w:r></w:p></w:sdtContent></w:sdt></w:p>'
+        '<w:p><w:r><w:t>one</w:t><w:br/><w:t>two</w:t><w:tab/><w:t>three</w:t>'
+        '<w:noBreakHyphen/><w:t>four</w:t></w:r></w:p>')
+    doc = textsieve.extract(_patch(_make_docx(), {"word/document.xml": body}))
+    assert doc.status is Status.OK, doc.error
+    paragraphs = doc.text.split("\n\n")
+    assert "before\ninner" in paragraphs and "one\ntwo three-four" in paragraphs, paragraphs
+
+
 def test_comments_only_on_request() -> None:
     comments = (f'<?xml version="1.0"?><w:comments xmlns:w="{W_NS}"><w:comment w:id="0" '
                 'w:author="Bob"><w:p><w:r><w:t>Check this figure</w:t></w:r></w:p>'

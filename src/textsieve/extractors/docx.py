@@ -191,10 +191,11 @@ class _Word:
         # What inline() does with each run-level element, by its full tag: one dict lookup
         # per element instead of a chain of comparisons with tags built on the spot.
         w = self.w
+        self.inline_chars = {w + "tab": "\t", w + "ptab": "\t", w + "br": "\n",
+                             w + "cr": "\n", w + "noBreakHyphen": "-"}
         self.inline_kinds: dict[str, str] = {
-            w + "t": "t", w + "r": "r", w + "tab": "\t", w + "ptab": "\t", w + "br": "\n",
-            w + "cr": "\n", w + "noBreakHyphen": "-", w + "fldChar": "fldChar",
-            w + "txbxContent": "box", w + "p": "p",
+            w + "t": "text", w + "r": "run", w + "fldChar": "field", w + "txbxContent": "box",
+            w + "p": "para", **dict.fromkeys(self.inline_chars, "char"),
             **{w + name: "skip" for name in (
                 "del", "moveFrom", "instrText", "delText", "rPr", "pPr", "delInstrText",
                 "footnoteReference", "endnoteReference", "commentReference")},
@@ -329,20 +330,20 @@ class _Word:
             if not isinstance(tag, str):
                 continue
             kind = kinds.get(tag)
-            if kind == "t":
+            if kind == "text":
                 if not self.fields or not any(self.fields):
                     para.parts.append(ch.text or "")
-            elif kind == "r":
+            elif kind == "run":
                 self.inline(ch, para)
-            elif kind is not None and len(kind) == 1:  # a character: tab, break, hyphen
-                para.parts.append(kind)
-            elif kind == "fldChar":
+            elif kind == "char":  # tab, break, non-breaking hyphen
+                para.parts.append(self.inline_chars[tag])
+            elif kind == "field":
                 self.field_char(ch, para)
             elif kind == "skip":
                 continue
             elif kind == "box":
                 para.boxes.append(ch)
-            elif kind == "p":  # a paragraph inside a run-level container (rare)
+            elif kind == "para":  # a paragraph inside a run-level container (rare)
                 para.parts.append("\n")
                 self.inline(ch, para)
             elif local(tag) == "AlternateContent":
