@@ -17,7 +17,8 @@ from textsieve import Options, OptionsError
     ({"ocr_lang": ""}, "ocr_lang"),
     ({"timeout": 0}, "timeout"),
     ({"fetch_timeout": -1.0}, "fetch_timeout"),
-    ({"memory_limit": 1 << 20}, "memory_limit"),
+    ({"memory_limit": 1 << 20}, "memory_limit must be 0 \\(no cap\\) or at least"),
+    ({"memory_limit": -1}, "memory_limit"),
     ({"workers": -1}, "workers"),
     ({"max_members": 0}, "max_members"),
     ({"ocr_dpi": 10}, "ocr_dpi"),
@@ -70,3 +71,12 @@ def test_keyword_options_apply_to_each_call_on_their_own(tmp_path) -> None:
     base = Options(ocr="never")
     assert textsieve.extract(png, options=base).error.kind == "needs_ocr"
     assert textsieve.extract(png, options=base, ocr="auto").status == "empty"
+
+
+def test_memory_limit_zero_means_no_cap(corpus) -> None:
+    # 0 switches the cap off (the worker pool always read it so); the workbook helper
+    # process, which caps itself, must honour it too rather than cap at nothing.
+    opts = Options(memory_limit=0)
+    doc = textsieve.extract(corpus / "xls" / "poi__florida_data.ashx.xls", options=opts)
+    assert doc.status == "ok", doc.error
+    assert doc.text.strip()

@@ -59,7 +59,7 @@ def _add_extract_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=120.0,
                    help="seconds allowed per file before it is stopped (default 120)")
     p.add_argument("--memory-limit", type=int, default=4096, metavar="MB",
-                   help="memory cap per worker process in MiB (default 4096)")
+                   help="memory cap per worker process in MiB (default 4096; 0: no cap)")
     p.add_argument("--password", help="password for encrypted PDF/Office files")
     p.add_argument("--comments", action="store_true", help="include document comments")
     p.add_argument("--no-libreoffice", action="store_true",
@@ -402,8 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
-    if getattr(ns, "memory_limit", 64) < 64:
-        parser.error("--memory-limit must be at least 64 (MiB)")
+    if getattr(ns, "memory_limit", 0) < 0 or 0 < getattr(ns, "memory_limit", 0) < 64:
+        parser.error("--memory-limit must be 0 (no cap) or at least 64 (MiB)")
     if getattr(ns, "html", None) is not None:
         _check_sieve(parser, ns)
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,

@@ -222,7 +222,12 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
         except OSError:  # the pipe broke: the helper is gone
             got = None
         if got is None:
-            _retire(helper, kill=True)
+            status = _retire(helper, kill=True)
+            if status is not None and os.WIFSIGNALED(status) \
+                    and os.WTERMSIG(status) == signal.SIGALRM:
+                # Its own deadline (the alarm) ended it a moment before ours: a timeout,
+                # not a crash of the parser.
+                raise JobsTimeout("the isolated call did not finish in time")
             raise CallDied("the isolated parser process died")
         ok, value, retiring = got
         if retiring:
@@ -257,10 +262,11 @@ def _serve(requests: int, answers: int, memory: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     base = _address_space()
-    with contextlib.suppress(ValueError, OSError):
-        import resource
+    if memory > 0:  # 0: no cap (Options.memory_limit)
+        with contextlib.suppress(ValueError, OSError):
+            import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (base + memory, base + memory))
+            resource.setrlimit(resource.RLIMIT_AS, (base + memory, base + memory))
     while True:
         try:
             request = _receive(requests, None)
@@ -275,7 +281,7 @@ def _serve(requests: int, answers: int, memory: int) -> None:
         except Exception as exc:  # raised again in the caller
             answer = (False, exc)
         signal.alarm(0)
-        retiring = _address_space() > base + memory // 2
+        retiring = memory > 0 and _address_space() > base + memory // 2
         try:
             payload = pickle.dumps((*answer, retiring), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # an unpicklable result or exception
@@ -314,8 +320,9 @@ def _receive(fd: int, deadline: float | None) -> Any:
         return None
 
 
-def _retire(helper: _Helper, *, kill: bool = False) -> None:
-    """Close the helper's pipes (it leaves at end of file) and reap it."""
+def _retire(helper: _Helper, *, kill: bool = False) -> int | None:
+    """Close the helper's pipes (it leaves at end of file) and reap it; its wait status
+    (how it ended: a helper already dead keeps its own, the kill does not replace it)."""
     global _helper
     if _helper is helper:
         _helper = None
@@ -323,8 +330,10 @@ def _retire(helper: _Helper, *, kill: bool = False) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(helper.pid, signal.SIGKILL)
     _close([helper.requests, helper.answers])
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(helper.pid, 0)
+    try:
+        return os.waitpid(helper.pid, 0)[1]
+    except ChildProcessError:
+        return None
 
 
 def _forget_helper() -> None:

@@ -15,13 +15,14 @@ MiB = 1024 * 1024
 GiB = 1024 * MiB
 
 OCR_MODES = ("auto", "always", "never")
+MIN_MEMORY = 64 * MiB  # a memory cap below this would stop Python itself
 HTML_MODES = ("auto", "main", "full", "sieve")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
 # stop, or spin (a zero timeout, a zero memory cap, no members allowed in any container).
 _AT_LEAST: dict[str, float] = {
     "workers": 0, "max_depth": 0, "max_redirects": 0, "retries": 0, "backoff": 0,
     "max_retry_after": 0, "per_host_delay": 0, "max_members": 1, "per_host_concurrency": 1,
-    "max_ratio": 1, "ocr_dpi": 50, "memory_limit": 64 * MiB, "max_file_size": 1,
+    "max_ratio": 1, "ocr_dpi": 50, "max_file_size": 1,
     "max_unpacked": 1, "max_image_pixels": 1, "max_body": 1,
 }
 _POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "read_timeout",
@@ -37,7 +38,7 @@ class OptionsError(ValueError):
 class Options:
     password: str | None = None  # for encrypted PDFs / office files
     timeout: float = 120.0  # seconds per top-level file (isolated runs)
-    memory_limit: int = 4 * GiB  # address-space cap per worker process (isolated runs)
+    memory_limit: int = 4 * GiB  # address-space cap per worker process (isolated runs); 0: none
     workers: int = 0  # 0: one per core
     max_file_size: int = 2 * GiB  # larger inputs are refused with too_large
     # Containers (ZIP/TAR/GZ, mail attachments, embedded files).
@@ -93,6 +94,10 @@ class Options:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value < low:
                 raise OptionsError(f"{name} must be a number >= {low:,}, not {value!r}")
+        if not isinstance(self.memory_limit, int) or (
+                self.memory_limit != 0 and self.memory_limit < MIN_MEMORY):
+            raise OptionsError(f"memory_limit must be 0 (no cap) or at least {MIN_MEMORY:,} "
+                               f"bytes, not {self.memory_limit!r}")
         for name in _POSITIVE:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value > 0:
