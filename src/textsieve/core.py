@@ -117,8 +117,11 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
         except ExtractionError as exc:
             if exc.kind not in _FALLBACK_KINDS:
                 raise
-            if last is None or last.kind is ErrorKind.MISSING_TOOL:
-                last = exc  # keep the most telling error (a parser's over "not installed")
+            if last is None or last.kind in (ErrorKind.MISSING_TOOL, ErrorKind.UNSUPPORTED):
+                # Keep the most telling error: a parser's over "not installed", and the
+                # verdict of a reader that takes this kind of file over "not mine" from
+                # one that does not (our Word 97 reader on a damaged Word 95 file).
+                last = exc
             continue
         trial.text, trial.markdown, trial.pages = out.build()
         trial.timings.update(doc.timings)

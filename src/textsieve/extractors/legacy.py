@@ -1,9 +1,10 @@
 """Legacy binary Office: Word 97-2003 (DOC) and PowerPoint 97-2003 (PPT), plus LibreOffice.
 
-DOC goes through antiword, then catdoc (which also reads Word 6/95 and fast-saved files);
-PPT is parsed here from its record stream (catppt misses most slide text), with catppt as
-a second opinion. Encryption is detected from the OLE2 structures *before* any tool runs,
-so an encrypted file is reported as ``encrypted`` instead of a tool's garbled output.
+DOC is read by ``word97`` (our own reader); antiword, then catdoc (which also reads Word
+6/95 files) take what it cannot. PPT is parsed here from its record stream (catppt misses
+most slide text), with catppt as a second opinion. Encryption is detected from the OLE2
+structures *before* any tool runs, so an encrypted file is reported as ``encrypted``
+instead of a tool's garbled output.
 LibreOffice headless is the last resort for every legacy format when it is installed.
 """
 
@@ -31,8 +32,9 @@ LAZY = ("olefile", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97",
         "msoffcrypto.method.xor_obfuscation", "cryptography.hazmat.backends.openssl.backend")
 
 # Output version (archives re-extract what an older one made): 2 = PPT speaker notes,
-# encrypted DOC/PPT opened with the default password.
-VERSION = 2
+# encrypted DOC/PPT opened with the default password; 3 = DOC read by word97 first (its
+# items made here by antiword are re-read).
+VERSION = 3
 
 # --------------------------------------------------------------------------------------
 # OLE helpers

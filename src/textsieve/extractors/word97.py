@@ -1,0 +1,577 @@
+"""Word 97-2003 (DOC) read here, from the file's own structures (MS-DOC), not by a tool.
+
+The text of a Word file is a sequence of characters (CPs) stored in pieces (the piece
+table, in the CLX): each piece says where its characters sit in the WordDocument stream
+and whether they are 8-bit (cp1252) or UTF-16. That sequence holds the stories one after
+the other: the body, footnotes, headers and footers, comments, endnotes, text boxes. Table
+structure comes from the paragraph properties (PAPX, found by file position through the
+BTE/FKP pages): which paragraph is in a table, and which mark ends a row. Fields keep their
+result and drop their instruction (``HYPERLINK "..."``), as Word shows them.
+
+Compared with antiword (kept as the fallback, then catdoc for Word 6/95), this reads
+fast-saved files, Unicode text, headers, footers, footnotes, endnotes and text boxes, and
+needs no process per file. Word 6/95 files (an older FIB) are ``unsupported`` here, so the
+next reader takes them; so is any file whose structures do not add up.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import struct
+from dataclasses import dataclass
+
+from ..model import Document, ErrorKind, ExtractionError
+from ..render import Builder
+from ..source import Source
+from . import Context
+from .legacy import _doc_check, _ole
+
+# Output version (archives re-extract what an older one made).
+VERSION = 1
+
+_WIDENT, _WIDENT_WORD6 = 0xA5EC, 0xA5DC  # Word 97 and later; Word 6 and 95
+_NFIB_WORD97 = 0x00C1  # Word 97; 2000-2003 and later DOCs have a higher nFib
+_F_WHICH_TABLE = 0x0200
+# FibRgLw97 indexes of the story lengths, FibRgFcLcb97 indexes of the (fc, lcb) pairs used.
+_LW_TEXT, _LW_FTN, _LW_HDD, _LW_ATN, _LW_EDN, _LW_TXBX = 3, 4, 5, 7, 8, 9
+_FC_PLCFHDD, _FC_PLCFBTEPAPX, _FC_CLX = 11, 13, 33
+# Paragraph sprms (MS-DOC 2.6.2) that carry table structure.
+_SPRM_IN_TABLE, _SPRM_TTP, _SPRM_ITAP = 0x2416, 0x2417, 0x6649
+_SPRM_INNER_CELL, _SPRM_INNER_TTP = 0x244B, 0x244C
+_SPRM_ILFO, _SPRM_ILVL = 0x460B, 0x260A
+_FC_STSHF, _FC_PLFLST, _FC_PLFLFO = 1, 73, 74
+_NFC_BULLET, _NFC_NONE = 23, 255  # number formats that show no number
+_FIELD_BEGIN, _FIELD_SEP, _FIELD_END = "\x13", "\x14", "\x15"
+# In-paragraph characters with a meaning: line break, page/column/section breaks,
+# non-breaking and optional hyphens; every other control character is an anchor
+# (picture, drawing, note or comment reference) and shows nothing.
+_SHOWN = {"\x0b": "\n", "\x0c": "\n", "\x0e": "\n", "\x1e": "-", "\x1f": "", "\t": "\t"}
+_DROP: dict[int, str | None] = {i: None for i in range(32) if chr(i) not in _SHOWN}
+_DROP.update({ord(k): v for k, v in _SHOWN.items()})
+# Header/footer stories after the six note separators, per section (MS-DOC 2.8.24 Plcfhdd).
+_HDD_KINDS = ("header", "header", "footer", "footer", "header", "footer")
+_MAX_PIECES = 1_000_000
+
+
+@dataclass(frozen=True)
+class _Para:
+    """What a paragraph's properties say about its role: table, style, list."""
+
+    in_table: bool = False
+    row_end: bool = False  # the TTP mark that ends a table row
+    depth: int = 0  # table nesting (itap): 1 = a cell of an outer table
+    inner_cell: bool = False  # the end of a cell of a nested table
+    inner_row_end: bool = False
+    istd: int = 0  # its style (an index into the style sheet)
+    ilfo: int = 0  # its list (1-based index into the list overrides; 0: none)
+    ilvl: int = 0  # its level in that list
+
+
+_PLAIN = _Para()
+
+
+def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
+    src = _doc_check(src, ctx, doc)  # metadata; a decrypted copy if it is encrypted
+    with _ole(src, "Word") as ole:  # any parse error in here: the file is damaged
+        word = ole.openstream("WordDocument").read()
+        fib = _Fib(word)
+        name = "1Table" if fib.flags & _F_WHICH_TABLE else "0Table"
+        if not ole.exists(name):
+            raise ExtractionError(ErrorKind.CORRUPT, f"no {name} stream")
+        _render(_Reader(word, ole.openstream(name).read(), fib), ctx, out)
+
+
+def _render(reader: _Reader, ctx: Context, out: Builder) -> None:
+    """Headers, the body, footers, then text boxes, footnotes, endnotes (and comments when
+    asked): the order DOCX documents come out in."""
+    fib = reader.fib
+    text = reader.text()
+    body_end = fib.lw(_LW_TEXT)
+    if body_end > 1 and not text[:body_end].strip(" \r\x07\x0c\x01\x08"):
+        # The file says it holds text, the pieces gave none: let antiword try.
+        raise ExtractionError(ErrorKind.CORRUPT, "the piece table gives no text")
+    stories, pos = {}, body_end
+    for key, index in (("footnotes", _LW_FTN), ("headers", _LW_HDD), ("comments", _LW_ATN),
+                       ("endnotes", _LW_EDN), ("boxes", _LW_TXBX)):
+        stories[key] = (pos, pos + fib.lw(index))
+        pos += fib.lw(index)
+    headers, footers = reader.header_footer_texts(text, *stories["headers"])
+    for h in headers:
+        out.paragraph(h)
+    reader.body(text, 0, body_end, out)
+    for f in footers:
+        out.paragraph(f)
+    for key in ("boxes", "footnotes", "endnotes", "comments"):
+        if key == "comments" and not ctx.options.comments:
+            continue
+        a, b = stories[key]
+        for para in _note_paragraphs(text[a:b]):
+            out.paragraph(para)
+
+
+class _Fib:
+    """The File Information Block: format version, flags, story lengths, table pointers."""
+
+    def __init__(self, word: bytes) -> None:
+        if len(word) < 64:
+            raise ExtractionError(ErrorKind.CORRUPT, "Word file information block is truncated")
+        ident, self.nfib = struct.unpack_from("<HH", word, 0)
+        if ident == _WIDENT_WORD6:
+            raise ExtractionError(ErrorKind.UNSUPPORTED,
+                                  f"Word 6/95 document (nFib {self.nfib:#x})")
+        if ident != _WIDENT:
+            raise ExtractionError(ErrorKind.CORRUPT, "not a Word document (bad FIB signature)")
+        if self.nfib < _NFIB_WORD97:
+            raise ExtractionError(ErrorKind.UNSUPPORTED,
+                                  f"Word 6/95 document (nFib {self.nfib:#x})")
+        self.flags = struct.unpack_from("<H", word, 0x0A)[0]
+        try:
+            csw = struct.unpack_from("<H", word, 32)[0]
+            pos = 34 + 2 * csw
+            cslw = struct.unpack_from("<H", word, pos)[0]
+            self._lw = struct.unpack_from(f"<{cslw}i", word, pos + 2)
+            pos += 2 + 4 * cslw
+            cb = struct.unpack_from("<H", word, pos)[0]
+            self._fclcb = struct.unpack_from(f"<{2 * cb}I", word, pos + 2)
+        except struct.error as exc:
+            raise ExtractionError(ErrorKind.CORRUPT, "Word FIB is truncated") from exc
+        if len(self._lw) <= _LW_TXBX or len(self._fclcb) <= 2 * _FC_CLX + 1:
+            raise ExtractionError(ErrorKind.CORRUPT, "Word FIB is too short for Word 97")
+
+    def lw(self, index: int) -> int:
+        return max(self._lw[index], 0)
+
+    def fclcb(self, index: int) -> tuple[int, int]:
+        return self._fclcb[2 * index], self._fclcb[2 * index + 1]
+
+
+class _Reader:
+    """The character sequence (from the piece table) and the paragraph properties."""
+
+    def __init__(self, word: bytes, table: bytes, fib: _Fib) -> None:
+        self.word, self.table, self.fib = word, table, fib
+        self.pieces = self._pieces()  # (cp start, cp end, byte offset, 8-bit)
+        self.piece_starts = [p[0] for p in self.pieces]
+        # (fc start, fc end, where its PAPX is: word offset, or 0 for none), in fc order
+        self._runs: list[tuple[int, int, int]] | None = None
+        self._run_starts: list[int] = []
+        self._props: dict[int, _Para] = {0: _PLAIN}  # PAPXs read so far, by their offset
+
+    # -- the text ------------------------------------------------------------------------
+    def _pieces(self) -> list[tuple[int, int, int, bool]]:
+        fc, lcb = self.fib.fclcb(_FC_CLX)
+        table = self.table
+        if lcb <= 0 or fc + lcb > len(table):
+            raise ExtractionError(ErrorKind.CORRUPT, "the piece table is missing or cut off")
+        pos, end = fc, fc + lcb
+        while pos < end and table[pos] == 0x01:  # Prc: formatting we do not need
+            pos += 3 + struct.unpack_from("<H", table, pos + 1)[0]
+        if pos + 5 > end or table[pos] != 0x02:
+            raise ExtractionError(ErrorKind.CORRUPT, "the piece table is damaged")
+        size = struct.unpack_from("<I", table, pos + 1)[0]
+        plc = table[pos + 5:pos + 5 + size]
+        n = (len(plc) - 4) // 12
+        if n < 1 or n > _MAX_PIECES or len(plc) != 4 + 12 * n:
+            raise ExtractionError(ErrorKind.CORRUPT, "the piece table is damaged")
+        cps = struct.unpack_from(f"<{n + 1}I", plc, 0)
+        out = []
+        for i in range(n):
+            raw = struct.unpack_from("<I", plc, 4 * (n + 1) + 8 * i + 2)[0]
+            compressed = bool(raw & 0x40000000)
+            offset = (raw & 0x3FFFFFFF) // 2 if compressed else raw & 0x3FFFFFFF
+            if cps[i + 1] < cps[i]:
+                raise ExtractionError(ErrorKind.CORRUPT, "the piece table is out of order")
+            out.append((cps[i], cps[i + 1], offset, compressed))
+        return out
+
+    def text(self) -> str:
+        """Every story's characters, in CP order (a CP is an index into this string)."""
+        parts = []
+        word = self.word
+        for start, end, offset, compressed in self.pieces:
+            n = end - start
+            if compressed:
+                raw = word[offset:offset + n]
+                parts.append(raw.decode("cp1252", "replace"))
+            else:
+                raw = word[offset:offset + 2 * n]
+                parts.append(raw.decode("utf-16-le", "replace"))
+            if len(raw) < (n if compressed else 2 * n):
+                raise ExtractionError(ErrorKind.CORRUPT, "a text piece lies past the end of "
+                                      "the WordDocument stream")
+        return "".join(parts)
+
+    def fc_of(self, cp: int) -> int | None:
+        """The byte offset of character ``cp`` in the WordDocument stream."""
+        i = bisect.bisect_right(self.piece_starts, cp) - 1
+        if i < 0:
+            return None
+        start, end, offset, compressed = self.pieces[i]
+        if cp >= end:
+            return None
+        return offset + (cp - start) * (1 if compressed else 2)
+
+    # -- paragraph properties ------------------------------------------------------------
+    def para_at(self, cp: int) -> _Para:
+        """The table role of the paragraph whose mark is at ``cp``."""
+        self._load_runs()
+        assert self._runs is not None
+        fc = self.fc_of(cp)
+        if fc is None:
+            return _PLAIN
+        i = bisect.bisect_right(self._run_starts, fc) - 1
+        if i < 0 or fc >= self._runs[i][1]:
+            return _PLAIN
+        where = self._runs[i][2]
+        props = self._props.get(where)
+        if props is None:  # read on first use: most runs are never asked for
+            page = where - where % 512
+            props = self._props[where] = _papx(self.word[page:page + 512], where - page)
+        return props
+
+    def _papx_runs(self) -> list[tuple[int, int, int]]:
+        fc, lcb = self.fib.fclcb(_FC_PLCFBTEPAPX)
+        if lcb < 12 or fc + lcb > len(self.table) or (lcb - 4) % 8:
+            raise ExtractionError(ErrorKind.CORRUPT, "the paragraph property index is damaged")
+        n = (lcb - 4) // 8
+        pns = struct.unpack_from(f"<{n}I", self.table, fc + 4 * (n + 1))
+        runs: list[tuple[int, int, int]] = []
+        word = self.word
+        for pn in pns:
+            base = (pn & 0x3FFFFF) * 512
+            page = word[base:base + 512]
+            if len(page) < 512:
+                raise ExtractionError(ErrorKind.CORRUPT, "a paragraph property page is missing")
+            crun = page[511]
+            if 4 * (crun + 1) + 13 * crun > 511:
+                raise ExtractionError(ErrorKind.CORRUPT, "a paragraph property page is damaged")
+            fcs = struct.unpack_from(f"<{crun + 1}I", page, 0)
+            for i in range(crun):
+                at = 2 * page[4 * (crun + 1) + 13 * i]
+                runs.append((fcs[i], fcs[i + 1], base + at if at else 0))
+        runs.sort(key=lambda r: r[0])
+        return runs
+
+    # -- stories -------------------------------------------------------------------------
+    def body(self, text: str, start: int, end: int, out: Builder) -> None:
+        """The main story: headings, list items and paragraphs (from their styles and
+        list membership), and tables from the cell and row marks."""
+        table = _Table(out)
+        fields = _Fields()
+        styles, lists = _Styles(self.table, self.fib), _Lists(self.table, self.fib)
+        pos = start
+        for mark in _marks(text, start, end):
+            para = fields.shown(text[pos:mark]).strip()
+            pos = mark + 1
+            cell_mark = text[mark] == "\x07"
+            props = self.para_at(mark)
+            if cell_mark and not props.in_table:
+                props = _Para(in_table=True, depth=1)  # a cell mark whose run is unknown
+            if props.depth > 1 or props.inner_cell or props.inner_row_end:
+                table.inner(para, props)
+            elif props.row_end:
+                table.end_row()
+            elif props.in_table:
+                table.add(para)
+                if cell_mark:
+                    table.end_cell()
+            else:
+                table.flush()
+                if not para:
+                    continue
+                if level := styles.heading_level(props.istd):
+                    out.heading(para, level)
+                elif props.ilfo:
+                    lists.item(para, props, out)
+                else:
+                    out.paragraph(para)
+        tail = fields.shown(text[pos:end]).strip()  # after the last mark: a file cut short
+        if tail and table.open:
+            table.add(tail)
+        table.flush()
+        if tail and not table.open:
+            out.paragraph(tail)
+
+    def _load_runs(self) -> None:
+        if self._runs is None:
+            try:
+                self._runs = self._papx_runs()
+            except (ExtractionError, struct.error):
+                self._runs = []  # tables come out as cells without rows; the text stays
+            self._run_starts = [r[0] for r in self._runs]
+
+    def header_footer_texts(self, text: str, start: int, end: int
+                            ) -> tuple[list[str], list[str]]:
+        """Each distinct header and footer text once (every section repeats them)."""
+        if end <= start:
+            return [], []
+        fc, lcb = self.fib.fclcb(_FC_PLCFHDD)
+        n = lcb // 4
+        if lcb < 8 or fc + lcb > len(self.table):
+            return [], []
+        cps = struct.unpack_from(f"<{n}I", self.table, fc)
+        seen: set[str] = set()
+        kinds: dict[str, list[str]] = {"header": [], "footer": []}
+        for i in range(6, n - 1):
+            a, b = start + cps[i], start + cps[i + 1]
+            if not start <= a < b <= end:
+                continue
+            shown = "\n".join(p.strip() for p in _note_paragraphs(text[a:b]))
+            if shown and shown not in seen:
+                seen.add(shown)
+                kinds[_HDD_KINDS[(i - 6) % 6]].append(shown)
+        return kinds["header"], kinds["footer"]
+
+
+def _papx(page: bytes, at: int) -> _Para:
+    """The table sprms of one PAPX in an FKP page (MS-DOC 2.9.175 PapxInFkp)."""
+    if at + 2 > len(page):
+        return _PLAIN
+    cb = page[at]
+    if cb == 0:
+        start, size = at + 2, 2 * page[at + 1]
+    else:
+        start, size = at + 1, 2 * cb - 1
+    if start + 2 > len(page):
+        return _PLAIN
+    istd = page[start] | page[start + 1] << 8
+    grpprl = page[start + 2:min(start + size, len(page))]
+    in_table = row_end = inner_cell = inner_ttp = False
+    depth = ilfo = ilvl = 0
+    pos = 0
+    while pos + 2 <= len(grpprl):
+        sprm = grpprl[pos] | grpprl[pos + 1] << 8
+        pos += 2
+        size = _operand_size(sprm, grpprl, pos)
+        if size is None or pos + size > len(grpprl):
+            break
+        value = grpprl[pos] if size else 0
+        if sprm == _SPRM_IN_TABLE:
+            in_table = bool(value)
+        elif sprm == _SPRM_TTP:
+            row_end = bool(value)
+        elif sprm == _SPRM_ITAP and size == 4:
+            depth = struct.unpack_from("<i", grpprl, pos)[0]
+        elif sprm == _SPRM_INNER_CELL:
+            inner_cell = bool(value)
+        elif sprm == _SPRM_INNER_TTP:
+            inner_ttp = bool(value)
+        elif sprm == _SPRM_ILFO and size == 2:
+            ilfo = struct.unpack_from("<h", grpprl, pos)[0]
+        elif sprm == _SPRM_ILVL:
+            ilvl = min(value, 8)
+        pos += size
+    if in_table and not depth:
+        depth = 1
+    if not (in_table or row_end or inner_cell or inner_ttp or istd or ilfo > 0):
+        return _PLAIN
+    return _Para(in_table or depth > 0, row_end, depth, inner_cell, inner_ttp, istd,
+                 max(ilfo, 0), ilvl)
+
+
+def _operand_size(sprm: int, grpprl: bytes, pos: int) -> int | None:
+    """Bytes of a sprm's operand (its spra, MS-DOC 2.6.1); variable ones count their own."""
+    spra = sprm >> 13
+    if spra in (0, 1):
+        return 1
+    if spra in (2, 4, 5):
+        return 2
+    if spra == 3:
+        return 4
+    if spra == 7:
+        return 3
+    if pos >= len(grpprl):
+        return None
+    if sprm == 0xD608:  # sprmTDefTable: a two-byte size that counts itself
+        if pos + 2 > len(grpprl):
+            return None
+        return struct.unpack_from("<H", grpprl, pos)[0] + 1
+    if sprm == 0xC615 and grpprl[pos] == 255:  # sprmPChgTabs, the long form
+        return None  # rare and self-describing in a way not worth following: stop here
+    return 1 + grpprl[pos]
+
+
+def _marks(text: str, start: int, end: int) -> list[int]:
+    """Positions of paragraph marks (CR) and cell/row marks (BEL) in [start, end)."""
+    out = []
+    for ch in ("\r", "\x07"):
+        i = text.find(ch, start, end)
+        while i != -1:
+            out.append(i)
+            i = text.find(ch, i + 1, end)
+    out.sort()
+    return out
+
+
+class _Fields:
+    """Field state across paragraphs: a result is shown, an instruction is not. A field
+    may span paragraphs (a table of contents), so the state outlives one paragraph."""
+
+    def __init__(self) -> None:
+        self.stack: list[bool] = []  # per open field: True while in its instruction
+
+    def shown(self, chunk: str) -> str:
+        if not self.stack and _FIELD_BEGIN not in chunk:
+            return chunk.translate(_DROP)
+        out = []
+        for ch in chunk:
+            if ch == _FIELD_BEGIN:
+                self.stack.append(True)
+            elif ch == _FIELD_SEP:
+                if self.stack:
+                    self.stack[-1] = False
+            elif ch == _FIELD_END:
+                if self.stack:
+                    self.stack.pop()
+            elif not any(self.stack):
+                out.append(ch)
+        return "".join(out).translate(_DROP)
+
+
+def _note_paragraphs(story: str) -> list[str]:
+    """The paragraphs of a secondary story (notes, comments, text boxes, a header)."""
+    fields = _Fields()
+    out = []
+    for chunk in story.replace("\x07", "\r").split("\r"):
+        shown = fields.shown(chunk).strip()
+        if shown:
+            out.append(shown)
+    return out
+
+
+class _Styles:
+    """Which styles are headings: the built-in Heading 1-9 (style identifier 1-9, the same
+    in every language, unlike the style names)."""
+
+    def __init__(self, table: bytes, fib: _Fib) -> None:
+        self.sti: dict[int, int] = {}
+        fc, lcb = fib.fclcb(_FC_STSHF)
+        if lcb < 4 or fc + lcb > len(table):
+            return
+        try:
+            cb_stshi = struct.unpack_from("<H", table, fc)[0]
+            cstd = struct.unpack_from("<H", table, fc + 2)[0]
+            pos, end = fc + 2 + cb_stshi, fc + lcb
+            for istd in range(cstd):
+                cb = struct.unpack_from("<H", table, pos)[0]
+                if cb >= 2:
+                    self.sti[istd] = struct.unpack_from("<H", table, pos + 2)[0] & 0x0FFF
+                pos += 2 + cb
+                if pos > end:
+                    break
+        except struct.error:
+            pass  # a damaged style sheet: no headings, the text is unharmed
+
+    def heading_level(self, istd: int) -> int | None:
+        sti = self.sti.get(istd)
+        return sti if sti is not None and 1 <= sti <= 9 else None
+
+
+class _Lists:
+    """List numbering: each list's number format and start per level (the LSTF and LVL
+    records after the PlfLst), the list overrides that paragraphs point to (PlfLfo), and
+    the running numbers, so that "6." reads as Word shows it."""
+
+    def __init__(self, table: bytes, fib: _Fib) -> None:
+        self.levels: dict[int, list[tuple[int, int]]] = {}  # lsid -> [(start, nfc)]
+        self.lfo: list[int] = []  # ilfo - 1 -> lsid
+        self.counts: dict[int, list[int | None]] = {}
+        with contextlib.suppress(struct.error):  # damaged numbering: items stay unnumbered
+            self._read(table, fib)
+
+    def _read(self, table: bytes, fib: _Fib) -> None:
+        fc, lcb = fib.fclcb(_FC_PLFLST)
+        if lcb >= 2 and fc + lcb <= len(table):
+            count = struct.unpack_from("<h", table, fc)[0]
+            lstfs = []
+            for i in range(max(count, 0)):
+                at = fc + 2 + 28 * i
+                lsid = struct.unpack_from("<i", table, at)[0]
+                lstfs.append((lsid, 1 if table[at + 26] & 0x01 else 9))
+            pos = fc + 2 + 28 * max(count, 0)  # the LVLs follow the PlfLst
+            for lsid, n in lstfs:
+                levels = []
+                for _ in range(n):
+                    start, nfc = struct.unpack_from("<iB", table, pos)
+                    pos += 28 + table[pos + 24] + table[pos + 25]  # + the two grpprls
+                    pos += 2 + 2 * struct.unpack_from("<H", table, pos)[0]  # + the number text
+                    levels.append((start, nfc))
+                self.levels[lsid] = levels
+        fc, lcb = fib.fclcb(_FC_PLFLFO)
+        if lcb >= 4 and fc + lcb <= len(table):
+            n = struct.unpack_from("<i", table, fc)[0]
+            self.lfo = [struct.unpack_from("<i", table, fc + 4 + 16 * i)[0]
+                        for i in range(max(min(n, (lcb - 4) // 16), 0))]
+
+    def item(self, text: str, props: _Para, out: Builder) -> None:
+        lsid = self.lfo[props.ilfo - 1] if props.ilfo <= len(self.lfo) else -1
+        levels = self.levels.get(lsid, [])
+        level = props.ilvl
+        start, nfc = levels[level] if level < len(levels) else (1, _NFC_BULLET)
+        counts = self.counts.setdefault(lsid, [None] * 9)
+        counts[level] = start if counts[level] is None else counts[level] + 1  # type: ignore[operator]
+        for deeper in range(level + 1, 9):
+            counts[deeper] = None
+        if nfc == _NFC_NONE:
+            out.paragraph(text)
+        else:
+            out.list_item(text, level, nfc != _NFC_BULLET, counts[level] or 1)
+
+
+class _Table:
+    """Rows and cells as the marks arrive; a nested table goes into its cell as lines."""
+
+    def __init__(self, out: Builder) -> None:
+        self.out = out
+        self.rows: list[list[str]] = []
+        self.row: list[str] = []
+        self.cell: list[str] = []  # paragraphs of the current cell
+        self.nested: list[str] = []  # rows of a nested table in the current cell
+        self.nested_row: list[str] = []
+
+    @property
+    def open(self) -> bool:
+        return bool(self.rows or self.row or self.cell or self.nested or self.nested_row)
+
+    def add(self, para: str) -> None:
+        self._close_nested()
+        if para:
+            self.cell.append(para)
+
+    def inner(self, para: str, props: _Para) -> None:
+        if props.inner_row_end:
+            if any(self.nested_row):
+                self.nested.append(" | ".join(c for c in self.nested_row if c))
+            self.nested_row = []
+        elif para:
+            self.nested_row.append(para)
+
+    def end_cell(self) -> None:
+        self._close_nested()
+        self.row.append("\n".join(self.cell))
+        self.cell = []
+
+    def end_row(self) -> None:
+        if self.cell or self.nested or self.nested_row:
+            self.end_cell()
+        if self.row:
+            self.rows.append(self.row)
+        self.row = []
+
+    def flush(self) -> None:
+        if self.cell or self.nested or self.nested_row:
+            self.end_cell()
+        if self.row:
+            self.end_row()
+        if self.rows:
+            self.out.table(self.rows, header=False)
+        self.rows = []
+
+    def _close_nested(self) -> None:
+        if any(self.nested_row):
+            self.nested.append(" | ".join(c for c in self.nested_row if c))
+        self.nested_row = []
+        if self.nested:
+            self.cell.append("\n".join(self.nested))
+            self.nested = []

@@ -1,0 +1,113 @@
+"""Word 97-2003 read by textsieve's own reader (word97), held against antiword on the real
+corpus files, plus what antiword never gave: headers, footers, notes, headings, lists."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import textsieve
+from textsieve.model import ErrorKind
+
+WORDS = re.compile(r"\w+")
+WORD6 = {"poi__Word95.doc", "poi__cn.orthodox.www_divenbog_APRIL_30-APRIL.DOC"}
+ENCRYPTED = {"poi__PasswordProtected.doc", "poi__password_password_cryptoapi.doc"}
+
+
+def _word97_files(corpus: Path) -> list[Path]:
+    return [f for f in sorted((corpus / "doc").iterdir()) if f.name not in WORD6 | ENCRYPTED]
+
+
+@pytest.mark.skipif(shutil.which("antiword") is None, reason="antiword is set up by scripts/setup")
+def test_every_word97_corpus_file_is_read_here_with_all_of_antiwords_words(
+        corpus: Path) -> None:
+    files = _word97_files(corpus)
+    assert len(files) >= 9
+    for f in files:
+        doc = textsieve.extract(f)
+        assert doc.status == "ok", (f.name, doc.error)
+        assert "/word97/" in doc.extractor.replace(":", "/"), (f.name, doc.extractor)
+        ref = subprocess.run(["antiword", "-w", "0", "-m", "UTF-8.txt", str(f)],
+                             capture_output=True, timeout=60, check=False)
+        if ref.returncode != 0:
+            continue  # antiword refuses it (fast-saved): nothing to hold it against
+        theirs = set(WORDS.findall(ref.stdout.decode("utf-8", "replace").lower()))
+        # list numbers (which Word computes, as antiword does) are in the Markdown only
+        ours = set(WORDS.findall(doc.text.lower() + " " + doc.markdown.lower()))
+        missing = theirs - ours - {"pic"}  # antiword's "[pic]" placeholder for images
+        assert not missing, (f.name, sorted(missing)[:20])
+
+
+def test_word6_and_95_files_go_to_the_tools(corpus: Path) -> None:
+    for name in sorted(WORD6):
+        doc = textsieve.extract(corpus / "doc" / name)
+        assert doc.status == "ok", (name, doc.error)
+        assert "legacy" in doc.extractor, doc.extractor  # catdoc reads the older format
+
+
+def test_encrypted_files_stay_encrypted(corpus: Path) -> None:
+    for name in sorted(ENCRYPTED):
+        doc = textsieve.extract(corpus / "doc" / name)
+        assert doc.error is not None and doc.error.kind == ErrorKind.ENCRYPTED, name
+
+
+def test_headers_before_the_body_and_footers_after(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "doc" / "poi__HeaderFooterUnicode.doc")
+    paras = [p for p in doc.text.split("\n\n") if p.strip()]
+    assert paras[0] == "This is a simple header, with a € euro symbol in it."
+    assert paras[-1] == "The footer, with Molière, has Unicode in it."
+    assert "This is page two. Les Précieuses ridicules. The end." in paras
+
+
+def test_footnotes_endnotes_and_comments_on_request(corpus: Path) -> None:
+    path = corpus / "doc" / "poi__footnote.doc"
+    text = textsieve.extract(path).text
+    assert text.index("Test text") < text.index("TestFootnote") < text.index("TestEndnote")
+    assert "TestComment" not in text
+    assert "TestComment" in textsieve.extract(path, comments=True).text
+
+
+def test_tables_rows_and_cells(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "doc" / "poi__simple-table.doc")
+    assert "| Cell 1,1 | Cell 1,2 | Cell 1,3 |\n| Cell 2,1 | Cell 2,2 | Cell 2,3 |" \
+        in doc.markdown
+    assert doc.markdown.index("created using Word 97") < doc.markdown.index("Cell 1,1") \
+        < doc.markdown.index("This text is below the table.")
+
+
+def test_headings_from_built_in_styles_and_numbered_lists(corpus: Path) -> None:
+    md = textsieve.extract(corpus / "doc" / "poi__Fuzzed.doc").markdown
+    assert "# Heading 1\n\n## Heading 2\n\n### Heading 3" in md
+    md = textsieve.extract(corpus / "doc" / "poi__o_kurs.doc").markdown
+    # Word numbers these itself: the numbers are not in the text, they come from the list
+    assert "5. Выводы, предложения, заключения и т.п.\n6. Список использованной литературы" \
+        "\n7. Приложения" in md
+
+
+def test_field_instructions_are_not_text(tmp_path: Path, corpus: Path) -> None:
+    # A real file whose body text is overwritten in place (same length, so every offset
+    # in it still holds) with a field: its result is shown, its instruction is not.
+    data = (corpus / "doc" / "poi__quick.doc").read_bytes()
+    old = b"The quick brown fox"
+    new = b"\x13INSTRUCTION\x14Shown\x15"
+    assert len(new) == len(old) and old in data  # 8-bit text (and the title property)
+    path = tmp_path / "field.doc"
+    path.write_bytes(data.replace(old, new))
+    doc = textsieve.extract(path)
+    assert "/word97/" in doc.extractor.replace(":", "/")
+    assert "Shown jumps over the lazy dog" in doc.text
+    assert "INSTRUCTION" not in doc.text
+
+
+def test_a_cut_file_is_an_error_record_not_a_crash(corpus: Path, tmp_path: Path) -> None:
+    data = (corpus / "doc" / "poi__o_kurs.doc").read_bytes()
+    for size in (512, 4096, len(data) // 2, len(data) - 1000):
+        cut = tmp_path / f"cut{size}.doc"
+        cut.write_bytes(data[:size])
+        doc = textsieve.extract(cut)
+        assert doc.status in ("ok", "empty") or doc.error.kind == ErrorKind.CORRUPT, \
+            (size, doc.error)
