@@ -183,6 +183,12 @@ class _Reader:
             if cps[i + 1] < cps[i]:
                 raise ExtractionError(ErrorKind.CORRUPT, "the piece table is out of order")
             out.append((cps[i], cps[i + 1], offset, compressed))
+        # Pieces do not overlap: together they hold at most the stream. A damaged table
+        # whose pieces each claim the whole stream would otherwise decode it n times.
+        claimed = sum((e - b) * (1 if c else 2) for b, e, _, c in out)
+        if claimed > len(self.word) + 1024:
+            raise ExtractionError(ErrorKind.CORRUPT, "the piece table claims more text than "
+                                  "the WordDocument stream holds")
         return out
 
     def text(self) -> str:
