@@ -111,3 +111,35 @@ def test_a_cut_file_is_an_error_record_not_a_crash(corpus: Path, tmp_path: Path)
         doc = textsieve.extract(cut)
         assert doc.status in ("ok", "empty") or doc.error.kind == ErrorKind.CORRUPT, \
             (size, doc.error)
+
+
+def test_embedded_documents_become_children(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "doc" / "poi__word_with_embeded.doc")
+    assert doc.status == "ok", doc.error
+    kids = {c.name.rsplit(".", 1)[1]: c for c in doc.children}
+    assert sorted(c.name.rsplit(".", 1)[1] for c in doc.children) == ["doc", "ppt", "xls", "xls"]
+    assert all(c.status == "ok" for c in doc.children), [c.error for c in doc.children]
+    texts = " ".join(c.text for c in doc.children)
+    for words in ("I am a sample document", "Sample PowerPoint file", "Test excel file",
+                  "Another excel file"):
+        assert words in texts, words
+    assert kids["doc"].mime_type == "application/msword"
+
+
+@pytest.mark.parametrize("name", ["doc/poi__word_with_embeded.doc", "xls/poi__SampleSS.xls",
+                                  "ppt/poi__SampleShow.ppt",
+                                  "msg/poi__attachment_msg_pdf.msg"])
+def test_a_storage_written_out_reads_back_stream_for_stream(corpus: Path, name: str) -> None:
+    import olefile
+
+    from textsieve.extractors._olewrite import pack_storage
+
+    with olefile.OleFileIO(str(corpus / name)) as ole:
+        want = {"/".join(e): ole.openstream(e).read() for e in ole.listdir()}
+        packed = pack_storage(ole, [], 1 << 30)
+    assert packed is not None
+    with olefile.OleFileIO(packed) as copy:
+        got = {"/".join(e): copy.openstream(e).read() for e in copy.listdir()}
+    assert got == want
+    sizes = sorted(map(len, want.values()))
+    assert sizes[0] < 4096 <= sizes[-1]  # both the mini stream and big streams are used

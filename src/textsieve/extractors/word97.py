@@ -20,11 +20,14 @@ import bisect
 import contextlib
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
 from . import Context
+from ._olewrite import pack_storage
+from .docx import unwrap_ole_package
 from .legacy import _doc_check, _ole
 
 # Output version (archives re-extract what an older one made).
@@ -80,6 +83,40 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         if not ole.exists(name):
             raise ExtractionError(ErrorKind.CORRUPT, f"no {name} stream")
         _render(_Reader(word, ole.openstream(name).read(), fib), ctx, out)
+        _embedded(ole, ctx, doc)
+
+
+# Streams that make an ObjectPool storage a document worth reading, and the name its child
+# gets; other objects (equations, pictures, charts without data) are left out.
+_EMBEDDED_KINDS = {"WordDocument": ".doc", "Workbook": ".xls", "Book": ".xls",
+                   "PowerPoint Document": ".ppt", "\x01Ole10Native": "", "Package": "",
+                   "CONTENTS": ""}
+_MAX_EMBEDDED = 256 << 20
+
+
+def _embedded(ole: Any, ctx: Context, doc: Document) -> None:
+    """Documents embedded in the Word file (ObjectPool storages) become its children."""
+    if not ole.exists("ObjectPool"):
+        return
+    storages = sorted({tuple(e[:2]) for e in ole.listdir(streams=True, storages=True)
+                       if len(e) > 2 and e[0] == "ObjectPool"})
+    for path in storages:
+        inside = {e[2] for e in ole.listdir(streams=True, storages=False)
+                  if tuple(e[:2]) == path and len(e) == 3}
+        kind = next((k for k in _EMBEDDED_KINDS if k in inside), None)
+        if kind is None:
+            continue
+        try:
+            data = pack_storage(ole, list(path), _MAX_EMBEDDED)
+        except Exception as exc:  # a damaged storage: the document's own text stands
+            doc.warnings.append(f"embedded object {path[1]} could not be read: {exc}")
+            continue
+        if data is None:
+            doc.warnings.append(f"embedded object {path[1]} is too large to unpack")
+            continue
+        ctx.account(len(data), "embedded objects")
+        data, name = unwrap_ole_package(data, path[1] + _EMBEDDED_KINDS[kind])
+        doc.children.append(ctx.child(data, name))
 
 
 def _render(reader: _Reader, ctx: Context, out: Builder) -> None:
