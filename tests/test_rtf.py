@@ -122,6 +122,15 @@ def test_linear_time_on_large_input() -> None:
     assert text.count("Lorem ipsum dolor é € sit amet.") == 40_000
 
 
+def test_linear_time_when_cut_short_in_formatting_words() -> None:
+    # A file cut short in a long run of formatting words took time quadratic in the run
+    # (60 KB: 20 s); nothing is left to show but the text before it.
+    data = b"{\\rtf1\\ansi hello " + b"\\b0\\i " * 10_000
+    t = time.perf_counter()
+    assert rtf_to_text(data) == "hello"
+    assert time.perf_counter() - t < 5
+
+
 def test_dev_corpus_rtf(corpus: Path) -> None:
     files = sorted((corpus / "rtf").iterdir())
     assert files

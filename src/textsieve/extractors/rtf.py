@@ -95,8 +95,9 @@ _IGNORED_RUN = (rb"(?:\\(?!" + _trie(_HANDLED)
 # Outside a group start, the next token that matters: the ignored words before it go in
 # the same regex call, as they are most of the tokens of a real RTF file. Possessive: the
 # words are never given back (their delimiting space would become text); ignored words at
-# the very end of the data match nothing here and go through _TOKEN.
+# the very end of the data match nothing here and are passed over by _IGNORED.
 _BODY_TOKEN = re.compile(_IGNORED_RUN + b"(?:" + _TOKEN.pattern + b")", re.S)
+_IGNORED = re.compile(_IGNORED_RUN)  # such a run at the very end of the data, alone
 # A skipped group's content up to the next token that matters to its end: a brace (1), an
 # escaped brace or backslash (so that ``\\\\{`` is seen as an escape and a real brace), or
 # ``\\binN`` (2), whose N raw bytes may hold any brace. Possessive, so it never backtracks.
@@ -316,8 +317,16 @@ class _Converter:
         match, body_match = _TOKEN.match, _BODY_TOKEN.match
         group_start = star = False
         while pos < end:
-            m = (match if group_start or self.skip_chars else body_match)(data, pos) \
-                or match(data, pos)
+            if group_start or self.skip_chars:
+                m = match(data, pos)
+            elif (m := body_match(data, pos)) is None:
+                # Only ignored words are left (a file cut short): pass them all at once;
+                # one by one, each step would scan the rest again (quadratic).
+                skipped = _IGNORED.match(data, pos)
+                if skipped is not None and skipped.end() > pos:
+                    pos = skipped.end()
+                    continue
+                m = match(data, pos)
             if m is None:  # cannot happen with the catch-all alternatives; be safe
                 pos += 1
                 continue
