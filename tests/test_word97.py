@@ -143,3 +143,28 @@ def test_a_storage_written_out_reads_back_stream_for_stream(corpus: Path, name: 
     assert got == want
     sizes = sorted(map(len, want.values()))
     assert sizes[0] < 4096 <= sizes[-1]  # both the mini stream and big streams are used
+
+
+def test_a_spent_unpack_budget_keeps_the_text(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "doc" / "poi__word_with_embeded.doc", max_unpacked=60_000)
+    assert doc.status == "ok", doc.error
+    assert "lots of embedded files in me" in doc.text
+    failed = [c for c in doc.children if c.error is not None]
+    assert [c.error.kind for c in failed] == [ErrorKind.TOO_LARGE]
+
+
+def test_embedded_objects_are_capped_at_max_members(corpus: Path) -> None:
+    import olefile
+
+    from textsieve.extractors._olewrite import pack
+
+    # quick.doc with 3,000 packaged objects (CONTENTS streams) in its ObjectPool
+    with olefile.OleFileIO(str(corpus / "doc" / "poi__quick.doc")) as ole:
+        tree = {tuple(e): ole.openstream(e).read() for e in ole.listdir()}
+    for i in range(3000):
+        tree[("ObjectPool", f"_{i:06d}", "CONTENTS")] = f"object number {i}\n".encode()
+    doc = textsieve.extract(pack(tree), max_members=40)
+    assert doc.status == "ok", doc.error
+    assert len(doc.children) == 40
+    assert doc.children[0].text == "object number 0"
+    assert any("more than 40 embedded objects" in w for w in doc.warnings)

@@ -55,6 +55,10 @@ _DROP.update({ord(k): v for k, v in _SHOWN.items()})
 # Header/footer stories after the six note separators, per section (MS-DOC 2.8.24 Plcfhdd).
 _HDD_KINDS = ("header", "header", "footer", "footer", "header", "footer")
 _MAX_PIECES = 1_000_000
+# 8-bit pieces are cp1252, except that the five bytes cp1252 leaves undefined stand for
+# U+0081 and the like (MS-DOC 2.4.1): decoded as Latin-1, then 0x80-0x9F mapped.
+_CP1252 = {i: bytes([i]).decode("cp1252") for i in range(0x80, 0xA0)
+           if i not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
 
 
 @dataclass(frozen=True)
@@ -95,27 +99,39 @@ _MAX_EMBEDDED = 256 << 20
 
 
 def _embedded(ole: Any, ctx: Context, doc: Document) -> None:
-    """Documents embedded in the Word file (ObjectPool storages) become its children."""
+    """Documents embedded in the Word file (ObjectPool storages) become its children, at
+    most ``max_members`` of them; the unpack budget spent, the rest is one failed child."""
     if not ole.exists("ObjectPool"):
         return
-    storages = sorted({tuple(e[:2]) for e in ole.listdir(streams=True, storages=True)
-                       if len(e) > 2 and e[0] == "ObjectPool"})
-    for path in storages:
-        inside = {e[2] for e in ole.listdir(streams=True, storages=False)
-                  if tuple(e[:2]) == path and len(e) == 3}
-        kind = next((k for k in _EMBEDDED_KINDS if k in inside), None)
+    listing = [e for e in ole.listdir(streams=True, storages=True) if e[0] == "ObjectPool"]
+    streams: dict[tuple[str, ...], set[str]] = {}  # storage -> names of its own streams
+    for e in listing:
+        if len(e) == 3:
+            streams.setdefault(tuple(e[:2]), set()).add(e[2])
+    kept = 0
+    for path in sorted(streams):
+        kind = next((k for k in _EMBEDDED_KINDS if k in streams[path]), None)
         if kind is None:
             continue
+        if kept == ctx.options.max_members:
+            doc.warnings.append(f"more than {kept} embedded objects: the rest are not read")
+            return
+        kept += 1
         try:
-            data = pack_storage(ole, list(path), _MAX_EMBEDDED)
+            data = pack_storage(ole, list(path), _MAX_EMBEDDED, listing)
         except Exception as exc:  # a damaged storage: the document's own text stands
             doc.warnings.append(f"embedded object {path[1]} could not be read: {exc}")
             continue
+        name = path[1] + _EMBEDDED_KINDS[kind]
         if data is None:
             doc.warnings.append(f"embedded object {path[1]} is too large to unpack")
             continue
-        ctx.account(len(data), "embedded objects")
-        data, name = unwrap_ole_package(data, path[1] + _EMBEDDED_KINDS[kind])
+        try:
+            ctx.account(len(data), "embedded objects")
+        except ExtractionError as exc:  # the budget is spent: say so once, keep the text
+            doc.children.append(Document.failed(exc.kind, exc.message, name=name))
+            return
+        data, name = unwrap_ole_package(data, name)
         doc.children.append(ctx.child(data, name))
 
 
@@ -180,6 +196,9 @@ class _Fib:
         return max(self._lw[index], 0)
 
     def fclcb(self, index: int) -> tuple[int, int]:
+        """(offset, length) in the table stream; (0, 0) past the end of a short FIB."""
+        if 2 * index + 1 >= len(self._fclcb):
+            return 0, 0
         return self._fclcb[2 * index], self._fclcb[2 * index + 1]
 
 
@@ -236,7 +255,7 @@ class _Reader:
             n = end - start
             if compressed:
                 raw = word[offset:offset + n]
-                parts.append(raw.decode("cp1252", "replace"))
+                parts.append(raw.decode("latin-1").translate(_CP1252))
             else:
                 raw = word[offset:offset + 2 * n]
                 parts.append(raw.decode("utf-16-le", "replace"))
@@ -281,7 +300,7 @@ class _Reader:
         pns = struct.unpack_from(f"<{n}I", self.table, fc + 4 * (n + 1))
         runs: list[tuple[int, int, int]] = []
         word = self.word
-        for pn in pns:
+        for pn in dict.fromkeys(pns):  # each page once: a damaged index may repeat one
             base = (pn & 0x3FFFFF) * 512
             page = word[base:base + 512]
             if len(page) < 512:
@@ -503,7 +522,7 @@ class _Styles:
                 pos += 2 + cb
                 if pos > end:
                     break
-        except struct.error:
+        except (struct.error, IndexError):
             pass  # a damaged style sheet: no headings, the text is unharmed
 
     def heading_level(self, istd: int) -> int | None:
@@ -520,7 +539,7 @@ class _Lists:
         self.levels: dict[int, list[tuple[int, int]]] = {}  # lsid -> [(start, nfc)]
         self.lfo: list[int] = []  # ilfo - 1 -> lsid
         self.counts: dict[int, list[int | None]] = {}
-        with contextlib.suppress(struct.error):  # damaged numbering: items stay unnumbered
+        with contextlib.suppress(struct.error, IndexError):  # damaged: items stay unnumbered
             self._read(table, fib)
 
     def _read(self, table: bytes, fib: _Fib) -> None:
