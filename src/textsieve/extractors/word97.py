@@ -449,8 +449,13 @@ def _operand_size(sprm: int, grpprl: bytes, pos: int) -> int | None:
         if pos + 2 > len(grpprl):
             return None
         return struct.unpack_from("<H", grpprl, pos)[0] + 1
-    if sprm == 0xC615 and grpprl[pos] == 255:  # sprmPChgTabs, the long form
-        return None  # rare and self-describing in a way not worth following: stop here
+    if sprm == 0xC615 and grpprl[pos] == 255:  # sprmPChgTabs, the long form (2.9.185):
+        try:  # tabs deleted (count, 4 bytes each), then added (count, 3 bytes each)
+            deleted = grpprl[pos + 1]
+            added = grpprl[pos + 2 + 4 * deleted]
+        except IndexError:
+            return None
+        return 3 + 4 * deleted + 3 * added
     return 1 + grpprl[pos]
 
 
