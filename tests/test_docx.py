@@ -233,9 +233,43 @@ def test_corpus_has_text(corpus: Path, name: str) -> None:
     assert len(doc.text.strip()) >= 10
 
 
-@pytest.mark.parametrize("name", ["pydocx__having-images.docx", "pydocx__tbl-having-tables.docx"])
-def test_corpus_textless_files_are_empty_not_errors(corpus: Path, name: str) -> None:
-    assert textsieve.extract(corpus / "docx" / name).status is Status.EMPTY
+def test_corpus_textless_file_is_empty_not_an_error(corpus: Path) -> None:
+    # two tables whose cells are all empty, and no pictures: genuinely nothing to read
+    assert textsieve.extract(corpus / "docx" / "pydocx__tbl-having-tables.docx").status \
+        is Status.EMPTY
+
+
+def test_pictures_of_a_document_without_text_are_read_by_ocr(corpus: Path) -> None:
+    # No w:t at all, three logos: each picture becomes a child and is OCRed (the words
+    # are in the logos); with OCR off the document says it needs OCR, never "empty".
+    path = corpus / "docx" / "pydocx__having-images.docx"
+    doc = textsieve.extract(path)
+    assert doc.status is Status.OK, doc.error
+    assert sorted(c.name for c in doc.children) == ["image1.png", "image2.png", "image3.png"]
+    words = doc.full_text().lower()
+    assert "python" in words and "powered" in words
+    off = textsieve.extract(path, ocr="never")
+    assert off.error is not None and off.error.kind == ErrorKind.NEEDS_OCR
+    # a document with text keeps its pictures to itself (no OCR of every logo)
+    assert not textsieve.extract(_make_docx()).children
+
+
+def test_a_scan_pasted_into_a_document_is_read(tmp_path: Path) -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("L", (900, 160), 255)
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)  # as OCR tests
+    ImageDraw.Draw(img).text((20, 40), "Invoice for the heron survey", fill=0, font=font)
+    png = tmp_path / "scan.png"
+    img.save(png)
+    d = docx.Document()
+    d.add_picture(str(png))
+    buf = io.BytesIO()
+    d.save(buf)
+    doc = textsieve.extract(buf.getvalue())
+    assert doc.status is Status.OK, doc.error
+    assert "heron survey" in doc.full_text().lower()
+
 
 
 @pytest.mark.parametrize("name", [

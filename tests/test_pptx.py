@@ -117,3 +117,21 @@ def test_corpus_fuzzed_is_corrupt(corpus: Path) -> None:
     doc = textsieve.extract(
         corpus / "pptx" / "poi__clusterfuzz-testcase-minimized-POIXSLFFuzzer-6254434927378432.pptx")
     assert doc.error is not None and doc.error.kind is ErrorKind.CORRUPT
+
+
+def test_slides_that_are_only_pictures_are_read_by_ocr(tmp_path: Path) -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("L", (900, 160), 255)
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
+    ImageDraw.Draw(img).text((20, 40), "Quarterly kestrel count", fill=0, font=font)
+    png = tmp_path / "slide.png"
+    img.save(png)
+    prs = pptx.Presentation()
+    prs.slides.add_slide(prs.slide_layouts[6]).shapes.add_picture(str(png), Inches(1), Inches(1))
+    path = tmp_path / "pictures.pptx"
+    prs.save(str(path))
+    doc = textsieve.extract(path)
+    assert doc.status == "ok", doc.error
+    assert "kestrel count" in doc.full_text().lower()
+    assert textsieve.extract(path, ocr="never").error.kind == "needs_ocr"

@@ -122,6 +122,36 @@ def embedded_children(zf: zipfile.ZipFile, folder: str, ctx: Context, doc: Docum
         doc.children.append(ctx.child(data, name))
 
 
+_RASTER = (".png", ".jpg", ".jpeg", ".jpe", ".gif", ".bmp", ".tif", ".tiff", ".webp")
+
+
+def image_children(zf: zipfile.ZipFile, folders: tuple[str, ...], ctx: Context,
+                   doc: Document, out: Builder) -> None:
+    """A document whose only content is pictures (a scan pasted into Word, photographed
+    slides) must not come out as an empty success: with OCR on, its raster images become
+    children, read like any image file (``ocr="always"``: whatever text there is); with
+    OCR off, it is ``needs_ocr``, as a PDF of scans is."""
+    mode = ctx.options.ocr
+    if mode != "always" and out.text().strip():
+        return
+    images = [i for i in zf.infolist() if i.filename.startswith(folders)
+              and i.filename.lower().endswith(_RASTER) and not i.is_dir()]
+    if not images:
+        return
+    if mode == "never":
+        raise ExtractionError(ErrorKind.NEEDS_OCR, f"the document holds no text, only "
+                              f"{len(images)} picture(s): their text needs OCR")
+    for info in images:
+        try:
+            data = read_member(zf, info.filename, ctx)
+        except ExtractionError as exc:
+            if exc.kind is ErrorKind.TOO_LARGE:
+                raise
+            doc.warnings.append(exc.message)
+            continue
+        doc.children.append(ctx.child(data, posixpath.basename(info.filename)))
+
+
 def unwrap_ole_package(data: bytes, name: str) -> tuple[bytes, str]:
     """An oleObject*.bin usually wraps the real file (Ole10Native 'Package', an OOXML
     'Package' stream or a PDF 'CONTENTS'): hand the inner file on, not the wrapper."""
@@ -486,6 +516,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         if ctx.options.comments:
             _comments(zf, ctx, by_kind, walker)
         embedded_children(zf, posixpath.dirname(main) + "/embeddings/", ctx, doc)
+        image_children(zf, (posixpath.dirname(main) + "/media/",), ctx, doc, out)
 
 
 def _first_part(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]],

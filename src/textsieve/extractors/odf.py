@@ -19,6 +19,7 @@ from ..render import Builder, render_text
 from ..source import Source
 from . import Context
 from ._xml import local, read_xml, read_xml_lenient
+from .docx import image_children
 from .odfcrypt import open_plain
 
 _NS = {
@@ -374,6 +375,8 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
             out.paragraph(text)
         for text in walker.comment_texts:
             out.paragraph(text)
+        if not any(kind.tag in (OF + "spreadsheet", OF + "chart") for kind in body):
+            image_children(zf, ("Pictures/",), ctx, doc, out)
 
 
 def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str], list[str]]:

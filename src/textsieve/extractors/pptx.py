@@ -17,7 +17,7 @@ from ..render import Builder
 from ..source import Source
 from . import Context
 from ._xml import local, open_zip, read_xml_lenient
-from .docx import _natural, embedded_children, read_properties, rels, rid
+from .docx import _natural, embedded_children, image_children, read_properties, rels, rid
 
 _TITLES = {"title", "ctrTitle"}
 _BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets
@@ -280,6 +280,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         if hidden:
             doc.metadata.extra["hidden_slides"] = hidden
         embedded_children(zf, "ppt/embeddings/", ctx, doc)
+        image_children(zf, ("ppt/media/",), ctx, doc, out)
 
 
 def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
