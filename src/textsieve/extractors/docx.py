@@ -24,6 +24,10 @@ from ..source import Source
 from . import Context
 from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
+# Output version (archives re-extract what an older one made): 2 = the pictures of a
+# document without text are OCRed (children), or needs_ocr with OCR off.
+VERSION = 2
+
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile",)
 

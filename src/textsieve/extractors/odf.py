@@ -22,6 +22,10 @@ from ._xml import local, read_xml, read_xml_lenient
 from .docx import image_children
 from .odfcrypt import open_plain
 
+# Output version (archives re-extract what an older one made): 2 = the pictures of a
+# document without text are OCRed (children), or needs_ocr with OCR off.
+VERSION = 2
+
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
     "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",

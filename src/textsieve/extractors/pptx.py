@@ -19,6 +19,10 @@ from . import Context
 from ._xml import local, open_zip, read_xml_lenient
 from .docx import _natural, embedded_children, image_children, read_properties, rels, rid
 
+# Output version (archives re-extract what an older one made): 2 = the pictures of a
+# document without text are OCRed (children), or needs_ocr with OCR off.
+VERSION = 2
+
 _TITLES = {"title", "ctrTitle"}
 _BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets
 _SKIP_PH = {"sldNum", "dt", "ftr", "hdr", "sldImg"}
