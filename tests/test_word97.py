@@ -168,3 +168,63 @@ def test_embedded_objects_are_capped_at_max_members(corpus: Path) -> None:
     assert len(doc.children) == 40
     assert doc.children[0].text == "object number 0"
     assert any("more than 40 embedded objects" in w for w in doc.warnings)
+
+
+def _png_of(words: str) -> bytes:
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("L", (1000, 160), 255)
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
+    ImageDraw.Draw(img).text((20, 40), words, fill=0, font=font)
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_a_word_file_of_pictures_only_is_read_by_ocr(corpus: Path) -> None:
+    import olefile
+
+    from textsieve.extractors._olewrite import pack
+
+    # quick.doc with its one sentence blanked out and a scanned line in its Data stream
+    with olefile.OleFileIO(str(corpus / "doc" / "poi__quick.doc")) as ole:
+        tree = {tuple(e): ole.openstream(e).read() for e in ole.listdir()}
+    sentence = b"The quick brown fox jumps over the lazy dog"
+    assert sentence in tree[("WordDocument",)]
+    tree[("WordDocument",)] = tree[("WordDocument",)].replace(sentence, b" " * len(sentence))
+    tree[("Data",)] = b"\0" * 68 + _png_of("Heron survey results") + b"\0" * 30
+    data = pack(tree)
+    doc = textsieve.extract(data)
+    assert doc.status == "ok", doc.error
+    assert [c.name for c in doc.children] == ["picture1.png"]
+    assert "heron survey" in doc.full_text().lower()
+    off = textsieve.extract(data, ocr="never")
+    assert off.error is not None and off.error.kind == ErrorKind.NEEDS_OCR
+
+
+def test_pictures_are_cut_at_their_real_end() -> None:
+    import io
+
+    from PIL import Image
+
+    from textsieve.extractors.word97 import _pictures
+
+    png = _png_of("one")
+    buf = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(buf, "JPEG")
+    jpeg = buf.getvalue()
+    stream = b"junk\xff\xd9" + png + b"\x89PNG more junk" + jpeg + b"\xff\xd9tail" + png
+    assert [p for _, p in _pictures(stream, 10)] == [png, jpeg]  # each once, exact
+    assert [n for n, _ in _pictures(stream, 10)] == ["picture1.png", "picture2.jpg"]
+    assert len(_pictures(stream, 1)) == 1
+
+
+def test_ocr_always_reads_the_pictures_of_a_document_with_text(corpus: Path) -> None:
+    path = corpus / "doc" / "poi__Fuzzed.doc"
+    assert not any(c.name.startswith("picture") for c in textsieve.extract(path).children)
+    doc = textsieve.extract(path, ocr="always")
+    pictures = [c for c in doc.children if c.name.startswith("picture")]
+    assert pictures and pictures[0].status == "ok"
+    assert pictures[0].metadata.extra["width"] == 100

@@ -129,31 +129,44 @@ def embedded_children(zf: zipfile.ZipFile, folder: str, ctx: Context, doc: Docum
 _RASTER = (".png", ".jpg", ".jpeg", ".jpe", ".gif", ".bmp", ".tif", ".tiff", ".webp")
 
 
+def wants_pictures(ctx: Context, out: Builder) -> bool:
+    """Whether a document's pictures are read: always with ``ocr="always"``; otherwise
+    only when the document holds no text (a scan pasted into Word, photographed slides),
+    which must not come out as an empty success."""
+    return ctx.options.ocr == "always" or not out.text().strip()
+
+
+def pictures_to_children(pictures: list[tuple[str, bytes]], ctx: Context,
+                         doc: Document) -> None:
+    """Pictures become children, read like image files (OCR); with OCR off, a document
+    that has only pictures is ``needs_ocr``, as a PDF of scans is."""
+    if not pictures:
+        return
+    if ctx.options.ocr == "never":
+        raise ExtractionError(ErrorKind.NEEDS_OCR, f"the document holds no text, only "
+                              f"{len(pictures)} picture(s): their text needs OCR")
+    for name, data in pictures[:ctx.options.max_members]:
+        doc.children.append(ctx.child(data, name))
+
+
 def image_children(zf: zipfile.ZipFile, folders: tuple[str, ...], ctx: Context,
                    doc: Document, out: Builder) -> None:
-    """A document whose only content is pictures (a scan pasted into Word, photographed
-    slides) must not come out as an empty success: with OCR on, its raster images become
-    children, read like any image file (``ocr="always"``: whatever text there is); with
-    OCR off, it is ``needs_ocr``, as a PDF of scans is."""
-    mode = ctx.options.ocr
-    if mode != "always" and out.text().strip():
+    """The raster pictures under ``folders`` (word/media/, ppt/media/, Pictures/), when
+    ``wants_pictures``."""
+    if not wants_pictures(ctx, out):
         return
-    images = [i for i in zf.infolist() if i.filename.startswith(folders)
-              and i.filename.lower().endswith(_RASTER) and not i.is_dir()]
-    if not images:
-        return
-    if mode == "never":
-        raise ExtractionError(ErrorKind.NEEDS_OCR, f"the document holds no text, only "
-                              f"{len(images)} picture(s): their text needs OCR")
-    for info in images:
-        try:
-            data = read_member(zf, info.filename, ctx)
-        except ExtractionError as exc:
-            if exc.kind is ErrorKind.TOO_LARGE:
-                raise
-            doc.warnings.append(exc.message)
-            continue
-        doc.children.append(ctx.child(data, posixpath.basename(info.filename)))
+    pictures = []
+    for info in zf.infolist():
+        if info.filename.startswith(folders) and info.filename.lower().endswith(_RASTER) \
+                and not info.is_dir():
+            try:
+                pictures.append((posixpath.basename(info.filename),
+                                 read_member(zf, info.filename, ctx)))
+            except ExtractionError as exc:
+                if exc.kind is ErrorKind.TOO_LARGE:
+                    raise
+                doc.warnings.append(exc.message)
+    pictures_to_children(pictures, ctx, doc)
 
 
 def unwrap_ole_package(data: bytes, name: str) -> tuple[bytes, str]:

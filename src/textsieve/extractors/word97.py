@@ -27,7 +27,7 @@ from ..render import Builder
 from ..source import Source
 from . import Context
 from ._olewrite import pack_storage
-from .docx import unwrap_ole_package
+from .docx import pictures_to_children, unwrap_ole_package, wants_pictures
 from .legacy import _doc_check, _ole
 
 # Output version (archives re-extract what an older one made).
@@ -88,6 +88,57 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
             raise ExtractionError(ErrorKind.CORRUPT, f"no {name} stream")
         _render(_Reader(word, ole.openstream(name).read(), fib), ctx, out)
         _embedded(ole, ctx, doc)
+        if wants_pictures(ctx, out):
+            data = ole.openstream("Data").read() if ole.exists("Data") else b""
+            pictures_to_children(_pictures(data + word, ctx.options.max_members), ctx, doc)
+
+
+def _pictures(data: bytes, limit: int) -> list[tuple[str, bytes]]:
+    """The PNG and JPEG pictures of a Word file, each once. They sit whole in the Data
+    stream (inline pictures) and the WordDocument stream (floating ones), inside Office
+    drawing records; a picture is found by its signature and cut at its real end."""
+    found: dict[bytes, None] = {}
+    for sig, end_of in ((_PNG, _png_end), (_JPEG, _jpeg_end)):
+        at = data.find(sig)
+        while at != -1 and len(found) < limit:
+            end = end_of(data, at)
+            if end:
+                found.setdefault(data[at:end])
+            at = data.find(sig, end or at + 1)
+    return [(f"picture{i + 1}.{'png' if p.startswith(_PNG) else 'jpg'}", p)
+            for i, p in enumerate(found)]
+
+
+_PNG, _JPEG = b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff"
+
+
+def _png_end(data: bytes, at: int) -> int | None:
+    """The end of the PNG at ``at``: its chunks walked to IEND (and its CRC)."""
+    pos = at + 8
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        pos += 12 + length
+        if kind == b"IEND":
+            return pos if pos <= len(data) else None
+    return None
+
+
+def _jpeg_end(data: bytes, at: int) -> int | None:
+    """The end of the JPEG at ``at``: its marker segments walked to the first scan, then
+    the end-of-image marker (inside scan data a 0xFF byte is always stuffed)."""
+    pos = at + 2
+    while pos + 4 <= len(data):
+        if data[pos] != 0xFF:
+            return None
+        marker = data[pos + 1]
+        if marker == 0xD9:
+            return pos + 2
+        length = struct.unpack_from(">H", data, pos + 2)[0]
+        if marker == 0xDA:  # start of scan: what follows is entropy-coded to EOI
+            eoi = data.find(b"\xff\xd9", pos + 2 + length)
+            return eoi + 2 if eoi != -1 else None
+        pos += 2 + length
+    return None
 
 
 # Streams that make an ObjectPool storage a document worth reading, and the name its child
@@ -141,8 +192,9 @@ def _render(reader: _Reader, ctx: Context, out: Builder) -> None:
     fib = reader.fib
     text = reader.text()
     body_end = fib.lw(_LW_TEXT)
-    if body_end > 1 and not text[:body_end].strip(" \r\x07\x0c\x01\x08"):
-        # The file says it holds text, the pieces gave none: let antiword try.
+    if body_end > 1 and not text[:body_end].strip("\x00"):
+        # The file says it holds text and the pieces point at zeros: let antiword try.
+        # (Blank paragraphs and picture anchors are a document without text, not this.)
         raise ExtractionError(ErrorKind.CORRUPT, "the piece table gives no text")
     stories, pos = {}, body_end
     for key, index in (("footnotes", _LW_FTN), ("headers", _LW_HDD), ("comments", _LW_ATN),
