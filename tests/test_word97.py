@@ -228,3 +228,22 @@ def test_ocr_always_reads_the_pictures_of_a_document_with_text(corpus: Path) -> 
     pictures = [c for c in doc.children if c.name.startswith("picture")]
     assert pictures and pictures[0].status == "ok"
     assert pictures[0].metadata.extra["width"] == 100
+
+
+@pytest.mark.parametrize(("text", "markdown"), [
+    ("Intro\rA\x07B\x07cut here", "Intro\n\n|  |  |  |\n|---|---|---|\n| A | B | cut here |"),
+    ("Intro\rcut here", "Intro\n\ncut here"),
+])
+def test_text_after_the_last_mark_comes_out_once(text: str, markdown: str) -> None:
+    # A story cut short: what follows the last paragraph or cell mark is kept, once (it
+    # ended a table's last cell and then came again as a paragraph).
+    from types import SimpleNamespace
+
+    from textsieve.extractors import word97
+    from textsieve.render import Builder
+
+    reader = SimpleNamespace(para_at=lambda cp: word97._PLAIN, table=b"",
+                             fib=SimpleNamespace(fclcb=lambda index: (0, 0)))
+    out = Builder()
+    word97._Reader.body(reader, text, 0, len(text), out)  # type: ignore[arg-type]
+    assert out.build()[1] == markdown

@@ -401,10 +401,11 @@ class _Reader:
                 else:
                     out.paragraph(para)
         tail = fields.shown(text[pos:end]).strip()  # after the last mark: a file cut short
-        if tail and table.open:
+        if tail and table.open:  # the last cell's text, or a paragraph of its own
             table.add(tail)
+            tail = ""
         table.flush()
-        if tail and not table.open:
+        if tail:
             out.paragraph(tail)
 
     def _load_runs(self) -> None:
