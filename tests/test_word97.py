@@ -216,9 +216,9 @@ def test_pictures_are_cut_at_their_real_end() -> None:
     Image.new("RGB", (40, 30), (200, 10, 10)).save(buf, "JPEG")
     jpeg = buf.getvalue()
     stream = b"junk\xff\xd9" + png + b"\x89PNG more junk" + jpeg + b"\xff\xd9tail" + png
-    assert [p for _, p in _pictures(stream, 10)] == [png, jpeg]  # each once, exact
-    assert [n for n, _ in _pictures(stream, 10)] == ["picture1.png", "picture2.jpg"]
-    assert len(_pictures(stream, 1)) == 1
+    assert [p for _, p in _pictures((stream,), 10)] == [png, jpeg]  # each once, exact
+    assert [n for n, _ in _pictures((stream, png), 10)] == ["picture1.png", "picture2.jpg"]
+    assert len(_pictures((stream,), 1)) == 1
 
 
 def test_ocr_always_reads_the_pictures_of_a_document_with_text(corpus: Path) -> None:

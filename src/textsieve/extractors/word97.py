@@ -90,21 +90,22 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         _embedded(ole, ctx, doc)
         if wants_pictures(ctx, out):
             data = ole.openstream("Data").read() if ole.exists("Data") else b""
-            pictures_to_children(_pictures(data + word, ctx.options.max_members), ctx, doc)
+            pictures_to_children(_pictures((data, word), ctx.options.max_members), ctx, doc)
 
 
-def _pictures(data: bytes, limit: int) -> list[tuple[str, bytes]]:
+def _pictures(streams: tuple[bytes, ...], limit: int) -> list[tuple[str, bytes]]:
     """The PNG and JPEG pictures of a Word file, each once. They sit whole in the Data
     stream (inline pictures) and the WordDocument stream (floating ones), inside Office
     drawing records; a picture is found by its signature and cut at its real end."""
     found: dict[bytes, None] = {}
-    for sig, end_of in ((_PNG, _png_end), (_JPEG, _jpeg_end)):
-        at = data.find(sig)
-        while at != -1 and len(found) < limit:
-            end = end_of(data, at)
-            if end:
-                found.setdefault(data[at:end])
-            at = data.find(sig, end or at + 1)
+    for data in streams:
+        for sig, end_of in ((_PNG, _png_end), (_JPEG, _jpeg_end)):
+            at = data.find(sig)
+            while at != -1 and len(found) < limit:
+                end = end_of(data, at)
+                if end:
+                    found.setdefault(data[at:end])
+                at = data.find(sig, end or at + 1)
     return [(f"picture{i + 1}.{'png' if p.startswith(_PNG) else 'jpg'}", p)
             for i, p in enumerate(found)]
 
@@ -222,12 +223,9 @@ class _Fib:
         if len(word) < 64:
             raise ExtractionError(ErrorKind.CORRUPT, "Word file information block is truncated")
         ident, self.nfib = struct.unpack_from("<HH", word, 0)
-        if ident == _WIDENT_WORD6:
-            raise ExtractionError(ErrorKind.UNSUPPORTED,
-                                  f"Word 6/95 document (nFib {self.nfib:#x})")
-        if ident != _WIDENT:
+        if ident not in (_WIDENT, _WIDENT_WORD6):
             raise ExtractionError(ErrorKind.CORRUPT, "not a Word document (bad FIB signature)")
-        if self.nfib < _NFIB_WORD97:
+        if ident == _WIDENT_WORD6 or self.nfib < _NFIB_WORD97:
             raise ExtractionError(ErrorKind.UNSUPPORTED,
                                   f"Word 6/95 document (nFib {self.nfib:#x})")
         self.flags = struct.unpack_from("<H", word, 0x0A)[0]
@@ -261,9 +259,13 @@ class _Reader:
         self.word, self.table, self.fib = word, table, fib
         self.pieces = self._pieces()  # (cp start, cp end, byte offset, 8-bit)
         self.piece_starts = [p[0] for p in self.pieces]
-        # (fc start, fc end, where its PAPX is: word offset, or 0 for none), in fc order
-        self._runs: list[tuple[int, int, int]] | None = None
-        self._run_starts: list[int] = []
+        # (fc start, fc end, where its PAPX is: word offset, or 0 for none), in fc order;
+        # none from a damaged index: tables then come out as cells without rows
+        try:
+            self._runs = self._papx_runs()
+        except (ExtractionError, struct.error):
+            self._runs = []
+        self._run_starts = [r[0] for r in self._runs]
         self._props: dict[int, _Para] = {0: _PLAIN}  # PAPXs read so far, by their offset
 
     # -- the text ------------------------------------------------------------------------
@@ -329,8 +331,6 @@ class _Reader:
     # -- paragraph properties ------------------------------------------------------------
     def para_at(self, cp: int) -> _Para:
         """The table role of the paragraph whose mark is at ``cp``."""
-        self._load_runs()
-        assert self._runs is not None
         fc = self.fc_of(cp)
         if fc is None:
             return _PLAIN
@@ -408,14 +408,6 @@ class _Reader:
         if tail:
             out.paragraph(tail)
 
-    def _load_runs(self) -> None:
-        if self._runs is None:
-            try:
-                self._runs = self._papx_runs()
-            except (ExtractionError, struct.error):
-                self._runs = []  # tables come out as cells without rows; the text stays
-            self._run_starts = [r[0] for r in self._runs]
-
     def header_footer_texts(self, text: str, start: int, end: int
                             ) -> tuple[list[str], list[str]]:
         """Each distinct header and footer text once (every section repeats them)."""
@@ -432,7 +424,7 @@ class _Reader:
             a, b = start + cps[i], start + cps[i + 1]
             if not start <= a < b <= end:
                 continue
-            shown = "\n".join(p.strip() for p in _note_paragraphs(text[a:b]))
+            shown = "\n".join(_note_paragraphs(text[a:b]))
             if shown and shown not in seen:
                 seen.add(shown)
                 kinds[_HDD_KINDS[(i - 6) % 6]].append(shown)
