@@ -250,8 +250,15 @@ def test_pictures_of_a_document_without_text_are_read_by_ocr(corpus: Path) -> No
     assert "python" in words and "powered" in words
     off = textsieve.extract(path, ocr="never")
     assert off.error is not None and off.error.kind == ErrorKind.NEEDS_OCR
-    # a document with text keeps its pictures to itself (no OCR of every logo)
-    assert not textsieve.extract(_make_docx()).children
+    # a document with text keeps its pictures to itself (no OCR of every logo), unless
+    # every picture is asked for
+    d = docx.Document(io.BytesIO(_make_docx()))
+    d.add_picture(io.BytesIO(zipfile.ZipFile(path).read("word/media/image1.png")))
+    buf = io.BytesIO()
+    d.save(buf)
+    assert textsieve.extract(buf.getvalue()).children == []
+    assert [c.name for c in textsieve.extract(buf.getvalue(), ocr="always").children] \
+        == ["image1.png"]
 
 
 def test_a_scan_pasted_into_a_document_is_read(tmp_path: Path) -> None:

@@ -179,6 +179,11 @@ class Builder:
         """The plain text alone (a table cell, a header): no Markdown or pages made."""
         return _join(self._text)
 
+    def has_text(self) -> bool:
+        """Whether any block holds text (``_add`` keeps only blocks that do; a rule is an
+        empty one)."""
+        return any(self._text)
+
     def build(self) -> tuple[str, str, list[Page]]:
         self.end_page()
         pages = [

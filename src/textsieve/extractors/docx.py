@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -133,40 +133,38 @@ def wants_pictures(ctx: Context, out: Builder) -> bool:
     """Whether a document's pictures are read: always with ``ocr="always"``; otherwise
     only when the document holds no text (a scan pasted into Word, photographed slides),
     which must not come out as an empty success."""
-    return ctx.options.ocr == "always" or not out.text().strip()
+    return ctx.options.ocr == "always" or not out.has_text()
 
 
-def pictures_to_children(pictures: list[tuple[str, bytes]], ctx: Context,
+def pictures_to_children(keys: list[str], read: Callable[[str], bytes], ctx: Context,
                          doc: Document) -> None:
-    """Pictures become children, read like image files (OCR); with OCR off, a document
-    that has only pictures is ``needs_ocr``, as a PDF of scans is."""
-    if not pictures:
+    """Pictures (``read(key)`` gives one's bytes) become children named after their key,
+    read like image files (OCR); with OCR off, a document that has only pictures is
+    ``needs_ocr``, as a PDF of scans is, and none is read."""
+    if not keys:
         return
     if ctx.options.ocr == "never":
         raise ExtractionError(ErrorKind.NEEDS_OCR, f"the document holds no text, only "
-                              f"{len(pictures)} picture(s): their text needs OCR")
-    for name, data in pictures[:ctx.options.max_members]:
-        doc.children.append(ctx.child(data, name))
+                              f"{len(keys)} picture(s): their text needs OCR")
+    for key in keys[:ctx.options.max_members]:
+        try:
+            data = read(key)
+        except ExtractionError as exc:
+            if exc.kind is ErrorKind.TOO_LARGE:
+                raise
+            doc.warnings.append(exc.message)
+            continue
+        doc.children.append(ctx.child(data, posixpath.basename(key)))
 
 
 def image_children(zf: zipfile.ZipFile, folders: tuple[str, ...], ctx: Context,
                    doc: Document, out: Builder) -> None:
     """The raster pictures under ``folders`` (word/media/, ppt/media/, Pictures/), when
     ``wants_pictures``."""
-    if not wants_pictures(ctx, out):
-        return
-    pictures = []
-    for info in zf.infolist():
-        if info.filename.startswith(folders) and info.filename.lower().endswith(_RASTER) \
-                and not info.is_dir():
-            try:
-                pictures.append((posixpath.basename(info.filename),
-                                 read_member(zf, info.filename, ctx)))
-            except ExtractionError as exc:
-                if exc.kind is ErrorKind.TOO_LARGE:
-                    raise
-                doc.warnings.append(exc.message)
-    pictures_to_children(pictures, ctx, doc)
+    if wants_pictures(ctx, out):
+        names = [i.filename for i in zf.infolist() if i.filename.startswith(folders)
+                 and i.filename.lower().endswith(_RASTER) and not i.is_dir()]
+        pictures_to_children(names, lambda name: read_member(zf, name, ctx), ctx, doc)
 
 
 def unwrap_ole_package(data: bytes, name: str) -> tuple[bytes, str]:

@@ -90,7 +90,8 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         _embedded(ole, ctx, doc)
         if wants_pictures(ctx, out):
             data = ole.openstream("Data").read() if ole.exists("Data") else b""
-            pictures_to_children(_pictures((data, word), ctx.options.max_members), ctx, doc)
+            pictures = dict(_pictures((data, word), ctx.options.max_members))
+            pictures_to_children(list(pictures), pictures.__getitem__, ctx, doc)
 
 
 def _pictures(streams: tuple[bytes, ...], limit: int) -> list[tuple[str, bytes]]:
