@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from . import __version__
 from .model import Document, Status
-from .options import MiB, Options, OptionsError
+from .options import MIN_MEMORY, MiB, Options, OptionsError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -402,8 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
-    if getattr(ns, "memory_limit", 0) < 0 or 0 < getattr(ns, "memory_limit", 0) < 64:
-        parser.error("--memory-limit must be 0 (no cap) or at least 64 (MiB)")
+    memory, floor = getattr(ns, "memory_limit", 0), MIN_MEMORY // MiB  # said in MiB here
+    if memory < 0 or 0 < memory < floor:
+        parser.error(f"--memory-limit must be 0 (no cap) or at least {floor} (MiB)")
     if getattr(ns, "html", None) is not None:
         _check_sieve(parser, ns)
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
