@@ -247,3 +247,15 @@ def test_text_after_the_last_mark_comes_out_once(text: str, markdown: str) -> No
     out = Builder()
     word97._Reader.body(reader, text, 0, len(text), out)  # type: ignore[arg-type]
     assert out.build()[1] == markdown
+
+
+@pytest.mark.parametrize("name", ["poi__o_kurs.doc", "poi__quick.doc"])
+def test_the_fib_check_reads_the_start_of_the_word_stream(corpus: Path, name: str) -> None:
+    # The encryption check reads only the FIB's sectors; the reader loads the stream once.
+    import olefile
+
+    from textsieve.extractors.legacy import stream_head
+
+    with olefile.OleFileIO(str(corpus / "doc" / name)) as ole:
+        whole = ole.openstream("WordDocument").read()
+        assert stream_head(ole, "WordDocument", 64)[:64] == whole[:64]

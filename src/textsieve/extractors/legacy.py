@@ -103,6 +103,16 @@ def ole_metadata(ole: Any, doc: Document, *, pages_attr: str = "num_pages") -> N
         m.page_count = count
 
 
+def stream_head(ole: Any, name: str, size: int) -> bytes:
+    """The first ``size`` bytes of a stream (a FIB, a workbook's first records): olefile's
+    ``openstream`` reads all of a stream, sector by sector, to give any of it."""
+    entry = ole.direntries[ole._find(name)]
+    size = max(size, ole.minisectorcutoff)  # below the cutoff a stream is a mini stream
+    if entry.size <= size:
+        return ole.openstream(name).read()
+    return ole._open(entry.isectStart, size).read()  # a FAT stream: only its first sectors
+
+
 def _stream(ole: Any, name: str) -> bytes:
     try:
         return ole.openstream(name).read(1 << 20) if ole.exists(name) else b""
@@ -203,7 +213,7 @@ def _doc_check(src: Source, ctx: Context, doc: Document) -> Source:
         ole_metadata(ole, doc)
         if not ole.exists("WordDocument"):
             raise ExtractionError(ErrorKind.CORRUPT, "no WordDocument stream")
-        fib = ole.openstream("WordDocument").read(64)
+        fib = stream_head(ole, "WordDocument", 64)[:64]  # the reader loads the rest
     if len(fib) < 12:
         raise ExtractionError(ErrorKind.CORRUPT, "Word file information block is truncated")
     if fib[0x0B] & 0x01:

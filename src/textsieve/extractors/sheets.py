@@ -21,6 +21,7 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
 from . import Context
+from .legacy import stream_head
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile", "msoffcrypto.format.xls97", "msoffcrypto.method.xor_obfuscation")
@@ -224,7 +225,7 @@ def _encrypted_xls(src: Source) -> bool:
         stream = next((s for s in ("Workbook", "Book") if ole.exists(s)), None)
         if stream is None:
             return False
-        data = _stream_head(ole, stream, 4096)
+        data = stream_head(ole, stream, 4096)
     except Exception:  # a damaged container is calamine's to judge
         return False
     pos = 0
@@ -236,17 +237,6 @@ def _encrypted_xls(src: Source) -> bool:
             return False
         pos += 4 + rlen
     return False
-
-
-def _stream_head(ole: Any, name: str, size: int) -> bytes:
-    """The first ``size`` bytes of a stream: FILEPASS follows BOF (and at most a
-    WRITEPROTECT) at the start of the workbook stream, and olefile's ``openstream`` would
-    read all of a large workbook, sector by sector, to give them."""
-    entry = ole.direntries[ole._find(name)]
-    size = max(size, ole.minisectorcutoff)  # below the cutoff a stream is a mini stream
-    if entry.size <= size:
-        return ole.openstream(name).read()
-    return ole._open(entry.isectStart, size).read()  # a FAT stream: only its first sectors
 
 
 # -- values as a person sees them ------------------------------------------------------
