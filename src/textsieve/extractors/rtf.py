@@ -322,9 +322,9 @@ class _Converter:
             elif (m := body_match(data, pos)) is None:
                 # Only ignored words are left (a file cut short): pass them all at once;
                 # one by one, each step would scan the rest again (quadratic).
-                skipped = _IGNORED.match(data, pos)
-                if skipped is not None and skipped.end() > pos:
-                    pos = skipped.end()
+                skipped = _IGNORED.match(data, pos).end()  # type: ignore[union-attr]
+                if skipped > pos:
+                    pos = skipped
                     continue
                 m = match(data, pos)
             if m is None:  # cannot happen with the catch-all alternatives; be safe
@@ -339,8 +339,6 @@ class _Converter:
                 self.add_bytes(m.group(6))
                 group_start = False
             elif kind in (1, 2):
-                if not group_start and not self.skip_chars and m.group(1) not in _HANDLED:
-                    continue  # formatting we ignore (the last words of the data)
                 name = m.group(1).decode("ascii")
                 arg = int(m.group(2)) if m.group(2) else None
                 if name == "bin" and arg:
