@@ -15,7 +15,9 @@ One ``Fetcher`` serves a whole run and is shared by its threads. What it guarant
   timeouts) back off exponentially with jitter and honour Retry-After; a real User-Agent.
 * **Redirects by hand** (not httpx's ``follow_redirects``), so a loop is told apart from a
   long chain, every hop goes through the host gate, and a Location pointing at a non-HTTP
-  scheme (``file:``) is refused.
+  scheme (``file:``) is refused. A URL that cannot be parsed, first or any hop, is
+  ``bad_url``; credentials in a URL (``user:secret@``) are dropped from every hop, never
+  sent (httpx would turn them into a Basic Authorization header) and never reported back.
 * **Conditional GET**: the caller passes the ETag / Last-Modified it archived; a 304 comes
   back as ``not_modified=True`` without a body.
 
@@ -41,6 +43,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from .links.normalize import BadUrl, check_url, strip_userinfo
 from .model import ErrorInfo, ErrorKind
 from .options import Options
 
@@ -182,7 +185,9 @@ def classify_exception(exc: BaseException) -> _Failure:
         return _Failure(ErrorKind.CONNECTION, f"cannot connect: {exc}", retry=True)
     if isinstance(exc, httpx.DecodingError):
         return _Failure(ErrorKind.CORRUPT, f"bad Content-Encoding: {exc}")
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+    if isinstance(exc, httpx.InvalidURL):
+        return _Failure(ErrorKind.BAD_URL, f"invalid URL: {exc}")
+    if isinstance(exc, httpx.UnsupportedProtocol):
         return _Failure(ErrorKind.UNSUPPORTED, f"invalid URL: {exc}")
     if isinstance(exc, httpx.TransportError | OSError):
         # Reset, closed mid-response, protocol violations: the transport, not the content.
@@ -191,17 +196,20 @@ def classify_exception(exc: BaseException) -> _Failure:
     return _Failure(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
 
 
-def _check_scheme(url: str) -> None:
+def _check_url(url: str) -> str:
+    """The URL to request (credentials dropped), or the typed reason it cannot be."""
+    url = strip_userinfo(url)
     try:
-        parts = urlsplit(url)
-    except ValueError as exc:
-        raise _Failure(ErrorKind.UNSUPPORTED, f"invalid URL {url!r}: {exc}") from None
-    if parts.scheme.lower() not in ("http", "https"):
+        scheme, _, _ = check_url(url)
+    except BadUrl as exc:
+        raise _Failure(ErrorKind.BAD_URL, str(exc)) from None
+    if scheme not in ("http", "https"):
         raise _Failure(ErrorKind.UNSUPPORTED,
-                       f"only http and https URLs are fetched, not {parts.scheme or 'no'}: "
-                       f"{url}")
-    if not parts.hostname:
-        raise _Failure(ErrorKind.UNSUPPORTED, f"URL without a host: {url}")
+                       f"only http and https URLs are fetched, not {scheme or 'no'}: {url}")
+    try:
+        return str(httpx.URL(url))  # one spelling per URL, so loops are seen
+    except httpx.InvalidURL as exc:
+        raise _Failure(ErrorKind.BAD_URL, f"invalid URL {url!r}: {exc}") from None
 
 
 def _host_key(url: str) -> str:
@@ -402,6 +410,7 @@ class Fetcher:
         t0 = time.monotonic()
         o = self.options
         clock = _Clock(o.fetch_timeout)
+        url = strip_userinfo(url)
         result = FetchResult(url=url, final_url=url, status=0)
         headers: dict[str, str] = {}
         if etag:
@@ -427,16 +436,19 @@ class Fetcher:
         seen = {url}
         current = url
         while True:
-            _check_scheme(current)
-            current = str(httpx.URL(current))  # one spelling per URL, so loops are seen
+            current = _check_url(current)
             status, location = self._with_retries(current, headers, clock, result)
             if status not in REDIRECT_STATUSES:
                 return
             if not location:
                 raise _Failure(ErrorKind.CORRUPT, f"HTTP {status} redirect without Location",
                                status=status)
-            nxt = urljoin(current, location.strip())
-            nxt = nxt.split("#", 1)[0]
+            try:
+                nxt = urljoin(current, location.strip())
+            except ValueError as exc:  # a broken IPv6 literal in the Location
+                raise _Failure(ErrorKind.BAD_URL, f"malformed redirect Location "
+                               f"{strip_userinfo(location)!r}: {exc}", status=status) from None
+            nxt = strip_userinfo(nxt.split("#", 1)[0])
             if nxt in seen:
                 raise _Failure(ErrorKind.REDIRECT_LOOP,
                                f"redirect loop: {current} -> {nxt} (seen before)",

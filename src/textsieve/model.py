@@ -45,6 +45,7 @@ class ErrorKind(StrEnum):
     CONNECTION = "connection"  # refused, reset, closed mid-response
     REDIRECT_LOOP = "redirect_loop"  # a redirect chain came back to a URL already seen
     TOO_MANY_REDIRECTS = "too_many_redirects"  # longer than Options.max_redirects
+    BAD_URL = "bad_url"  # a URL that cannot be parsed (port 99999, broken IPv6 literal)
 
 
 class ExtractionError(Exception):

@@ -1,5 +1,5 @@
 """Links: one URL normaliser for every entry point (harvesting from mail comes later)."""
 
-from .normalize import normalize_url
+from .normalize import BadUrl, normalize_url, strip_userinfo, url_key
 
-__all__ = ["normalize_url"]
+__all__ = ["BadUrl", "normalize_url", "strip_userinfo", "url_key"]

@@ -19,6 +19,7 @@ normalised and deduplicated in order of appearance.
 
 from __future__ import annotations
 
+import contextlib
 import email.policy
 import re
 from dataclasses import dataclass, field
@@ -406,7 +407,10 @@ def _absolute(href: str, base: str) -> str | None:
     if not href or href.startswith("#"):
         return None
     if base:
-        href = urljoin(base, href)
+        # A broken IPv6 literal in the base or the link: kept as is (an absolute one becomes
+        # a bad_url record, a relative one is dropped).
+        with contextlib.suppress(ValueError):
+            href = urljoin(base, href)
     low = href[:8].lower()
     if low.startswith(("http://", "https://")):
         return href

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .normalize import normalize_url
+from .normalize import BadUrl, normalize_url, strip_userinfo
 
 DEFAULT_EXCLUDED_HOSTS: frozenset[str] = frozenset({
     # comment widgets
@@ -148,5 +148,9 @@ class Rules:
         return bool(text and self._text_re is not None and self._text_re.search(text))
 
     def clean(self, url: str) -> str:
-        """The normal form, with the normaliser's tracking parameters and ours stripped."""
-        return normalize_url(url, self.strip_params)
+        """The normal form, with the normaliser's tracking parameters and ours stripped; a
+        malformed URL comes back as given (minus credentials) to become a bad_url record."""
+        try:
+            return normalize_url(url, self.strip_params)
+        except BadUrl:
+            return strip_userinfo(url)

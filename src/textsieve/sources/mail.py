@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..links import normalize_url
+from ..links import strip_userinfo
 from ..model import Item
 from ..options import Options
 
@@ -37,7 +37,7 @@ class MailLinkSource:
 
     def items(self) -> Iterator[Item]:
         from ..links.harvest import harvest
-        from .urls import _name
+        from .urls import url_item
 
         for mail in self.mail_source.mails(self._state):
             self.mails_seen += 1
@@ -50,6 +50,6 @@ class MailLinkSource:
                            name=f"{(title or ref.subject or 'article')[:80]}.html",
                            mails=(ref,))
             for link in found.links:
-                yield Item(key=normalize_url(link.url), original=link.original,
-                           source=self.spec, url=link.url, name=_name(link.url),
-                           mails=(ref,))
+                item = url_item(link.url, self.spec)  # a malformed link: a bad_url record
+                yield Item(key=item.key, original=strip_userinfo(link.original),
+                           source=self.spec, url=item.url, name=item.name, mails=(ref,))

@@ -1,7 +1,10 @@
 """Web sources: one URL, a file of URLs (one per line), or a CSV with a ``url`` column.
 
 Every URL is keyed by its normal form (``links.normalize_url``), so the same page named
-with different tracking parameters or letter case is one item.
+with different tracking parameters or letter case is one item. A URL that cannot be parsed
+(``http://host:99999/``) still becomes an item, keyed by what was given: the fetcher
+refuses it with a typed ``bad_url`` record, so one bad line never stops a run. Credentials
+in a URL (``user:secret@``) are dropped from the key, the original and the URL fetched.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..links import normalize_url
+from ..links import strip_userinfo, url_key
 from ..model import Item
 from ..textcodec import decode
 from . import SourceError
@@ -28,20 +31,26 @@ def is_url(spec: str) -> bool:
 
 def _name(url: str) -> str:
     """A file-like name for display and as a (weak) type hint: the last path segment."""
-    tail = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        tail = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
+    except ValueError:  # a malformed URL: it will become a bad_url record
+        return "index.html"
     return unquote(tail) if tail and "." in tail else "index.html"
 
 
 def url_item(url: str, source: str) -> Item:
-    return Item(key=normalize_url(url), original=url, source=source, url=url, name=_name(url))
+    """The item for one URL; never raises, whatever the URL (see the module doc)."""
+    clean = strip_userinfo(url)
+    return Item(key=url_key(clean), original=clean, source=source, url=clean,
+                name=_name(clean))
 
 
 class UrlSource:
     """A single URL given on the command line."""
 
     def __init__(self, url: str) -> None:
-        self.url = url.strip()
-        self.spec = f"url:{normalize_url(self.url)}"
+        self.url = strip_userinfo(url)
+        self.spec = f"url:{url_key(self.url)}"
 
     def items(self) -> Iterator[Item]:
         yield url_item(self.url, self.spec)
