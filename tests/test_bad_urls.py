@@ -2,8 +2,8 @@
 goes on, and so does the next one), IPv6 literals keep their brackets, and credentials
 in a URL never reach the archive nor the wire.
 
-Everything runs against the local server of tests/http_server.py (127.0.0.1) or against
-addresses that fail before any packet leaves the machine.
+Everything runs against the local server of tests/http_server.py (127.0.0.1, opened with
+``--allow-private``) or against addresses that fail before any packet leaves the machine.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ BAD_V6 = "http://[2001:db8::1/a"  # no closing bracket
 
 def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "textsieve", "run", *map(str, args),
-                           "--host-delay", "0", "--fetch-timeout", "20", "-j", "1"],
+                           "--host-delay", "0", "--fetch-timeout", "20", "-j", "1",
+                           "--allow-private"],
                           capture_output=True, text=True, timeout=180, check=False)
 
 
@@ -80,14 +81,14 @@ def test_credentials_are_stripped_from_key_original_and_url() -> None:
 
 @pytest.mark.parametrize("url", [BAD_PORT, BAD_V6, "http:///no-host"])
 def test_fetcher_types_a_malformed_url_as_bad_url(url: str) -> None:
-    with Fetcher(Options()) as f:
+    with Fetcher(Options(allow_private=True)) as f:
         r = f.fetch(url)
     assert r.error is not None and r.error.kind is ErrorKind.BAD_URL and r.attempts == 0
 
 
 def test_credentials_are_never_sent(http_server: TestServer) -> None:
     url = http_server.url("/article.html?token=creds-never-sent")
-    with Fetcher(Options(per_host_delay=0)) as f:
+    with Fetcher(Options(allow_private=True, per_host_delay=0)) as f:
         r = f.fetch(url.replace("http://", "http://alice:hunter2@"))
     assert r.ok, r.error
     assert "hunter2" not in r.url and "hunter2" not in r.final_url

@@ -261,7 +261,8 @@ def test_run_keeps_the_sync_state_in_the_archive(dovecot: Dovecot, tmp_path: Pat
             assert c.append(quote_mailbox(folder), None, None, linked(n))[0] == "OK"
     finally:
         c.logout()
-    options = Options(workers=2, per_host_delay=0.0, connect_timeout=5, read_timeout=10)
+    options = Options(workers=2, per_host_delay=0.0, connect_timeout=5, read_timeout=10,
+                      allow_private=True)  # the linked pages are on 127.0.0.1
     db = tmp_path / "mail.db"
 
     def once() -> int:

@@ -61,7 +61,8 @@ def test_hn_item_gives_discussion_and_story(site: str, tmp_path: Path) -> None:
     msg.set_content(f"Good thread: {site}/item?id=4242\n")
     mbox = tmp_path / "links.mbox"
     mbox.write_bytes(b"From me@example.org Mon Oct  5 08:12:00 2026\n" + bytes(msg) + b"\n")
-    options = Options(workers=2, per_host_delay=0.0, hn_hosts=("127.0.0.1",))
+    options = Options(workers=2, per_host_delay=0.0, hn_hosts=("127.0.0.1",),
+                      allow_private=True)
     with Archive(tmp_path / "a.db") as archive:
         stats = run([open_source(f"mbox:{mbox}", options=options)], archive, options)
         assert stats.status.get("error", 0) == 0, stats

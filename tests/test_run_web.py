@@ -25,7 +25,8 @@ from textsieve.archive import Archive
 
 def _run(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "textsieve", "run", *map(str, args),
-                           "--host-delay", "0.01", "--fetch-timeout", "20", "-j", "2"],
+                           "--host-delay", "0.01", "--fetch-timeout", "20", "-j", "2",
+                           "--allow-private"],
                           capture_output=True, text=True, timeout=180, check=False)
 
 

@@ -107,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-delay", type=float, default=0.5, metavar="S",
                    help="minimum seconds between requests to one host (0.5)")
     p.add_argument("--user-agent", help="the User-Agent header sent when fetching")
+    p.add_argument("--allow-private", action="store_true",
+                   help="also fetch loopback, private, link-local and metadata addresses "
+                        "(refused by default: links in mail and pages are not trusted)")
+    p.add_argument("--allow-cidr", action="append", default=[], metavar="CIDR",
+                   help="fetch from this network although it is not public, e.g. "
+                        "192.168.1.0/24 (repeatable)")
     p.add_argument("--searchable-pdf", metavar="DIR",
                    help="also write every OCRed PDF here, with an invisible text layer")
     _add_extract_options(p)
@@ -249,6 +255,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
                                  per_host_delay=max(ns.host_delay, 0.0))
     if ns.user_agent:
         options = options.with_(user_agent=ns.user_agent)
+    options = options.with_(allow_private=ns.allow_private,
+                            allow_cidrs=tuple(ns.allow_cidr))
     if ns.searchable_pdf:
         os.makedirs(ns.searchable_pdf, exist_ok=True)
         options = options.with_(searchable_pdf_dir=os.path.abspath(ns.searchable_pdf))

@@ -13,6 +13,10 @@ One ``Fetcher`` serves a whole run and is shared by its threads. What it guarant
 * **Polite.** At most ``per_host_concurrency`` requests in flight per host and request
   starts to one host spaced by ``per_host_delay``; retries (429, 5xx, connect failures,
   timeouts) back off exponentially with jitter and honour Retry-After; a real User-Agent.
+* **Public addresses only** (``textsieve.netpolicy``): every connection, redirect hops
+  included, goes through ``GuardedBackend``, which connects only to vetted
+  addresses; a refused one is ``blocked_address``. Proxies from the environment are not
+  used (``trust_env`` off): a proxy would connect where the check cannot see.
 * **Redirects by hand** (not httpx's ``follow_redirects``), so a loop is told apart from a
   long chain, every hop goes through the host gate, and a Location pointing at a non-HTTP
   scheme (``file:``) is refused. A URL that cannot be parsed, first or any hop, is
@@ -41,10 +45,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
+import httpcore
 import httpx
 
 from .links.normalize import BadUrl, check_url, strip_userinfo
 from .model import ErrorInfo, ErrorKind
+from .netpolicy import AddressPolicy, BlockedAddress, GuardedBackend
 from .options import Options
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -363,16 +369,37 @@ def _decoded(response: httpx.Response) -> Iterator[bytes]:
     return stream
 
 
+def _guarded_transport(policy: AddressPolicy, http2: bool,
+                       limits: httpx.Limits) -> httpx.HTTPTransport:
+    """httpx's own transport, its connection pool opening sockets through ``GuardedBackend``.
+
+    httpx 0.28 has no public way to hand its pool a network backend (encode/httpx#3749
+    adds one), so the pool it made is swapped for an identical one that has ours.
+    """
+    transport = httpx.HTTPTransport(http2=http2, limits=limits, trust_env=False)
+    transport._pool.close()
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(trust_env=False),
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry, http1=True, http2=http2,
+        network_backend=GuardedBackend(policy))
+    return transport
+
+
 class Fetcher:
     """Fetch URLs for one run: one connection pool, host gates shared across threads."""
 
     def __init__(self, options: Options | None = None) -> None:
         self.options = options or Options()
         o = self.options
+        self.policy = AddressPolicy.from_options(o)
         self.http2 = importlib.util.find_spec("h2") is not None
         self.encodings = [k for k in _DECODERS if k != "x-gzip"]
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
         self._client = httpx.Client(
-            http2=self.http2,
+            transport=_guarded_transport(self.policy, self.http2, limits),
+            trust_env=False,
             follow_redirects=False,
             headers={
                 "User-Agent": o.user_agent,
@@ -380,7 +407,6 @@ class Fetcher:
                 "Accept-Encoding": ", ".join(self.encodings),
             },
             timeout=httpx.Timeout(o.read_timeout, connect=o.connect_timeout),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=32),
         )
         self._gates: dict[str, _HostGate] = {}
         self._gates_lock = threading.Lock()
@@ -433,10 +459,15 @@ class Fetcher:
 
     def _follow(self, url: str, headers: dict[str, str], clock: _Clock,
                 result: FetchResult) -> None:
+        limit = self.options.max_redirects
         seen = {url}
         current = url
         while True:
             current = _check_url(current)
+            try:  # an address literal: refused before any connection (the backend would too)
+                self.policy.check_literal(urlsplit(current).hostname or "")
+            except BlockedAddress as exc:
+                raise _Failure(ErrorKind.BLOCKED_ADDRESS, str(exc)) from None
             status, location = self._with_retries(current, headers, clock, result)
             if status not in REDIRECT_STATUSES:
                 return
@@ -453,9 +484,8 @@ class Fetcher:
                 raise _Failure(ErrorKind.REDIRECT_LOOP,
                                f"redirect loop: {current} -> {nxt} (seen before)",
                                status=status)
-            if len(result.redirects) >= self.options.max_redirects:
-                raise _Failure(ErrorKind.TOO_MANY_REDIRECTS,
-                               f"more than {self.options.max_redirects} redirects",
+            if len(result.redirects) >= limit:
+                raise _Failure(ErrorKind.TOO_MANY_REDIRECTS, f"more than {limit} redirects",
                                status=status)
             seen.add(nxt)
             result.redirects.append(nxt)
@@ -503,6 +533,8 @@ class Fetcher:
                 request = self._client.build_request("GET", url, headers=headers,
                                                      timeout=timeout)
                 response = self._client.send(request, stream=True)
+            except BlockedAddress as exc:
+                raise _Failure(ErrorKind.BLOCKED_ADDRESS, str(exc)) from None
             except httpx.HTTPError as exc:
                 f = classify_exception(exc)
                 left = clock.left()

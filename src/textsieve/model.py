@@ -46,6 +46,7 @@ class ErrorKind(StrEnum):
     REDIRECT_LOOP = "redirect_loop"  # a redirect chain came back to a URL already seen
     TOO_MANY_REDIRECTS = "too_many_redirects"  # longer than Options.max_redirects
     BAD_URL = "bad_url"  # a URL that cannot be parsed (port 99999, broken IPv6 literal)
+    BLOCKED_ADDRESS = "blocked_address"  # a loopback/private/metadata address (netpolicy)
 
 
 class ExtractionError(Exception):

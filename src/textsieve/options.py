@@ -7,6 +7,7 @@ environment or a global instead.
 from __future__ import annotations
 
 import functools
+import ipaddress
 import os
 from dataclasses import dataclass, replace
 from typing import Any
@@ -67,6 +68,9 @@ class Options:
         "Mozilla/5.0 (compatible; textsieve/0.1; +https://example.org/textsieve; "
         "contact: textsieve@example.org)"
     )
+    # Addresses (textsieve.netpolicy): only public ones unless opened here, for every URL.
+    allow_private: bool = False  # loopback, private, link-local, CGNAT, metadata... too
+    allow_cidrs: tuple[str, ...] = ()  # networks opened one by one ("127.0.0.1/32")
     connect_timeout: float = 10.0  # seconds to open a connection
     read_timeout: float = 30.0  # seconds of silence allowed while reading
     fetch_timeout: float = 120.0  # total seconds per URL: redirects, retries and body included
@@ -98,6 +102,12 @@ class Options:
                 self.memory_limit != 0 and self.memory_limit < MIN_MEMORY):
             raise OptionsError(f"memory_limit must be 0 (no cap) or at least {MIN_MEMORY:,} "
                                f"bytes, not {self.memory_limit!r}")
+        for cidr in self.allow_cidrs:
+            try:
+                ipaddress.ip_network(cidr.strip(), strict=False)
+            except (ValueError, AttributeError):
+                raise OptionsError(f"allow_cidrs: {cidr!r} is not a network like "
+                                   f"10.0.0.0/8 or an address") from None
         for name in _POSITIVE:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not value > 0:
