@@ -185,7 +185,7 @@ def test_the_address_checked_is_the_address_connected_to(
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
     port = outside.server_address[1] if first == OUTSIDE else http_server.port
     before = len(outside.seen)  # type: ignore[attr-defined]
-    r = _fetch(f"http://rebind.test:{port}/article.html?token=rebind")
+    r = _fetch(f"http://rebind.test:{port}/article.html?token=rebind", obey_robots=False)
     if first == OUTSIDE:
         assert r.ok, r.error
         assert outside.seen[before:] == ["/article.html?token=rebind"]  # type: ignore[attr-defined]

@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-delay", type=float, default=0.5, metavar="S",
                    help="minimum seconds between requests to one host (0.5)")
     p.add_argument("--user-agent", help="the User-Agent header sent when fetching")
+    p.add_argument("--contact-url", metavar="URL",
+                   help="named in the User-Agent, so site owners can reach you")
+    p.add_argument("--ignore-robots", action="store_true",
+                   help="do not read robots.txt (only for sites that are yours)")
     p.add_argument("--allow-private", action="store_true",
                    help="also fetch loopback, private, link-local and metadata addresses "
                         "(refused by default: links in mail and pages are not trusted)")
@@ -255,7 +259,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
                                  per_host_delay=max(ns.host_delay, 0.0))
     if ns.user_agent:
         options = options.with_(user_agent=ns.user_agent)
-    options = options.with_(allow_private=ns.allow_private,
+    options = options.with_(contact_url=ns.contact_url, obey_robots=not ns.ignore_robots,
+                            allow_private=ns.allow_private,
                             allow_cidrs=tuple(ns.allow_cidr))
     if ns.searchable_pdf:
         os.makedirs(ns.searchable_pdf, exist_ok=True)

@@ -11,10 +11,16 @@ One ``Fetcher`` serves a whole run and is shared by its threads. What it guarant
   sends nothing at all. The body is read up to ``Options.max_body`` decoded bytes, then the
   fetch stops with ``too_large`` (a declared Content-Length above it is refused unread).
 * **Polite.** At most ``per_host_concurrency`` requests in flight per host and request
-  starts to one host spaced by ``per_host_delay``; retries (429, 5xx, connect failures,
-  timeouts) back off exponentially with jitter and honour Retry-After; a real User-Agent.
-* **Public addresses only** (``textsieve.netpolicy``): every connection, redirect hops
-  included, goes through ``GuardedBackend``, which connects only to vetted
+  starts to one host spaced by ``per_host_delay`` (raised to a robots.txt Crawl-delay, up
+  to ``max_crawl_delay``); retries (429, 5xx, connect failures, timeouts) back off
+  exponentially with jitter and honour Retry-After; a User-Agent naming textsieve.
+* **robots.txt** (RFC 9309) is read once per scheme+host+port with this same fetcher (same
+  address policy, caps and deadline; up to 5 redirects) and honoured for every URL and
+  every redirect hop, unless ``Options.obey_robots`` is off: 4xx means no rules, 5xx means
+  everything is disallowed, and a host that cannot be reached fails its URLs the same way.
+  A URL it disallows is ``robots_disallowed``; robots.txt itself is never returned.
+* **Public addresses only** (``textsieve.netpolicy``): every connection, redirect hops and
+  robots.txt included, goes through ``GuardedBackend``, which connects only to vetted
   addresses; a refused one is ``blocked_address``. Proxies from the environment are not
   used (``trust_env`` off): a proxy would connect where the check cannot see.
 * **Redirects by hand** (not httpx's ``follow_redirects``), so a loop is told apart from a
@@ -47,6 +53,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpcore
 import httpx
+from protego import Protego
 
 from .links.normalize import BadUrl, check_url, strip_userinfo
 from .model import ErrorInfo, ErrorKind
@@ -54,6 +61,15 @@ from .netpolicy import AddressPolicy, BlockedAddress, GuardedBackend
 from .options import Options
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+ROBOTS_TOKEN = "textsieve"  # the product token robots.txt groups are matched against
+ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 2.3.1.2: follow at least five
+ROBOTS_MAX_BYTES = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB, we parse that much
+# robots.txt failures that mean "no rules" (RFC 9309 2.3.1.3: unavailable -> allow all).
+_ROBOTS_ALLOW_ALL = frozenset({ErrorKind.HTTP_404, ErrorKind.HTTP_410, ErrorKind.HTTP_4XX,
+                               ErrorKind.HTTP_429, ErrorKind.REDIRECT_LOOP,
+                               ErrorKind.TOO_MANY_REDIRECTS, ErrorKind.TOO_LARGE,
+                               ErrorKind.BAD_URL, ErrorKind.UNSUPPORTED, ErrorKind.CORRUPT,
+                               ErrorKind.BLOCKED_ADDRESS})
 _CHUNK = 64 * 1024
 
 
@@ -250,6 +266,11 @@ class _HostGate:
         self._lock = threading.Lock()
         self._next_start = 0.0
 
+    def at_least(self, delay: float) -> None:
+        """Space request starts by ``delay`` at least (a robots.txt Crawl-delay)."""
+        with self._lock:
+            self._delay = max(self._delay, delay)
+
     @contextmanager
     def slot(self, clock: _Clock) -> Iterator[None]:
         left = clock.left()
@@ -369,6 +390,15 @@ def _decoded(response: httpx.Response) -> Iterator[bytes]:
     return stream
 
 
+@dataclass
+class _RobotsRules:
+    """What one host's robots.txt says for this run."""
+
+    parser: Protego | None = None  # None: no rules, everything allowed
+    disallow_all: str | None = None  # why everything is disallowed (5xx)
+    failure: _Failure | None = None  # the host could not be reached: its URLs fail alike
+
+
 def _guarded_transport(policy: AddressPolicy, http2: bool,
                        limits: httpx.Limits) -> httpx.HTTPTransport:
     """httpx's own transport, its connection pool opening sockets through ``GuardedBackend``.
@@ -402,7 +432,7 @@ class Fetcher:
             trust_env=False,
             follow_redirects=False,
             headers={
-                "User-Agent": o.user_agent,
+                "User-Agent": o.agent,
                 "Accept": "text/html,application/xhtml+xml,application/pdf;q=0.9,*/*;q=0.8",
                 "Accept-Encoding": ", ".join(self.encodings),
             },
@@ -410,6 +440,8 @@ class Fetcher:
         )
         self._gates: dict[str, _HostGate] = {}
         self._gates_lock = threading.Lock()
+        self._robots: dict[str, _RobotsRules] = {}
+        self._robots_locks: dict[str, threading.Lock] = {}
 
     def __enter__(self) -> Fetcher:
         return self
@@ -458,8 +490,9 @@ class Fetcher:
         return result
 
     def _follow(self, url: str, headers: dict[str, str], clock: _Clock,
-                result: FetchResult) -> None:
-        limit = self.options.max_redirects
+                result: FetchResult, *, robots: bool = True,
+                max_redirects: int | None = None) -> None:
+        limit = self.options.max_redirects if max_redirects is None else max_redirects
         seen = {url}
         current = url
         while True:
@@ -468,6 +501,8 @@ class Fetcher:
                 self.policy.check_literal(urlsplit(current).hostname or "")
             except BlockedAddress as exc:
                 raise _Failure(ErrorKind.BLOCKED_ADDRESS, str(exc)) from None
+            if robots and self.options.obey_robots:
+                self._obey_robots(current, clock, result)
             status, location = self._with_retries(current, headers, clock, result)
             if status not in REDIRECT_STATUSES:
                 return
@@ -490,6 +525,63 @@ class Fetcher:
             seen.add(nxt)
             result.redirects.append(nxt)
             result.final_url = current = nxt
+
+    def _obey_robots(self, url: str, clock: _Clock, result: FetchResult) -> None:
+        """Raise ``robots_disallowed`` (or the host's network failure) for ``url``."""
+        rules = self._robots_rules(url, clock, result)
+        if rules.failure is not None:
+            f = rules.failure
+            raise _Failure(f.kind, f"robots.txt unreachable, so nothing is fetched from this "
+                           f"host (RFC 9309): {f.message}", status=f.status)
+        if rules.disallow_all is not None:
+            raise _Failure(ErrorKind.ROBOTS_DISALLOWED, rules.disallow_all)
+        if rules.parser is not None and not rules.parser.can_fetch(url, ROBOTS_TOKEN):
+            raise _Failure(ErrorKind.ROBOTS_DISALLOWED,
+                           f"robots.txt of {_host_key(url)} disallows {url} for "
+                           f"{ROBOTS_TOKEN} (--ignore-robots for your own sites)")
+
+    def _robots_rules(self, url: str, clock: _Clock, result: FetchResult) -> _RobotsRules:
+        """The host's rules, fetched once per run; other threads wait for the first.
+
+        When the robots.txt request itself failed (the host is unreachable), its requests
+        count in ``result.attempts``: they are the ones this URL's outcome rests on.
+        """
+        key = _host_key(url)
+        with self._gates_lock:
+            lock = self._robots_locks.setdefault(key, threading.Lock())
+        with lock:
+            rules = self._robots.get(key)
+            if rules is None:
+                rules, attempts = self._fetch_robots(url, clock)
+                self._robots[key] = rules
+                if rules.failure is not None:
+                    result.attempts += attempts
+                delay = rules.parser.crawl_delay(ROBOTS_TOKEN) if rules.parser else None
+                if delay:
+                    self._gate(url).at_least(min(float(delay), self.options.max_crawl_delay))
+            return rules
+
+    def _fetch_robots(self, url: str, clock: _Clock) -> tuple[_RobotsRules, int]:
+        """The rules of ``url``'s host and the number of requests it took to learn them."""
+        parts = urlsplit(url)
+        robots_url = f"{parts.scheme}://{parts.netloc}/robots.txt"
+        res = FetchResult(url=robots_url, final_url=robots_url, status=0)
+        try:
+            self._follow(robots_url, {}, clock, res, robots=False,
+                         max_redirects=ROBOTS_MAX_REDIRECTS)
+        except _Failure as f:
+            if f.kind in _ROBOTS_ALLOW_ALL:
+                return _RobotsRules(), res.attempts
+            if f.kind is ErrorKind.HTTP_5XX:
+                return _RobotsRules(disallow_all=f"robots.txt of {_host_key(url)} answered "
+                                    f"{f.status or '5xx'}: the whole site counts as "
+                                    f"disallowed (RFC 9309)"), res.attempts
+            return _RobotsRules(failure=f), res.attempts  # DNS, TLS, connection, timeout
+        text = (res.content or b"")[:ROBOTS_MAX_BYTES].decode("utf-8", "replace")
+        try:
+            return _RobotsRules(parser=Protego.parse(text)), res.attempts
+        except Exception:  # a parser bug on hostile input must not cost the page
+            return _RobotsRules(), res.attempts
 
     def _with_retries(self, url: str, headers: dict[str, str], clock: _Clock,
                       result: FetchResult) -> tuple[int, str | None]:

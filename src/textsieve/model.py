@@ -47,6 +47,7 @@ class ErrorKind(StrEnum):
     TOO_MANY_REDIRECTS = "too_many_redirects"  # longer than Options.max_redirects
     BAD_URL = "bad_url"  # a URL that cannot be parsed (port 99999, broken IPv6 literal)
     BLOCKED_ADDRESS = "blocked_address"  # a loopback/private/metadata address (netpolicy)
+    ROBOTS_DISALLOWED = "robots_disallowed"  # the site's robots.txt says no
 
 
 class ExtractionError(Exception):

@@ -24,7 +24,7 @@ _AT_LEAST: dict[str, float] = {
     "workers": 0, "max_depth": 0, "max_redirects": 0, "retries": 0, "backoff": 0,
     "max_retry_after": 0, "per_host_delay": 0, "max_members": 1, "per_host_concurrency": 1,
     "max_ratio": 1, "ocr_dpi": 50, "max_file_size": 1,
-    "max_unpacked": 1, "max_image_pixels": 1, "max_body": 1,
+    "max_unpacked": 1, "max_image_pixels": 1, "max_body": 1, "max_crawl_delay": 0,
 }
 _POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "read_timeout",
              "fetch_timeout")
@@ -64,13 +64,13 @@ class Options:
     html: str = "auto"
     topic: str | None = None  # --html sieve: a preset name, a words file, or words
     # Fetching web pages (textsieve.fetch): polite, bounded, typed errors.
-    user_agent: str = (
-        "Mozilla/5.0 (compatible; textsieve/0.1; +https://example.org/textsieve; "
-        "contact: textsieve@example.org)"
-    )
+    user_agent: str | None = None  # None: textsieve's own (``agent``), naming contact_url
+    contact_url: str | None = None  # where a site owner can reach whoever runs the fetches
     # Addresses (textsieve.netpolicy): only public ones unless opened here, for every URL.
     allow_private: bool = False  # loopback, private, link-local, CGNAT, metadata... too
     allow_cidrs: tuple[str, ...] = ()  # networks opened one by one ("127.0.0.1/32")
+    obey_robots: bool = True  # robots.txt honoured (False: --ignore-robots, own sites)
+    max_crawl_delay: float = 30.0  # a robots.txt Crawl-delay above this is capped to it
     connect_timeout: float = 10.0  # seconds to open a connection
     read_timeout: float = 30.0  # seconds of silence allowed while reading
     fetch_timeout: float = 120.0  # total seconds per URL: redirects, retries and body included
@@ -122,6 +122,15 @@ class Options:
         relevant = (self.ocr, self.ocr_lang, self.ocr_dpi, self.html, self.topic,
                     self.comments, self.libreoffice)
         return hashlib.sha256(repr(relevant).encode()).hexdigest()[:8]
+
+    @property
+    def agent(self) -> str:
+        """The User-Agent sent: ``user_agent`` if set, else one that names textsieve (the
+        token robots.txt rules are matched against) and, when given, ``contact_url``."""
+        if self.user_agent:
+            return self.user_agent
+        contact = f"; +{self.contact_url}" if self.contact_url else ""
+        return f"Mozilla/5.0 (compatible; textsieve/0.1{contact})"
 
     def with_(self, **changes: Any) -> Options:
         return replace(self, **changes)

@@ -165,7 +165,7 @@ class GmailClient:
                               else default_token_file())
         self.http = httpx.Client(
             timeout=httpx.Timeout(options.read_timeout, connect=options.connect_timeout),
-            headers={"User-Agent": options.user_agent}, trust_env=False)
+            headers={"User-Agent": options.agent}, trust_env=False)
         self.token = Token(path, options.gmail_token_url)
 
     def close(self) -> None:
