@@ -30,8 +30,12 @@ import logging
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpcore
+
+if TYPE_CHECKING:
+    from .options import Options
 
 log = logging.getLogger(__name__)
 
@@ -128,10 +132,9 @@ class AddressPolicy:
     allow: tuple[IPNetwork, ...] = ()
 
     @classmethod
-    def from_options(cls, options: object) -> AddressPolicy:
-        cidrs: Iterable[str] = getattr(options, "allow_cidrs", ())
-        return cls(allow_private=bool(getattr(options, "allow_private", False)),
-                   allow=tuple(parse_cidr(c) for c in cidrs))
+    def from_options(cls, options: Options) -> AddressPolicy:
+        return cls(allow_private=options.allow_private,
+                   allow=tuple(parse_cidr(c) for c in options.allow_cidrs))
 
     def refusal(self, ip: IPAddress) -> str | None:
         """Why a connection to ``ip`` is refused (None: allowed)."""
