@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -86,6 +89,52 @@ def test_fetcher_types_a_malformed_url_as_bad_url(url: str) -> None:
     assert r.error is not None and r.error.kind is ErrorKind.BAD_URL and r.attempts == 0
 
 
+class _Redirector(BaseHTTPRequestHandler):
+    """Every path redirects to what follows ``/to/`` (taken verbatim, however broken)."""
+
+    def do_GET(self) -> None:
+        if self.path == "/robots.txt":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(302)
+        self.send_header("Location", self.path.removeprefix("/to/"))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def redirector() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Redirector)
+    threading.Thread(target=httpd.serve_forever, daemon=True,
+                     kwargs={"poll_interval": 0.05}).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("location", [BAD_PORT, BAD_V6])
+def test_a_malformed_redirect_location_is_bad_url(redirector: str, location: str) -> None:
+    with Fetcher(Options(allow_private=True, per_host_delay=0, retries=0)) as f:
+        r = f.fetch(f"{redirector}/to/{location}")
+    assert r.error is not None and r.error.kind is ErrorKind.BAD_URL, r.error
+    assert r.attempts == 1  # not retried: it will not get better
+
+
+def test_a_redirect_never_carries_credentials(redirector: str, http_server: TestServer) -> None:
+    target = http_server.url("/article.html?token=creds-in-location")
+    with Fetcher(Options(allow_private=True, per_host_delay=0, retries=0)) as f:
+        r = f.fetch(f"{redirector}/to/" + target.replace("http://", "http://eve:pw@"))
+    assert r.ok, r.error
+    assert "pw@" not in r.final_url and all("pw@" not in u for u in r.redirects)
+    [seen] = http_server.requests("/article.html", "creds-in-location")
+    assert "authorization" not in seen.headers
+
+
 def test_credentials_are_never_sent(http_server: TestServer) -> None:
     url = http_server.url("/article.html?token=creds-never-sent")
     with Fetcher(Options(allow_private=True, per_host_delay=0)) as f:
@@ -102,14 +151,17 @@ def test_url_list_with_bad_urls_runs_on_and_reruns(http_server: TestServer,
     secret = good.replace("http://", "http://alice:hunter2@") + "?token=creds"
     listing = tmp_path / "links.txt"
     listing.write_text("\n".join([BAD_PORT, good, BAD_V6, secret]) + "\n")
+    table = tmp_path / "reading.csv"
+    table.write_text(f"title,url\nbad port,{BAD_PORT}\nbad host,http://host:port/x\n")
     db = tmp_path / "a.db"
     for run in range(2):  # the second run must not die on the same lines either
-        p = _run(listing, "--archive", db)
+        p = _run(listing, table, "--archive", db)
         # the first run records the failures (exit 1); the second leaves them settled
         assert p.returncode == (1 if run == 0 else 0), p.stderr
-        assert "Traceback" not in p.stderr and "items seen           4" in p.stderr
+        assert "Traceback" not in p.stderr and "items seen           6" in p.stderr
         rows = _rows(db)
         assert rows[BAD_PORT][1] == "bad_url" and rows[BAD_V6][1] == "bad_url"
+        assert rows["http://host:port/x"][1] == "bad_url"
         assert rows[good][1] is None
         assert ARTICLE_PHRASES[0] in rows[good][2]
         stored = repr(rows)

@@ -211,6 +211,9 @@ def classify_exception(exc: BaseException) -> _Failure:
         return _Failure(ErrorKind.BAD_URL, f"invalid URL: {exc}")
     if isinstance(exc, httpx.UnsupportedProtocol):
         return _Failure(ErrorKind.UNSUPPORTED, f"invalid URL: {exc}")
+    if isinstance(exc, httpx.RemoteProtocolError) and "location header" in text:
+        # httpx parses a redirect's Location itself, before the response is ours to see.
+        return _Failure(ErrorKind.BAD_URL, f"malformed redirect Location: {exc}")
     if isinstance(exc, httpx.TransportError | OSError):
         # Reset, closed mid-response, protocol violations: the transport, not the content.
         return _Failure(ErrorKind.CONNECTION, f"connection failed: {type(exc).__name__} {exc}",
