@@ -134,8 +134,9 @@ def test_allow_list_and_switch() -> None:
         policy.check_literal("2130706433")
     everything = AddressPolicy.from_options(Options(allow_private=True))
     assert everything.refusal(ipaddress.ip_address("169.254.169.254")) is None
-    with pytest.raises(OptionsError):
-        Options(allow_cidrs=("10.0.0.0/33",))
+    for bad in (("10.0.0.0/33",), ("example.com",), "10.0.0.0/8"):
+        with pytest.raises(OptionsError):
+            Options(allow_cidrs=bad)  # type: ignore[arg-type]
 
 
 # -- the fetcher ------------------------------------------------------------------------

@@ -102,6 +102,8 @@ class Options:
                 self.memory_limit != 0 and self.memory_limit < MIN_MEMORY):
             raise OptionsError(f"memory_limit must be 0 (no cap) or at least {MIN_MEMORY:,} "
                                f"bytes, not {self.memory_limit!r}")
+        if isinstance(self.allow_cidrs, str):  # one string would be read char by char
+            raise OptionsError("allow_cidrs must be a tuple of networks, not one string")
         for cidr in self.allow_cidrs:
             try:
                 ipaddress.ip_network(cidr.strip(), strict=False)
