@@ -1,7 +1,11 @@
 """The ``textsieve`` command.
 
-Exit codes: 0 every input extracted (``ok`` or ``empty``); 1 at least one input failed
-(its error is printed to stderr and, with ``--format json``, in its record); 2 usage error.
+Exit codes (``errors.ExitCode``): 0 every input extracted (``ok`` or ``empty``); 1 at least
+one input failed (its error is printed to stderr and, with ``--format json``, in its record),
+or the archive could not be used; 2 usage error (arguments, options, config, source spec);
+3 a mail server or API unreachable; 4 credentials refused or missing; 70 internal error.
+Anything but an extraction failure is a ``TextsieveError`` printed as one line; a traceback
+only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -9,16 +13,20 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import logging
 import os
 import sqlite3
 import sys
+import traceback
 from collections.abc import Iterator
 
 from . import __version__
+from .errors import ExitCode, TextsieveError
 from .model import Document, Status
-from .options import MIN_MEMORY, MiB, Options, OptionsError
+from .options import MIN_MEMORY, MiB, Options
+from .terminal import for_terminal
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE
 
 
 def _expand(args: list[str]) -> Iterator[str]:
@@ -84,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="textsieve", description="Clean, searchable text from any pile of documents.")
     parser.add_argument("--version", action="version", version=f"textsieve {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks and debug logging (also after the command)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("extract", help="print the text of files (folders and globs expand)")
@@ -161,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder (txt) or file (jsonl, parquet)")
     p.add_argument("--format", choices=["txt", "jsonl", "parquet"], default="txt")
     _add_archive_option(p)
+    for p in sub.choices.values():  # `textsieve run ... --debug` works as well as before it
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks and debug logging")
     return parser
 
 
@@ -192,18 +205,28 @@ def cmd_extract(ns: argparse.Namespace) -> int:
         if doc.status is Status.ERROR:
             failed += 1
             assert doc.error is not None
-            print(f"textsieve: {path}: {doc.error.kind}: {doc.error.message}", file=sys.stderr)
-        _emit(out, path, doc, ns.format, many)
+            _say(f"{path}: {doc.error.kind}: {doc.error.message}")
+        _emit(out, path, doc, ns.format, many, clean=out.isatty())
     out.flush()
     return EXIT_FAILED if failed else EXIT_OK
 
 
-def _emit(out, path: str, doc: Document, fmt: str, many: bool) -> None:
+def _say(message: str) -> None:
+    """One line on stderr: ``textsieve: message``, with the escape sequences and line
+    breaks a hostile path, title or server answer may carry taken out."""
+    print(f"textsieve: {for_terminal(message, one_line=True)}", file=sys.stderr)
+
+
+def _emit(out, path: str, doc: Document, fmt: str, many: bool, *, clean: bool) -> None:
+    """One document in ``fmt``; ``clean``: the text goes to a person's terminal, so its
+    control characters and escape sequences go (JSON is exact: json escapes them)."""
     if fmt == "json":
         record = {"path": path, **doc.to_dict()}
         out.write(json.dumps(record, ensure_ascii=False, indent=None if many else 2) + "\n")
         return
     body = doc.full_text(markdown=fmt == "markdown")
+    if clean:
+        body, path = for_terminal(body), for_terminal(path, one_line=True)
     if many:
         header = f"# {path}" if fmt == "markdown" else f"==> {path} <=="
         out.write(f"{header}\n\n")
@@ -224,11 +247,11 @@ def cmd_detect(ns: argparse.Namespace) -> int:
                          Options()) as src:
                 det = detect(src)
         except OSError as exc:
-            print(f"textsieve: {path}: {exc.strerror or exc}", file=sys.stderr)
+            _say(f"{path}: {exc.strerror or exc}")
             failed += 1
             continue
         note = f"  ({det.note})" if det.note else ""
-        print(f"{path}: {det.mime}  [{det.how}]{note}")
+        print(for_terminal(f"{path}: {det.mime}  [{det.how}]{note}", one_line=True))
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -244,17 +267,12 @@ def cmd_run(ns: argparse.Namespace) -> int:
     from .archive.stats import totals
     from .run.progress import Progress
     from .run.runner import Mode, run
-    from .sources import SourceError, open_source
+    from .sources import open_source
 
     archive_path = os.path.abspath(ns.archive)
     exclude = frozenset({archive_path, archive_path + "-wal", archive_path + "-shm",
                          archive_path + "-journal"})
-    try:
-        sources = [open_source(spec, exclude=exclude, options=_options(ns))
-                   for spec in ns.sources]
-    except SourceError as exc:
-        print(f"textsieve: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    sources = [open_source(spec, exclude=exclude, options=_options(ns)) for spec in ns.sources]
     options = _options(ns).with_(fetch_timeout=ns.fetch_timeout,
                                  per_host_delay=max(ns.host_delay, 0.0))
     if ns.user_agent:
@@ -283,39 +301,33 @@ def cmd_ocr(ns: argparse.Namespace) -> int:
 
     options = Options(password=ns.password, workers=ns.jobs, ocr=ns.ocr, ocr_lang=ns.lang)
     if not os.path.isfile(ns.input):
-        print(f"textsieve: {ns.input}: no such file", file=sys.stderr)
+        _say(f"{ns.input}: no such file")
         return EXIT_FAILED
     try:
         with WorkerPool(options) as pool:  # the pages of the scan spread over all cores
             report = make_searchable(ns.input, ns.output, options, pool=pool)
     except (ExtractionError, OSError) as exc:
         what = f"{exc.kind}: {exc.message}" if isinstance(exc, ExtractionError) else str(exc)
-        print(f"textsieve: {ns.input}: cannot make it searchable: {what}", file=sys.stderr)
+        _say(f"{ns.input}: cannot make it searchable: {what}")
         return EXIT_FAILED
     ocred, kept, missing = report["ocr_pages"], report["kept_pages"], report["missing_pages"]
     print(f"{ns.output}: {len(ocred)} page(s) OCRed, {len(kept)} kept their text layer "
           f"({report['seconds']:.1f} s)", file=sys.stderr)
     if missing:
         reasons = "; ".join(f"page {n}: {report['errors'][n]}" for n in missing[:10])
-        print(f"textsieve: {ns.input}: OCR failed on {len(missing)} page(s), left without "
-              f"text in {ns.output}: {reasons}", file=sys.stderr)
+        _say(f"{ns.input}: OCR failed on {len(missing)} page(s), left without text in "
+             f"{ns.output}: {reasons}")
         return EXIT_FAILED
     return EXIT_OK
 
 
 def cmd_search(ns: argparse.Namespace) -> int:
-    from .archive.search import QueryError, search
+    from .archive.search import format_hit, search
 
     with _open_archive(ns.archive, readonly=True) as archive:
-        try:
-            hits = search(archive, ns.query, limit=ns.limit)
-        except QueryError as exc:
-            print(f"textsieve: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        hits = search(archive, ns.query, limit=ns.limit)  # QueryError: a usage error
     for h in hits:
-        where = " › ".join(h.where)
-        title = f"  {h.title}" if h.title else ""
-        print(f"[{h.id}] {where}{title}\n    {h.snippet}")
+        print(format_hit(h))
     if not hits:
         print("no match", file=sys.stderr)
         return EXIT_FAILED
@@ -329,16 +341,16 @@ def cmd_show(ns: argparse.Namespace) -> int:
         where = " › ".join(w for _, w in lineage)
         mails = archive.mails_of(lineage[0][0]) if lineage else []
     if doc is None:
-        print(f"textsieve: no item {ns.id}", file=sys.stderr)
+        _say(f"no item {ns.id}")
         return EXIT_FAILED
     if ns.format == "json":
         record = {"path": where, **doc.to_dict(), "mails": mails}
         sys.stdout.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     for m in mails:  # which mails named it: provenance a reader wants to see first
-        print(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  «{m['subject'] or ''}»",
-              file=sys.stderr)
-    _emit(sys.stdout, where, doc, ns.format, many=False)
+        print(for_terminal(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  "
+                           f"«{m['subject'] or ''}»", one_line=True), file=sys.stderr)
+    _emit(sys.stdout, where, doc, ns.format, many=False, clean=True)
     return EXIT_OK
 
 
@@ -346,22 +358,18 @@ def cmd_stats(ns: argparse.Namespace) -> int:
     from .archive.stats import format_stats, stats
 
     with _open_archive(ns.archive, readonly=True) as archive:
-        print(format_stats(stats(archive)))
+        print(for_terminal(format_stats(stats(archive))))
     return EXIT_OK
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
     from collections import Counter
 
-    from .archive.export import ExportError, export
+    from .archive.export import export
 
     counts: Counter[str] = Counter()
     with _open_archive(ns.archive, readonly=True) as archive:
-        try:
-            n = export(archive, ns.to, ns.format, counts=counts)
-        except ExportError as exc:
-            print(f"textsieve: {exc}", file=sys.stderr)
-            return EXIT_FAILED
+        n = export(archive, ns.to, ns.format, counts=counts)  # ExportError: exit 1
     more = "".join(f", {v:,} {k}" for k, v in sorted(counts.items()) if k != "items" and v)
     print(f"exported {n:,} items to {ns.to}{more}", file=sys.stderr)
     return EXIT_OK
@@ -413,6 +421,10 @@ def cmd_demo(ns: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
+    debug = bool(getattr(ns, "debug", False))
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+        os.environ["TEXTSIEVE_DEBUG"] = "1"  # workers keep native libraries' warnings too
     if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
         parser.error("--jobs must be >= 0 and --timeout > 0")
     memory, floor = getattr(ns, "memory_limit", 0), MIN_MEMORY // MiB  # said in MiB here
@@ -424,25 +436,31 @@ def main(argv: list[str] | None = None) -> int:
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show,
                "stats": cmd_stats, "export": cmd_export}[ns.command]
-    from .archive.store import ArchiveError
-
     try:
         return handler(ns)
-    except OptionsError as exc:  # a value argparse could not check (--memory-limit 1)
-        print(f"textsieve: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ArchiveError as exc:
-        print(f"textsieve: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    except TextsieveError as exc:  # options, config, archive, sources, mail servers
+        if debug:
+            traceback.print_exc()
+        _say(exc.message)
+        return exc.exit_code
     except sqlite3.DatabaseError as exc:  # damage the open checks cannot see (a bad page)
-        where = getattr(ns, "archive", "archive")
-        print(f"textsieve: {where}: cannot use the archive ({exc})", file=sys.stderr)
+        if debug:
+            traceback.print_exc()
+        _say(f"{getattr(ns, 'archive', 'archive')}: cannot use the archive ({exc})")
         return EXIT_FAILED
     except BrokenPipeError:  # `textsieve extract ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # a bug outside extraction: one line, the details on demand
+        if debug:
+            traceback.print_exc()
+            _say(f"internal error: {type(exc).__name__}: {exc}")
+        else:
+            _say(f"internal error: {type(exc).__name__}: {exc} "
+                 "(run with --debug for the traceback)")
+        return ExitCode.INTERNAL
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .errors import UsageError
+
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
@@ -30,7 +32,7 @@ _POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "
              "fetch_timeout")
 
 
-class OptionsError(ValueError):
+class OptionsError(UsageError, ValueError):
     """An option value no run could use: raised when the Options object is made, so a typo
     (``ocr="off"``) fails at once instead of quietly meaning something else."""
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
+from ..errors import TextsieveError
 from .store import Archive
 
 FORMATS = ("txt", "jsonl", "parquet")
@@ -32,7 +33,7 @@ _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"|?*\\/]')
 _MAX_NAME_BYTES = 240  # below the usual 255-byte limit, leaving room for ".txt" and "~ID"
 
 
-class ExportError(Exception):
+class ExportError(TextsieveError):
     """The export cannot be done (unwritable target, missing pyarrow, unknown format)."""
 
 

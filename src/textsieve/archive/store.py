@@ -20,6 +20,7 @@ from typing import Any
 
 import zstandard
 
+from ..errors import TextsieveError
 from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef, Metadata, Page, Status
 from . import schema
 
@@ -29,7 +30,7 @@ ZSTD_LEVEL = 9
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-class ArchiveError(Exception):
+class ArchiveError(TextsieveError):
     """The archive file cannot be used (not SQLite, not ours, damaged, too new)."""
 
 

@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..model import RawMail
 from ..options import Options
-from . import MailAuthError, MailSourceError, mail_ref
+from . import MailAuthError, MailConnectionError, MailSourceError, mail_ref
 
 PASSWORD_ENV = "TEXTSIEVE_IMAP_PASSWORD"
 BATCH = 50  # UIDs per FETCH command: few round trips, bounded memory
@@ -125,7 +125,7 @@ def quote_mailbox(name: str) -> str:
 def _check(typ: str, data: list, what: str) -> list:
     if typ != "OK":
         detail = b" ".join(d for d in data if isinstance(d, bytes)).decode("utf-8", "replace")
-        raise MailSourceError(f"IMAP {what} failed: {detail or typ}")
+        raise MailConnectionError(f"IMAP {what} failed: {detail or typ}")
     return data
 
 
@@ -161,14 +161,14 @@ class ImapSource:
             if t.tls == "starttls":
                 if "STARTTLS" not in conn.capabilities:
                     conn.shutdown()
-                    raise MailSourceError(
+                    raise MailConnectionError(
                         f"{where} does not offer STARTTLS: refusing to send the password in "
                         "clear (add ?tls=none to the URL to allow it, e.g. on localhost)")
                 conn.starttls(ssl_context=self._context())
         except ssl.SSLError as exc:
-            raise MailSourceError(f"TLS with {where} failed: {exc}") from None
+            raise MailConnectionError(f"TLS with {where} failed: {exc}") from None
         except (OSError, imaplib.IMAP4.error) as exc:
-            raise MailSourceError(f"cannot connect to IMAP server {where}: {exc}") from None
+            raise MailConnectionError(f"cannot connect to IMAP server {where}: {exc}") from None
         password = find_password(t.user, t.host)
         try:
             conn.login(t.user, password)

@@ -1,0 +1,133 @@
+"""Errors outside extraction as a user meets them on the command line: one line
+``textsieve: message``, a typed exit code, a traceback only with ``--debug``; and archive
+content that cannot drive the terminal (escape sequences stripped from what is shown)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dovecot import DOVECOT, Dovecot, start_dovecot
+
+from textsieve.errors import ExitCode
+
+
+def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "textsieve", *args], capture_output=True,
+                          text=True, timeout=120, check=False, cwd=cwd,
+                          env={**os.environ, **(env or {})})
+
+
+def one_line_error(r: subprocess.CompletedProcess[str]) -> str:
+    """The stderr of a failed command: one ``textsieve:`` line, no traceback."""
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("textsieve: "), r.stderr
+    return lines[0]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:  # bound, then closed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_imap_connection_refused_is_one_line_exit_3(tmp_path: Path) -> None:
+    spec = f"imap://me@127.0.0.1:{closed_port()}/Links?tls=none"
+    r = run("run", "-q", "--archive", str(tmp_path / "a.db"), spec,
+            env={"HOME": str(tmp_path), "TEXTSIEVE_IMAP_PASSWORD": "x"})
+    line = one_line_error(r)
+    assert r.returncode == ExitCode.UNREACHABLE
+    assert "cannot connect to IMAP server" in line and "refused" in line.lower()
+
+
+@pytest.mark.skipif(DOVECOT is None, reason="the dovecot binary is not installed")
+def test_imap_login_refused_is_one_line_exit_4(tmp_path: Path) -> None:
+    server: Dovecot = start_dovecot()
+    try:
+        r = run("run", "-q", "--archive", str(tmp_path / "a.db"), server.url("INBOX"),
+                env={"HOME": str(tmp_path), "TEXTSIEVE_IMAP_PASSWORD": "wrong-password"})
+    finally:
+        server.stop()
+    line = one_line_error(r)
+    assert r.returncode == ExitCode.AUTH
+    assert f"IMAP login as {server.user}" in line and "refused" in line
+
+
+@pytest.fixture
+def no_gmail_token(tmp_path: Path) -> Iterator[dict[str, str]]:
+    yield {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+def test_gmail_without_token_is_one_line_exit_4(tmp_path: Path,
+                                                no_gmail_token: dict[str, str]) -> None:
+    r = run("run", "-q", "--archive", str(tmp_path / "a.db"), "gmail:Links",
+            env=no_gmail_token)
+    line = one_line_error(r)
+    assert r.returncode == ExitCode.AUTH
+    assert "no Gmail token" in line and "textsieve gmail-auth" in line
+
+
+def test_debug_shows_the_traceback(tmp_path: Path, no_gmail_token: dict[str, str]) -> None:
+    for args in (["--debug", "run"], ["run", "--debug"]):  # before or after the command
+        r = run(*args, "-q", "--archive", str(tmp_path / "a.db"), "gmail:Links",
+                env=no_gmail_token)
+        assert r.returncode == ExitCode.AUTH
+        assert "Traceback (most recent call last)" in r.stderr
+        assert "MailAuthError" in r.stderr
+        assert r.stderr.strip().splitlines()[-1].startswith("textsieve: no Gmail token")
+
+
+def test_archive_that_is_not_ours_is_one_line(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.db"
+    bogus.write_text("my notes, not an archive\n")
+    r = run("stats", "--archive", str(bogus))
+    one_line_error(r)
+    assert r.returncode == ExitCode.FAILED
+    assert bogus.read_text() == "my notes, not an archive\n"
+
+
+HOSTILE_TITLE = "Herons\x1b]0;pwned\x07 and \x1b[2Jegrets\x9b31m"
+HOSTILE_BODY = "Wading birds\x1b[31m of the marsh\rfake line\x1b]52;c;ZXZpbA==\x07 heron."
+
+
+@pytest.fixture
+def hostile_archive(tmp_path: Path) -> Path:
+    page = tmp_path / "docs" / "page.html"
+    page.parent.mkdir()
+    page.write_text(f"<html><head><title>{HOSTILE_TITLE}</title></head><body><p>"
+                    f"{HOSTILE_BODY}</p></body></html>", encoding="utf-8")
+    archive = tmp_path / "a.db"
+    r = run("run", "-q", "--archive", str(archive), str(page.parent))
+    assert r.returncode == 0, r.stderr
+    return archive
+
+
+def _no_controls(text: str) -> None:
+    bad = [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0]
+    assert not bad, repr(text)
+
+
+def test_search_and_show_strip_escape_sequences(hostile_archive: Path) -> None:
+    r = run("search", "heron", "--archive", str(hostile_archive))
+    assert r.returncode == 0, r.stderr
+    _no_controls(r.stdout)
+    assert "Herons and egrets" in r.stdout  # the words stay, the sequences go
+    assert "pwned" not in r.stdout  # an OSC string is taken out whole, not its ESC only
+    item = r.stdout.split("]")[0].lstrip("[")
+    shown = run("show", item, "--archive", str(hostile_archive))
+    assert shown.returncode == 0, shown.stderr
+    _no_controls(shown.stdout)
+    assert "Wading birds of the marsh" in shown.stdout and "heron." in shown.stdout
+    stats = run("stats", "--archive", str(hostile_archive))
+    _no_controls(stats.stdout)
+    exact = json.loads(run("show", item, "-f", "json", "--archive",
+                           str(hostile_archive)).stdout)
+    assert "\x1b[31m" in exact["text"]  # JSON keeps the text as it was: json escapes it
