@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dovecot import DOVECOT, Dovecot, start_dovecot
 
+from dovecot import DOVECOT, Dovecot, start_dovecot
 from textsieve.errors import ExitCode
 
 
