@@ -11,6 +11,7 @@ only with ``--debug``.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import json
 import logging
@@ -18,15 +19,44 @@ import os
 import sqlite3
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from typing import Any
 
 from . import __version__
-from .errors import ExitCode, TextsieveError
+from .errors import ExitCode, TextsieveError, UsageError
 from .model import Document, Status
-from .options import MIN_MEMORY, MiB, Options
+from .options import (
+    CONFIG_FILE,
+    GROUPS,
+    KNOBS,
+    Options,
+    OptionsError,
+    convert_value,
+    field_names,
+    flag_of,
+    load_config,
+)
 from .terminal import for_terminal
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE
+PASSWORD_ENV = "TEXTSIEVE_PASSWORD"  # read here only: the library never reads the environment
+SOURCES_HELP = """\
+sources:
+  FILE, FOLDER, 'GLOB'          documents (folders walked, hidden entries skipped)
+  https://...                   a web page, fetched politely
+  urls:FILE                     a list of URLs, one a line (a file of URLs or a CSV with a
+                                url column is recognised without the prefix)
+  mbox:FILE  maildir:DIR  eml:DIR
+                                every link mailed in a local mailbox
+  imap://user@host[:port]/Folder[?tls=ssl|starttls|none]
+                                an IMAP folder (password: TEXTSIEVE_IMAP_PASSWORD, ~/.netrc
+                                or a prompt)
+  gmail:LABEL                   a Gmail label (after `textsieve gmail-auth`)
+
+options: sizes (MiB) also take a unit: 512MiB, 2GiB. Every option can also be set in a
+config file, textsieve.toml in the working folder or --config FILE, as `name = value` with
+the option's name (max_body = 50, ocr_lang = "eng+deu", hn_hosts = ["news.ycombinator.com"]);
+flags override it."""
 
 
 def _expand(args: list[str]) -> Iterator[str]:
@@ -47,45 +77,95 @@ def _expand(args: list[str]) -> Iterator[str]:
 
 
 def _options(ns: argparse.Namespace) -> Options:
-    return Options(
-        password=ns.password,
-        timeout=ns.timeout,
-        memory_limit=ns.memory_limit * MiB,
-        workers=ns.jobs,
-        comments=ns.comments,
-        libreoffice=not ns.no_libreoffice,
-        ocr=ns.ocr,
-        ocr_lang=ns.lang,
-        html=ns.html,
-        topic=ns.topic,
-    )
+    """The run's Options: the defaults, then the config file, then TEXTSIEVE_PASSWORD and
+    --password-file, then the flags given (a flag not given is None and changes nothing)."""
+    values: dict[str, Any] = {}
+    config = getattr(ns, "config", None) or (CONFIG_FILE if os.path.isfile(CONFIG_FILE)
+                                              else None)
+    if config:
+        values.update(load_config(config))
+    if os.environ.get(PASSWORD_ENV):
+        values["password"] = os.environ[PASSWORD_ENV]
+    if getattr(ns, "password_file", None):
+        values["password"] = _read_secret(ns.password_file)
+    given = {name: tuple(v) if isinstance(v, list) else v for name in field_names()
+             if (v := getattr(ns, name, None)) is not None}
+    values.update(given)
+    try:
+        return Options(**values)
+    except OptionsError as exc:  # name what the user wrote: the flag, or the config key
+        if exc.field in given:
+            raise OptionsError(f"{flag_of(exc.field)}: {exc}", exc.field) from None
+        if exc.field and config:
+            raise OptionsError(f"config {config}: {exc}", exc.field) from None
+        raise
 
 
-def _add_extract_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-j", "--jobs", type=int, default=0,
-                   help="files extracted in parallel (default: number of cores)")
-    p.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds allowed per file before it is stopped (default 120)")
-    p.add_argument("--memory-limit", type=int, default=4096, metavar="MB",
-                   help="memory cap per worker process in MiB (default 4096; 0: no cap)")
-    p.add_argument("--password", help="password for encrypted PDF/Office files")
-    p.add_argument("--comments", action="store_true", help="include document comments")
-    p.add_argument("--no-libreoffice", action="store_true",
-                   help="never fall back to LibreOffice for legacy formats")
-    p.add_argument("--html", choices=["auto", "main", "full", "sieve"], default="auto",
-                   help="HTML: main content, all visible text, or only the part about "
-                        "--topic (sieve); auto: main for web pages, full for files")
-    p.add_argument("--topic", metavar="WORDS|FILE",
-                   help="for --html sieve: a preset (recipe-directions, recipe-ingredients), "
-                        "a file of words/phrases one a line, or words")
-    _add_ocr_options(p)
+def _read_secret(path: str) -> str:
+    """The first line of a file (a password kept out of ``ps`` and shell history)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise UsageError(f"--password-file {path}: cannot read it ({why})") from None
 
 
-def _add_ocr_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ocr", choices=["auto", "always", "never"], default="auto",
-                   help="auto: OCR pages without usable text (default); always; never")
-    p.add_argument("--lang", default="eng", metavar="LANGS",
-                   help="OCR languages, tesseract codes joined by + (default: eng)")
+def _flag_value(name: str, text: str) -> Any:
+    try:
+        return convert_value(name, text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_option_flags(p: argparse.ArgumentParser, *, run: bool,
+                      only: Collection[str] | None = None,
+                      choices: dict[str, tuple[str, ...]] | None = None) -> None:
+    """The flags of the Options fields, made from ``options.KNOBS`` (help, unit, group),
+    with the defaults shown from ``Options`` itself; ``run``: also the fetching and mail
+    ones. Every flag defaults to None, so that only what is given overrides the config."""
+    defaults = Options()
+    groups: dict[str, Any] = {}
+    for name in field_names():
+        knob = KNOBS.get(name)
+        if knob is None or (only is not None and name not in only) or (
+                knob.run_only and not run):
+            continue
+        if knob.group not in groups:
+            groups[knob.group] = p.add_argument_group(GROUPS[knob.group])
+        g = groups[knob.group]
+        default = getattr(defaults, name)
+        flags = [f for f in (knob.short, flag_of(name)) if f]
+        if isinstance(default, bool):
+            g.add_argument(*flags, dest=name, default=None,
+                           action=argparse.BooleanOptionalAction,
+                           help=f"{knob.help} (default: {'yes' if default else 'no'})")
+            if knob.off_flag:
+                g.add_argument(knob.off_flag, dest=name, default=None, action="store_false",
+                               help=f"the same as --no-{flag_of(name)[2:]}")
+            continue
+        if knob.size:
+            shown = f"{default // (1024 * 1024)} MiB"
+        elif isinstance(default, tuple):
+            shown = ",".join(default)
+        else:
+            shown = "" if default is None else str(default)
+        help_text = (f"{knob.help} (default: {shown})" if shown else knob.help
+                     ).replace("%", "%%")
+        options = (choices or {}).get(name) or knob.choices or None
+        g.add_argument(*flags, dest=name, default=None, metavar=knob.metavar or None,
+                       choices=options, type=functools.partial(_flag_value, name),
+                       action="extend" if isinstance(default, tuple) else "store",
+                       help=help_text)  # a list (tuple field): repeatable, items add up
+        if knob.secret:
+            g.add_argument(f"{flag_of(name)}-file", dest=f"{name}_file", metavar="FILE",
+                           help=f"read the {name.replace('_', ' ')} from the first line of "
+                                f"FILE (or set {PASSWORD_ENV})")
+
+
+def _add_config_option(p: argparse.ArgumentParser, *, top: bool = False) -> None:
+    p.add_argument("--config", metavar="FILE", default=None if top else argparse.SUPPRESS,
+                   help=f"settings file (default: ./{CONFIG_FILE} when it exists)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,54 +174,41 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"textsieve {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="show tracebacks and debug logging (also after the command)")
+    _add_config_option(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("extract", help="print the text of files (folders and globs expand)")
     p.add_argument("inputs", nargs="+", metavar="FILE", help="files, folders, globs, or -")
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
-    _add_extract_options(p)
+    _add_config_option(p)
+    _add_option_flags(p, run=False)
 
     p = sub.add_parser("detect", help="print the MIME type of files, decided by content")
     p.add_argument("inputs", nargs="+", metavar="FILE")
 
-    p = sub.add_parser("run", help="extract sources into the archive (incremental, resumable)")
-    p.add_argument("sources", nargs="+", metavar="SOURCE", help="files, folders or globs")
+    p = sub.add_parser("run", help="extract sources into the archive (incremental, resumable)",
+                       epilog=SOURCES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="files, folders, globs, URLs, urls:FILE, mbox:FILE, maildir:DIR, "
+                        "eml:DIR, imap://user@host/Folder, gmail:LABEL (see below)")
     _add_archive_option(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--force", action="store_true", help="extract every item again")
     g.add_argument("--retry-errors", action="store_true",
                    help="only retry items that failed before")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
-    p.add_argument("--fetch-timeout", type=float, default=120.0, metavar="S",
-                   help="seconds allowed per URL, redirects and retries included (120)")
-    p.add_argument("--host-delay", type=float, default=0.5, metavar="S",
-                   help="minimum seconds between requests to one host (0.5)")
-    p.add_argument("--user-agent", help="the User-Agent header sent when fetching")
-    p.add_argument("--contact-url", metavar="URL",
-                   help="named in the User-Agent, so site owners can reach you")
-    p.add_argument("--ignore-robots", action="store_true",
-                   help="do not read robots.txt (only for sites that are yours)")
-    p.add_argument("--allow-private", action="store_true",
-                   help="also fetch loopback, private, link-local and metadata addresses "
-                        "(refused by default: links in mail and pages are not trusted)")
-    p.add_argument("--allow-cidr", action="append", default=[], metavar="CIDR",
-                   help="fetch from this network although it is not public, e.g. "
-                        "192.168.1.0/24 (repeatable)")
-    p.add_argument("--searchable-pdf", metavar="DIR",
-                   help="also write every OCRed PDF here, with an invisible text layer")
-    _add_extract_options(p)
+    _add_config_option(p)
+    _add_option_flags(p, run=True)
 
     p = sub.add_parser("ocr", help="make a scanned PDF searchable: the same pages with an "
                        "invisible OCR text layer")
     p.add_argument("input", metavar="IN.pdf")
     p.add_argument("-o", "--output", required=True, metavar="OUT.pdf",
                    help="the searchable PDF to write (the input is never modified)")
-    p.add_argument("--lang", default="eng", help="tesseract languages, e.g. eng+deu")
-    p.add_argument("--ocr", choices=["auto", "always"], default="auto",
-                   help="auto: only pages without a usable text layer (default); always: all")
-    p.add_argument("-j", "--jobs", type=int, default=0,
-                   help="pages OCRed in parallel (default: number of cores)")
-    p.add_argument("--password", help="password for an encrypted PDF")
+    _add_config_option(p)
+    _add_option_flags(p, run=False, only={"password", "workers", "ocr", "ocr_lang", "ocr_dpi",
+                                          "ocr_page_timeout", "max_image_pixels"},
+                      choices={"ocr": ("auto", "always")})
 
     p = sub.add_parser("demo", help="the whole job on the bundled samples (documents, a "
                        "mailbox of links served from a local site), then searches")
@@ -152,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "opens Google's consent page and stores the token for gmail:LABEL")
     p.add_argument("--client-id", required=True, help="OAuth client id (installed app)")
     p.add_argument("--client-secret", help="OAuth client secret, if your client has one")
+    _add_config_option(p)
+    _add_option_flags(p, run=True, only={"gmail_token_file", "gmail_token_url",
+                                         "connect_timeout", "read_timeout"})
 
     p = sub.add_parser("search", help="full-text search of the archive")
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
@@ -189,7 +259,7 @@ def _read_stdin() -> bytes:
 def cmd_extract(ns: argparse.Namespace) -> int:
     from .run.pool import extract_many
 
-    options = _options(ns)
+    options: Options = ns.options
     paths = list(_expand(ns.inputs))
     if not paths:
         print("textsieve: no input files", file=sys.stderr)
@@ -272,17 +342,11 @@ def cmd_run(ns: argparse.Namespace) -> int:
     archive_path = os.path.abspath(ns.archive)
     exclude = frozenset({archive_path, archive_path + "-wal", archive_path + "-shm",
                          archive_path + "-journal"})
-    sources = [open_source(spec, exclude=exclude, options=_options(ns)) for spec in ns.sources]
-    options = _options(ns).with_(fetch_timeout=ns.fetch_timeout,
-                                 per_host_delay=max(ns.host_delay, 0.0))
-    if ns.user_agent:
-        options = options.with_(user_agent=ns.user_agent)
-    options = options.with_(contact_url=ns.contact_url, obey_robots=not ns.ignore_robots,
-                            allow_private=ns.allow_private,
-                            allow_cidrs=tuple(ns.allow_cidr))
-    if ns.searchable_pdf:
-        os.makedirs(ns.searchable_pdf, exist_ok=True)
-        options = options.with_(searchable_pdf_dir=os.path.abspath(ns.searchable_pdf))
+    options: Options = ns.options
+    if options.searchable_pdf_dir:
+        os.makedirs(options.searchable_pdf_dir, exist_ok=True)
+        options = options.with_(searchable_pdf_dir=os.path.abspath(options.searchable_pdf_dir))
+    sources = [open_source(spec, exclude=exclude, options=options) for spec in ns.sources]
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
         Mode.INCREMENTAL
     progress = Progress(quiet=ns.quiet)
@@ -299,7 +363,9 @@ def cmd_ocr(ns: argparse.Namespace) -> int:
     from .ocr.searchable import make_searchable
     from .run.pool import WorkerPool
 
-    options = Options(password=ns.password, workers=ns.jobs, ocr=ns.ocr, ocr_lang=ns.lang)
+    options: Options = ns.options
+    if options.ocr == "never":  # a config file's ocr = "never" has no meaning here
+        raise UsageError("textsieve ocr needs ocr auto or always, not never")
     if not os.path.isfile(ns.input):
         _say(f"{ns.input}: no such file")
         return EXIT_FAILED
@@ -375,25 +441,26 @@ def cmd_export(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_sieve(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+def _check_sieve(options: Options) -> Options:
     """--topic implies --html sieve; sieve needs a topic that loads (checked here once, not
     in every worker); a topic file is made absolute for workers and re-runs."""
-    if ns.topic and ns.html == "auto":
-        ns.html = "sieve"
-    if ns.html != "sieve":
-        if ns.topic:
-            parser.error("--topic only applies to --html sieve")
-        return
-    if not ns.topic:
-        parser.error("--html sieve needs --topic WORDS|FILE")
+    if options.topic and options.html == "auto":
+        options = options.with_(html="sieve")
+    if options.html != "sieve":
+        if options.topic:
+            raise UsageError("--topic only applies to --html sieve")
+        return options
+    if not options.topic:
+        raise UsageError("--html sieve needs --topic WORDS|FILE")
     from .web.sieve import load_topic
 
     try:
-        load_topic(ns.topic)
+        load_topic(options.topic)
     except (ValueError, OSError) as exc:
-        parser.error(f"--topic: {exc}")
-    if not _is_preset(ns.topic) and os.path.isfile(ns.topic):
-        ns.topic = os.path.abspath(ns.topic)
+        raise UsageError(f"--topic: {exc}") from None
+    if not _is_preset(options.topic) and os.path.isfile(options.topic):
+        options = options.with_(topic=os.path.abspath(options.topic))
+    return options
 
 
 def _is_preset(name: str) -> bool:
@@ -405,7 +472,7 @@ def _is_preset(name: str) -> bool:
 def cmd_gmail_auth(ns: argparse.Namespace) -> int:
     from .mailsrc.gmail import authorize
 
-    path = authorize(ns.client_id, ns.client_secret, Options(),
+    path = authorize(ns.client_id, ns.client_secret, ns.options,
                      show=lambda url: print(f"Open this page to allow access:\n{url}",
                                             file=sys.stderr))
     print(f"token stored in {path}", file=sys.stderr)
@@ -425,18 +492,13 @@ def main(argv: list[str] | None = None) -> int:
     if debug:
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
         os.environ["TEXTSIEVE_DEBUG"] = "1"  # workers keep native libraries' warnings too
-    if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
-        parser.error("--jobs must be >= 0 and --timeout > 0")
-    memory, floor = getattr(ns, "memory_limit", 0), MIN_MEMORY // MiB  # said in MiB here
-    if memory < 0 or 0 < memory < floor:
-        parser.error(f"--memory-limit must be 0 (no cap) or at least {floor} (MiB)")
-    if getattr(ns, "html", None) is not None:
-        _check_sieve(parser, ns)
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show,
                "stats": cmd_stats, "export": cmd_export}[ns.command]
     try:
+        if ns.command in ("extract", "run", "ocr", "gmail-auth"):  # the commands with Options
+            ns.options = _check_sieve(_options(ns))
         return handler(ns)
     except TextsieveError as exc:  # options, config, archive, sources, mail servers
         if debug:
