@@ -5,6 +5,7 @@ content that cannot drive the terminal (escape sequences stripped from what is s
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -131,3 +132,45 @@ def test_search_and_show_strip_escape_sequences(hostile_archive: Path) -> None:
     exact = json.loads(run("show", item, "-f", "json", "--archive",
                            str(hostile_archive)).stdout)
     assert "\x1b[31m" in exact["text"]  # JSON keeps the text as it was: json escapes it
+
+
+def test_user_mistakes_that_were_internal_errors_are_usage_errors(tmp_path: Path,
+                                                                  hostile_archive: Path
+                                                                  ) -> None:
+    # Each of these used to end as an OverflowError or FileExistsError traceback.
+    afile = tmp_path / "not-a-folder"
+    afile.write_text("x")
+    r = run("run", "-q", "--archive", str(tmp_path / "b.db"), "--searchable-pdf", str(afile),
+            str(hostile_archive))
+    assert r.returncode == ExitCode.USAGE and "--searchable-pdf" in one_line_error(r)
+    for args in (["show", "99999999999999999999999"], ["search", "heron", "-n", "1" + "0" * 30]):
+        r = run(*args, "--archive", str(hostile_archive))
+        assert r.returncode == ExitCode.USAGE, r.stderr
+        assert "Traceback" not in r.stderr and "out of range" in r.stderr
+
+
+def test_a_bug_outside_extraction_is_one_line_exit_70(hostile_archive: Path, monkeypatch,
+                                                      capsys) -> None:
+    # A fault injected where no error is expected (like OCRmyPDF's crashing plugins): the
+    # user gets one line that says it is a bug and how to see more.
+    from textsieve.archive.store import Archive
+    from textsieve.cli import main
+
+    def broken(self: Archive, item_id: int) -> None:
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(Archive, "document", broken)
+    assert main(["show", "1", "--archive", str(hostile_archive)]) == ExitCode.INTERNAL
+    err = capsys.readouterr().err
+    assert err == ("textsieve: internal error: RuntimeError: injected fault (run with --debug "
+                   "for the traceback)\n")
+    monkeypatch.setenv("TEXTSIEVE_DEBUG", "")  # --debug sets it: restored after the test
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        assert main(["--debug", "show", "1", "--archive", str(hostile_archive)]) == 70
+    finally:  # --debug configured this process's logging: leave it as it was
+        root.setLevel(level)
+        root.handlers[:] = handlers
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "in broken" in err

@@ -111,6 +111,18 @@ def _read_secret(path: str) -> str:
         raise UsageError(f"--password-file {path}: cannot read it ({why})") from None
 
 
+def _sqlite_int(text: str) -> int:
+    """A whole number SQLite can take (an item id, a limit): a larger one was an
+    OverflowError deep in the query, reported as an internal error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"out of range: {text}")
+    return value
+
+
 def _flag_value(name: str, text: str) -> Any:
     try:
         return convert_value(name, text)
@@ -225,11 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="full-text search of the archive")
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
-    p.add_argument("-n", "--limit", type=int, default=20)
+    p.add_argument("-n", "--limit", type=_sqlite_int, default=20)
     _add_archive_option(p)
 
     p = sub.add_parser("show", help="print an archived item")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=_sqlite_int)
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
     _add_archive_option(p)
 
@@ -344,7 +356,11 @@ def cmd_run(ns: argparse.Namespace) -> int:
                          archive_path + "-journal"})
     options: Options = ns.options
     if options.searchable_pdf_dir:
-        os.makedirs(options.searchable_pdf_dir, exist_ok=True)
+        try:
+            os.makedirs(options.searchable_pdf_dir, exist_ok=True)
+        except OSError as exc:  # a file of that name, no permission: the user's to fix
+            raise UsageError(f"--searchable-pdf {options.searchable_pdf_dir}: cannot create "
+                             f"the folder ({exc.strerror or exc})") from None
         options = options.with_(searchable_pdf_dir=os.path.abspath(options.searchable_pdf_dir))
     sources = [open_source(spec, exclude=exclude, options=options) for spec in ns.sources]
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
