@@ -174,3 +174,35 @@ def test_a_bug_outside_extraction_is_one_line_exit_70(hostile_archive: Path, mon
         root.handlers[:] = handlers
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "in broken" in err
+
+
+def test_extract_cleans_only_what_goes_to_a_terminal(tmp_path: Path) -> None:
+    f = tmp_path / "note.txt"
+    f.write_bytes(b"grey heron\x1b[2J stands\x1b]0;owned\x07 still\n")
+    piped = run("extract", str(f))
+    assert piped.returncode == 0 and "\x1b[2J" in piped.stdout  # a pipe gets the exact text
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "textsieve", "extract", str(f)],
+                              stdout=follower, stderr=subprocess.PIPE, timeout=120,
+                              check=False)
+        os.close(follower)
+        follower = -1
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    assert proc.returncode == 0, proc.stderr
+    text = out.decode()
+    assert "grey heron stands still" in text and "\x1b" not in text and "owned" not in text
