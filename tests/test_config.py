@@ -160,6 +160,7 @@ def test_unknown_config_key_is_a_one_line_error(tmp_path: Path, two_kib: Path) -
     assert r.returncode == ExitCode.USAGE
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "textsieve.toml" in r.stderr and "max_file_sise" in r.stderr
+    assert "did you mean 'max_file_size'" in r.stderr
     (tmp_path / "textsieve.toml").write_text("ocr_dpi = 'high'\n")
     r = cli("extract", str(two_kib), cwd=tmp_path)
     assert r.returncode == ExitCode.USAGE and "ocr_dpi" in r.stderr, r.stderr

@@ -313,9 +313,15 @@ def flag_of(name: str) -> str:
 
 
 def _known(values: Mapping[str, Any], origin: str) -> Mapping[str, Any]:
+    """``values`` when every key is a field; a typo is refused (and a near name offered)
+    rather than silently ignored, which would leave the default the user meant to change."""
+    import difflib
+
     unknown = sorted(set(values) - set(field_names()))
     if unknown:
+        near = difflib.get_close_matches(unknown[0], field_names(), n=1)
         raise OptionsError(f"{origin}: unknown option {unknown[0]!r}"
+                           + (f" (did you mean {near[0]!r}?)" if near else "")
                            + (f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""),
                            unknown[0])
     return values
