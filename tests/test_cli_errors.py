@@ -52,14 +52,22 @@ def test_imap_connection_refused_is_one_line_exit_3(tmp_path: Path) -> None:
 @pytest.mark.skipif(DOVECOT is None, reason="the dovecot binary is not installed")
 def test_imap_login_refused_is_one_line_exit_4(tmp_path: Path) -> None:
     server: Dovecot = start_dovecot()
+    secret = tmp_path / "imap-password"
+    secret.write_text(server.password + "\n")
     try:
-        r = run("run", "-q", "--archive", str(tmp_path / "a.db"), server.url("INBOX"),
-                env={"HOME": str(tmp_path), "TEXTSIEVE_IMAP_PASSWORD": "wrong-password"})
+        refused = run("run", "-q", "--archive", str(tmp_path / "a.db"), server.url("INBOX"),
+                      env={"HOME": str(tmp_path), "TEXTSIEVE_IMAP_PASSWORD": "wrong-password"})
+        # The right password from a file (not the command line, where ps shows it) wins
+        # over the environment's.
+        read = run("run", "-q", "--archive", str(tmp_path / "a.db"), server.url("INBOX"),
+                   "--imap-password-file", str(secret),
+                   env={"HOME": str(tmp_path), "TEXTSIEVE_IMAP_PASSWORD": "wrong-password"})
     finally:
         server.stop()
-    line = one_line_error(r)
-    assert r.returncode == ExitCode.AUTH
+    line = one_line_error(refused)
+    assert refused.returncode == ExitCode.AUTH
     assert f"IMAP login as {server.user}" in line and "refused" in line
+    assert read.returncode == 0, read.stderr
 
 
 @pytest.fixture

@@ -39,7 +39,6 @@ from .options import (
 from .terminal import for_terminal
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE
-PASSWORD_ENV = "TEXTSIEVE_PASSWORD"  # read here only: the library never reads the environment
 SOURCES_HELP = """\
 sources:
   FILE, FOLDER, 'GLOB'          documents (folders walked, hidden entries skipped)
@@ -49,8 +48,8 @@ sources:
   mbox:FILE  maildir:DIR  eml:DIR
                                 every link mailed in a local mailbox
   imap://user@host[:port]/Folder[?tls=ssl|starttls|none]
-                                an IMAP folder (password: TEXTSIEVE_IMAP_PASSWORD, ~/.netrc
-                                or a prompt)
+                                an IMAP folder (password: --imap-password-file,
+                                TEXTSIEVE_IMAP_PASSWORD, ~/.netrc or a prompt)
   gmail:LABEL                   a Gmail label (after `textsieve gmail-auth`)
 
 options: sizes (MiB) also take a unit: 512MiB, 2GiB. Every option can also be set in a
@@ -84,10 +83,11 @@ def _options(ns: argparse.Namespace) -> Options:
                                               else None)
     if config:
         values.update(load_config(config))
-    if os.environ.get(PASSWORD_ENV):
-        values["password"] = os.environ[PASSWORD_ENV]
-    if getattr(ns, "password_file", None):
-        values["password"] = _read_secret(ns.password_file)
+    for name, knob in KNOBS.items():  # secrets: read here, never by the library
+        if knob.env and os.environ.get(knob.env):
+            values[name] = os.environ[knob.env]
+        if knob.secret and getattr(ns, f"{name}_file", None):
+            values[name] = _read_secret(flag_of(name) + "-file", getattr(ns, f"{name}_file"))
     given = {name: tuple(v) if isinstance(v, list) else v for name in field_names()
              if (v := getattr(ns, name, None)) is not None}
     values.update(given)
@@ -101,14 +101,14 @@ def _options(ns: argparse.Namespace) -> Options:
         raise
 
 
-def _read_secret(path: str) -> str:
+def _read_secret(flag: str, path: str) -> str:
     """The first line of a file (a password kept out of ``ps`` and shell history)."""
     try:
         with open(path, encoding="utf-8") as f:
             return f.readline().rstrip("\r\n")
     except (OSError, UnicodeDecodeError) as exc:
         why = getattr(exc, "strerror", None) or exc
-        raise UsageError(f"--password-file {path}: cannot read it ({why})") from None
+        raise UsageError(f"{flag} {path}: cannot read it ({why})") from None
 
 
 def _sqlite_int(text: str) -> int:
@@ -172,7 +172,7 @@ def _add_option_flags(p: argparse.ArgumentParser, *, run: bool,
         if knob.secret:
             g.add_argument(f"{flag_of(name)}-file", dest=f"{name}_file", metavar="FILE",
                            help=f"read the {name.replace('_', ' ')} from the first line of "
-                                f"FILE (or set {PASSWORD_ENV})")
+                                f"FILE" + (f" (or set {knob.env})" if knob.env else ""))
 
 
 def _add_config_option(p: argparse.ArgumentParser, *, top: bool = False) -> None:

@@ -101,6 +101,7 @@ class Options:
     gmail_api_base: str = "https://gmail.googleapis.com"
     gmail_token_url: str = "https://oauth2.googleapis.com/token"
     gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
+    imap_password: str | None = None  # None: ~/.netrc, else a prompt on a terminal
 
     def __post_init__(self) -> None:
         if self.ocr not in OCR_MODES:
@@ -199,7 +200,8 @@ class Knob:
     size: bool = False  # bytes in Options; MiB (or "2GiB") on the command line and in config
     run_only: bool = False  # only `textsieve run` has it (fetching, mail, searchable PDFs)
     path: bool = False  # a path: in a config file, relative to the file's folder
-    secret: bool = False  # also --NAME-file FILE and an environment variable (never in ps)
+    secret: bool = False  # also --NAME-file FILE (a flag's value shows in ps)
+    env: str = ""  # the environment variable the command line takes it from (never the library)
     choices: tuple[str, ...] = ()
     off_flag: str = ""  # a bool's familiar flag for False (--ignore-robots for obey_robots)
 
@@ -215,7 +217,8 @@ GROUPS = {
 
 KNOBS: dict[str, Knob] = {
     "password": Knob("password for encrypted PDF/Office/OpenDocument files (shows in ps: "
-                     "prefer --password-file or TEXTSIEVE_PASSWORD)", "documents", secret=True),
+                     "prefer --password-file or TEXTSIEVE_PASSWORD)", "documents", secret=True,
+                     env="TEXTSIEVE_PASSWORD"),
     "timeout": Knob("seconds allowed per file before it is stopped", "documents", metavar="S"),
     "memory_limit": Knob("memory cap per worker process (0: no cap)", "documents",
                          metavar="MiB", size=True),
@@ -290,6 +293,10 @@ KNOBS: dict[str, Knob] = {
     "gmail_token_file": Knob("the Gmail token file (default: "
                              "~/.config/textsieve/gmail-token.json)", "mail", metavar="FILE",
                              run_only=True, path=True),
+    "imap_password": Knob("password for imap:// sources (shows in ps: prefer "
+                          "--imap-password-file or TEXTSIEVE_IMAP_PASSWORD; default: ~/.netrc, "
+                          "else a prompt)", "mail", run_only=True, secret=True,
+                          env="TEXTSIEVE_IMAP_PASSWORD"),
 }
 
 CONFIG_FILE = "textsieve.toml"  # looked for in the working folder when --config is not given
