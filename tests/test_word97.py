@@ -259,3 +259,20 @@ def test_the_fib_check_reads_the_start_of_the_word_stream(corpus: Path, name: st
     with olefile.OleFileIO(str(corpus / "doc" / name)) as ole:
         whole = ole.openstream("WordDocument").read()
         assert stream_head(ole, "WordDocument", 64)[:64] == whole[:64]
+
+
+def test_a_character_outside_the_bmp_does_not_shift_the_headers(
+        tmp_path: Path, corpus: Path) -> None:
+    # A real file with "GB" (two UTF-16 code units, two CPs) of its body overwritten in
+    # place by one emoji (a surrogate pair: also two CPs), so every offset still holds.
+    # Python makes one character of the pair; the header and footer stories, found by CP,
+    # came out cut one character too far on ("T" / "his is a simple header...").
+    data = (corpus / "doc" / "poi__HeaderFooterUnicode.doc").read_bytes()
+    old, new = "GB".encode("utf-16-le"), "\U0001F600".encode("utf-16-le")
+    assert len(old) == len(new) and data.count(old) == 1
+    path = tmp_path / "emoji.doc"
+    path.write_bytes(data.replace(old, new))
+    paras = [p for p in textsieve.extract(path).text.split("\n\n") if p.strip()]
+    assert paras[0] == "This is a simple header, with a € euro symbol in it."
+    assert "\U0001F600P - £" in paras
+    assert paras[-1] == "The footer, with Molière, has Unicode in it."
