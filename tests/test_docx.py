@@ -307,3 +307,34 @@ def test_localized_heading_styles_and_outline_levels() -> None:
     md = textsieve.extract(data).markdown
     assert "# Erstes" in md and "## Zweites" in md and "### Drittes" in md
     assert "\nNormal" in md and "# Normal" not in md
+
+
+def _numbered(num_id: int, ilvl: int, text: str) -> str:
+    return (f'<w:p><w:pPr><w:numPr><w:ilvl w:val="{ilvl}"/><w:numId w:val="{num_id}"/>'
+            f"</w:numPr></w:pPr><w:r><w:t>{text}</w:t></w:r></w:p>")
+
+
+def test_list_numbers_are_in_the_text_as_word_shows_them() -> None:
+    # Level 0 starts at 42 ("42."), level 1 is "a)", level 2 "%1.%3" in roman: "43.i".
+    numbering = (
+        f'<?xml version="1.0" encoding="UTF-8"?><w:numbering xmlns:w="{W_NS}">'
+        '<w:abstractNum w:abstractNumId="7">'
+        '<w:lvl w:ilvl="0"><w:start w:val="42"/><w:numFmt w:val="decimal"/>'
+        '<w:lvlText w:val="%1."/></w:lvl>'
+        '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/>'
+        '<w:lvlText w:val="%2)"/></w:lvl>'
+        '<w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerRoman"/>'
+        '<w:lvlText w:val="%1.%3"/></w:lvl>'
+        '<w:lvl w:ilvl="3"><w:numFmt w:val="bullet"/><w:lvlText w:val="o"/></w:lvl>'
+        '</w:abstractNum><w:num w:numId="5"><w:abstractNumId w:val="7"/></w:num>'
+        "</w:numbering>").encode()
+    body = "".join([_numbered(5, 0, "Answer"), _numbered(5, 1, "first"),
+                    _numbered(5, 1, "second"), _numbered(5, 0, "Next"),
+                    _numbered(5, 2, "deep"), _numbered(5, 3, "dot")])
+    data = _with_part(_make_docx(), "numbering", numbering,
+                      {"word/document.xml": _body(body)})
+    doc = textsieve.extract(data, name="n.docx")
+    lines = [ln.strip() for ln in doc.text.split("\n") if ln.strip()]
+    assert lines[1:-1] == ["42. Answer", "a) first", "b) second", "43. Next", "43.i deep",
+                           "dot"]  # between the header and the footer
+    assert "42. Answer\n  1. first\n  2. second\n43. Next" in doc.markdown

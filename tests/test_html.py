@@ -248,3 +248,15 @@ def test_garbage_claiming_xml_is_corrupt() -> None:
         extract_xml(Source.from_bytes(b"<<<>>> not xml at all", "x.xml"), Context(Options()),
                     doc, Builder())
     assert err.value.kind is ErrorKind.CORRUPT
+
+
+def test_list_numbers_are_in_the_text(tmp_path: Path) -> None:
+    page = ("<html><body><p>Steps</p><ol start='42'><li>Answer</li><li>Next</li></ol>"
+            "<ol type='a'><li>first</li><li value='4'>fourth</li></ol>"
+            "<ol type='I' start='3'><li>Third part</li></ol>"
+            "<ul><li>plain bullet</li></ul></body></html>")
+    doc = _extract(tmp_path, page.encode())
+    lines = [ln.strip() for ln in doc.text.split("\n") if ln.strip()]
+    assert lines == ["Steps", "42. Answer", "43. Next", "a. first", "d. fourth",
+                     "III. Third part", "plain bullet"]
+    assert "42. Answer\n43. Next" in doc.markdown

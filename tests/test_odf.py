@@ -285,3 +285,65 @@ def test_presentation_template() -> None:
     assert out.mime_type == mime
     assert out.status is Status.OK, out.error
     assert "Template slide words" in out.text
+
+
+_ODF_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+           'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+           'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+           'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+           'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+           'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
+           'xmlns:xlink="http://www.w3.org/1999/xlink" '
+           'xmlns:math="http://www.w3.org/1998/Math/MathML" '
+           'xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"')
+
+
+def _package(content: str, styles: str = "", kind: str = "text",
+             more: dict[str, str] | None = None) -> bytes:
+    """An ODF package from raw XML: what LibreOffice writes, cut to the parts a test needs
+    (odfdo makes no master pages, list number styles or formulas)."""
+    mime = f"application/vnd.oasis.opendocument.{kind}"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", mime)
+        z.writestr("content.xml", '<?xml version="1.0" encoding="UTF-8"?>'
+                   f'<office:document-content {_ODF_NS} office:version="1.3">{content}'
+                   "</office:document-content>")
+        z.writestr("styles.xml", '<?xml version="1.0" encoding="UTF-8"?>'
+                   f'<office:document-styles {_ODF_NS} office:version="1.3">{styles}'
+                   "</office:document-styles>")
+        entries = "".join(f'<manifest:file-entry manifest:full-path="{n}" '
+                          'manifest:media-type="text/xml"/>' for n in (more or {}))
+        z.writestr("META-INF/manifest.xml", '<?xml version="1.0" encoding="UTF-8"?>'
+                   '<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:'
+                   'xmlns:manifest:1.0" manifest:version="1.3"><manifest:file-entry '
+                   f'manifest:full-path="/" manifest:media-type="{mime}"/>'
+                   '<manifest:file-entry manifest:full-path="content.xml" '
+                   f'manifest:media-type="text/xml"/>{entries}</manifest:manifest>')
+        for name, xml in (more or {}).items():
+            z.writestr(name, xml)
+    return buf.getvalue()
+
+
+def test_list_numbers_are_in_the_text() -> None:
+    content = (
+        "<office:automatic-styles><text:list-style style:name='L1'>"
+        "<text:list-level-style-number text:level='1' style:num-format='1' "
+        "style:num-suffix='.'/>"
+        "<text:list-level-style-number text:level='2' style:num-format='a' "
+        "style:num-suffix=')'/>"
+        "<text:list-level-style-number text:level='3' style:num-format='i' "
+        "style:num-prefix='(' style:num-suffix=')' text:display-levels='2'/>"
+        "</text:list-style></office:automatic-styles>"
+        "<office:body><office:text><text:list text:style-name='L1'>"
+        "<text:list-item text:start-value='42'><text:p>Answer</text:p>"
+        "<text:list><text:list-item><text:p>first</text:p></text:list-item>"
+        "<text:list-item><text:p>second</text:p><text:list><text:list-item>"
+        "<text:p>deep</text:p></text:list-item></text:list></text:list-item></text:list>"
+        "</text:list-item><text:list-item><text:p>Next</text:p></text:list-item>"
+        "</text:list></office:text></office:body>")
+    out = textsieve.extract(_package(content), name="l.odt")
+    assert out.status is Status.OK, out.error
+    lines = [ln.strip() for ln in out.text.split("\n") if ln.strip()]
+    assert lines == ["42. Answer", "a) first", "b) second", "(2.i) deep", "43. Next"]
+    assert "42. Answer\n  1. first\n  2. second\n    1. deep\n43. Next" in out.markdown

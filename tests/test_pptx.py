@@ -135,3 +135,34 @@ def test_slides_that_are_only_pictures_are_read_by_ocr(tmp_path: Path) -> None:
     assert doc.status == "ok", doc.error
     assert "kestrel count" in doc.full_text().lower()
     assert textsieve.extract(path, ocr="never").error.kind == "needs_ocr"
+
+
+def _autonum(paragraph: object, scheme: str, start: int | None = None) -> None:
+    """Give a python-pptx paragraph PowerPoint's automatic numbering (a:buAutoNum)."""
+    from pptx.oxml.ns import qn
+    ppr = paragraph._p.get_or_add_pPr()  # type: ignore[attr-defined]
+    num = ppr.makeelement(qn("a:buAutoNum"), {"type": scheme})
+    if start is not None:
+        num.set("startAt", str(start))
+    ppr.append(num)
+
+
+def test_auto_numbered_paragraphs_keep_their_numbers_in_the_text() -> None:
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    frame = slide.shapes.add_textbox(Inches(1), Inches(1), Inches(6), Inches(4)).text_frame
+    frame.text = "Agenda"
+    for text, level, scheme, start in (("Answer", 0, "arabicPeriod", 42),
+                                       ("first", 1, "alphaLcParenR", None),
+                                       ("second", 1, "alphaLcParenR", None),
+                                       ("Next", 0, "arabicPeriod", 42),
+                                       ("Part", 0, "romanUcParenBoth", None)):
+        p = frame.add_paragraph()
+        p.text, p.level = text, level
+        _autonum(p, scheme, start)
+    buf = io.BytesIO()
+    prs.save(buf)
+    doc = textsieve.extract(buf.getvalue(), name="n.pptx")
+    lines = [ln.strip() for ln in doc.text.split("\n") if ln.strip()]
+    assert lines == ["Agenda", "42. Answer", "a) first", "b) second", "43. Next", "(I) Part"]
+    assert "42. Answer\n  1. first\n  2. second\n43. Next" in doc.markdown

@@ -54,6 +54,39 @@ def md_escape(text: str) -> str:
     return _MD_NUMBER_START.sub(r"\1\2\\\3", lined)[1:]
 
 
+def _roman(n: int) -> str:
+    out = []
+    for value, digits in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"),
+                          (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"),
+                          (4, "iv"), (1, "i")):
+        count, n = divmod(n, value)
+        out.append(digits * count)
+    return "".join(out)
+
+
+def _letters(n: int) -> str:
+    """1 -> a, 26 -> z, 27 -> aa (as Word and LibreOffice count on past z)."""
+    out = ""
+    while n > 0:
+        n, rest = divmod(n - 1, 26)
+        out = chr(ord("a") + rest) + out
+    return out
+
+
+def number_text(n: int, style: str = "decimal") -> str:
+    """A list number as a document shows it. ``style``: decimal, lowerLetter,
+    upperLetter, lowerRoman, upperRoman (the OOXML names; DOC, ODF, PPTX and HTML map
+    theirs onto these), anything else decimal. One place, so "iv" is "iv" in every
+    format."""
+    if n > 0 and style in ("lowerRoman", "upperRoman") and n < 4000:
+        r = _roman(n)
+        return r if style == "lowerRoman" else r.upper()
+    if n > 0 and style in ("lowerLetter", "upperLetter"):
+        a = _letters(n)
+        return a if style == "lowerLetter" else a.upper()
+    return str(n)
+
+
 def _md_cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>").strip()
 
@@ -102,11 +135,19 @@ class Builder:
         fence = "````" if "```" in text else "```"
         self._add(text, f"{fence}{language}\n{text}\n{fence}")
 
-    def list_item(self, text: str, level: int = 0, ordered: bool = False, number: int = 1) -> None:
+    def list_item(self, text: str, level: int = 0, ordered: bool = False, number: int = 1,
+                  label: str | None = None) -> None:
+        """A list item. An ordered one keeps its number in the plain text too ("42.", or
+        ``label`` as the document shows it: "a)", "iv.", "2.1."): a reader quotes "step 3"
+        and the number is the document's text, not markup. Markdown numbers it ``N.``."""
         text = clean_inline(text).replace("\n", " ")
-        marker = f"{number}." if ordered else "-"
         indent = "  " * max(level, 0)
-        self._add(f"{indent}{text}", f"{indent}{marker} {text}", is_list=True)
+        if not ordered:
+            self._add(f"{indent}{text}", f"{indent}- {text}", is_list=True)
+            return
+        shown = clean_inline(label) if label is not None else f"{number}."
+        plain = f"{indent}{shown} {text}" if shown else f"{indent}{text}"
+        self._add(plain, f"{indent}{number}. {text}", is_list=True)
 
     def quote(self, text: str) -> None:
         text = clean_inline(text)

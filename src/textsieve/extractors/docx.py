@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder, render_text
+from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context
 from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 2
+VERSION = 3  # 3: list numbers ("1.", "a)") in the text
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile",)
@@ -39,6 +39,7 @@ _R_IDS = ("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}
 _HEADING_NAME = re.compile(
     r"^(?:heading|überschrift|titre|titolo|encabezado|título|rubrik|kop|nagłówek|заголовок)"
     r"\s*(\d)$", re.I)
+_LEVEL_REF = re.compile(r"%([1-9])")  # "%2" in a level's text: level 2's number
 
 # -- OOXML package helpers (shared with pptx) ------------------------------------------
 
@@ -225,7 +226,7 @@ class _Para:
 class _Word:
     """Walks one WordprocessingML part and describes it to the builder."""
 
-    def __init__(self, ns: str, styles: dict[str, _Style], numbering: dict[str, list[bool]],
+    def __init__(self, ns: str, styles: dict[str, _Style], numbering: dict[str, list[_Level]],
                  out: Builder) -> None:
         self.w = "{" + ns + "}"
         self.styles = styles
@@ -325,14 +326,26 @@ class _Word:
         return None, None
 
     def list_item(self, text: str, num_id: str, ilvl: int) -> None:
+        """A numbered paragraph, with its number as Word shows it: the level's text with
+        each "%n" replaced by level n's running count in that level's format."""
         levels = self.numbering.get(num_id, [])
-        ordered = levels[ilvl] if ilvl < len(levels) else False
-        counts = self.counters.setdefault(num_id, [0] * 10)
-        ilvl = min(max(ilvl, 0), 9)
-        counts[ilvl] += 1
-        for i in range(ilvl + 1, 10):
+        ilvl = min(max(ilvl, 0), 8)
+        level = levels[ilvl] if ilvl < len(levels) else _BULLET
+        counts = self.counters.setdefault(num_id, [0] * 9)
+        counts[ilvl] = level.start if counts[ilvl] == 0 else counts[ilvl] + 1
+        for i in range(ilvl + 1, 9):
             counts[i] = 0
-        self.out.list_item(text, ilvl, ordered, counts[ilvl])
+        if not level.ordered:
+            self.out.list_item(text, ilvl)
+            return
+
+        def number(m: re.Match[str]) -> str:
+            i = int(m.group(1)) - 1
+            lv = levels[i] if i < len(levels) else level
+            return number_text(counts[i] or lv.start, lv.fmt)
+
+        label = _LEVEL_REF.sub(number, level.text)
+        self.out.list_item(text, ilvl, True, counts[ilvl], label)
 
     def table(self, tbl: etree._Element) -> list[list[str]]:
         w = self.w
@@ -471,20 +484,41 @@ def _load_styles(root: etree._Element | None, w: str) -> dict[str, _Style]:
     return styles
 
 
-def _load_numbering(root: etree._Element | None, w: str) -> dict[str, list[bool]]:
-    """numId -> per-level 'ordered?' flags (bullet and none are unordered)."""
+@dataclass(frozen=True)
+class _Level:
+    """One numbering level: its number format, the text around the numbers ("%1.",
+    "(%1)", "%1.%2."), and where it starts counting."""
+
+    fmt: str = "decimal"
+    text: str = "%1."
+    start: int = 1
+
+    @property
+    def ordered(self) -> bool:
+        return self.fmt not in ("bullet", "none", "")
+
+
+_BULLET = _Level("bullet", "", 1)
+
+
+def _load_numbering(root: etree._Element | None, w: str) -> dict[str, list[_Level]]:
+    """numId -> its nine levels (bullet and none are unordered)."""
     if root is None:
         return {}
-    abstract: dict[str, list[bool]] = {}
+    abstract: dict[str, list[_Level]] = {}
     for an in root.iter(w + "abstractNum"):
-        flags = [False] * 9
+        levels = [_BULLET] * 9
         for lvl in an.iter(w + "lvl"):
             i = _int(lvl.get(w + "ilvl"))
             fmt = lvl.find(w + "numFmt")
-            if i is not None and 0 <= i < 9 and fmt is not None:
-                flags[i] = fmt.get(w + "val") not in ("bullet", "none", None)
-        abstract[an.get(w + "abstractNumId", "")] = flags
-    out: dict[str, list[bool]] = {}
+            if i is None or not 0 <= i < 9 or fmt is None:
+                continue
+            text, start = lvl.find(w + "lvlText"), lvl.find(w + "start")
+            levels[i] = _Level(fmt.get(w + "val") or "",
+                               f"%{i + 1}." if text is None else text.get(w + "val", ""),
+                               1 if start is None else _int(start.get(w + "val")) or 0)
+        abstract[an.get(w + "abstractNumId", "")] = levels
+    out: dict[str, list[_Level]] = {}
     for num in root.iter(w + "num"):
         a = num.find(w + "abstractNumId")
         if a is not None and a.get(w + "val") in abstract:

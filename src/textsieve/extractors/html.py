@@ -15,11 +15,15 @@ import lxml.html
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder
+from ..render import Builder, number_text
 from ..source import Source
 from ..textcodec import bom_encoding, decode, normalize_charset
 from . import Context
 from ._xml import local, parse_xml
+
+# Output version (archives re-extract what an older one made): 2 = list numbers in the
+# text, picture alt text.
+VERSION = 2
 
 # -- HTML -------------------------------------------------------------------------------
 _SKIP = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object",
@@ -33,6 +37,9 @@ _BLOCK = frozenset({"p", "div", "section", "article", "header", "footer", "main"
                     "h1", "h2", "h3", "h4", "h5", "h6", "noframes", "frameset", "search"})
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _LISTS = frozenset({"ul", "ol", "menu", "dir"})
+# <ol type=...>: how its numbers show (case matters: "a" and "A" differ).
+_OL_TYPES = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman",
+             "I": "upperRoman"}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _SPACES = re.compile(r"[ \t\r\n\f]+")
 _META_CHARSET = re.compile(
@@ -119,6 +126,7 @@ class HtmlWalker:
     def list_(self, el: etree._Element, level: int) -> None:
         ordered = _tag(el) == "ol"
         number = _int(el.get("start"), 1)
+        style = _OL_TYPES.get(el.get("type") or "1", "decimal")
         for li in el:
             tag = _tag(li)
             if _skipped(li, tag):
@@ -130,7 +138,12 @@ class HtmlWalker:
                       and _outer_list(c, li)]
             text = inline_text(li, exclude=nested)
             if text.strip():
-                self.out.list_item(text, level, ordered, number)
+                if ordered:
+                    number = _int(li.get("value"), number)  # <li value=7> renumbers
+                    self.out.list_item(text, level, True, number,
+                                       f"{number_text(number, style)}.")
+                else:
+                    self.out.list_item(text, level)
                 number += 1
             for sub in nested:
                 self.list_(sub, level + 1)

@@ -15,7 +15,7 @@ import zipfile
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder, render_text
+from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context
 from ._xml import local, read_xml, read_xml_lenient
@@ -24,7 +24,7 @@ from .odfcrypt import open_plain
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 2
+VERSION = 3  # 3: list numbers in the text
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
@@ -58,6 +58,8 @@ _SKIP = {T + "tracked-changes", T + "sequence-decls", T + "variable-decls",
 _SKIP_FRAME_CLASSES = {"page-number", "footer", "header", "date-time", "page"}
 _MAX_REPEAT = 64
 _CHART = "{urn:oasis:names:tc:opendocument:xmlns:chart:1.0}"
+_NUM_FORMATS = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman",
+                "I": "upperRoman"}  # style:num-format
 
 
 class _Odf:
@@ -68,25 +70,30 @@ class _Odf:
         self.out = out
         self.zf, self.ctx = zf, ctx
         self.comments = comments
-        self.list_styles: dict[str, dict[int, bool]] = {}
+        # list style name -> {level: (format, prefix, suffix, levels shown)} of numbered
+        # levels; a bullet level is absent
+        self.list_styles: dict[str, dict[int, tuple[str, str, str, int]]] = {}
         self.notes: list[str] = []
         self.comment_texts: list[str] = []
         self.depth = 0
 
     # styles ---------------------------------------------------------------------------
     def add_list_styles(self, root: etree._Element | None) -> None:
-        """list style name -> {level: ordered?} from automatic and common styles."""
+        """The numbered levels of each list style (automatic and common styles), with how
+        their numbers show: "1." / "a)" / "(iv)" / "2.1." (text:display-levels)."""
         if root is None:
             return
         for ls in root.iter(T + "list-style"):
             name = ls.get(ST + "name")
             if not name:
                 continue
-            levels: dict[int, bool] = {}
+            levels: dict[int, tuple[str, str, str, int]] = {}
             for lvl in ls:
-                n = _int(lvl.get(T + "level"), 1)
-                levels[n - 1] = local(lvl.tag) == "list-level-style-number" and bool(
-                    lvl.get(ST + "num-format", "1"))
+                fmt = lvl.get(ST + "num-format", "1")
+                if local(lvl.tag) == "list-level-style-number" and fmt:
+                    levels[_int(lvl.get(T + "level"), 1) - 1] = (
+                        _NUM_FORMATS.get(fmt, "decimal"), lvl.get(ST + "num-prefix", ""),
+                        lvl.get(ST + "num-suffix", ""), _int(lvl.get(T + "display-levels"), 1))
             self.list_styles[name] = levels
 
     # blocks ---------------------------------------------------------------------------
@@ -131,7 +138,7 @@ class _Odf:
     def list_(self, lst: etree._Element, level: int, style: str | None,
               counters: list[int]) -> None:
         style = lst.get(T + "style-name") or style
-        ordered = self.list_styles.get(style or "", {}).get(level, False)
+        number = self.list_styles.get(style or "", {}).get(level)
         lvl = min(level, 9)
         if lst.get(T + "continue-numbering") != "true" and level == 0:
             counters[:] = [0] * 10
@@ -146,16 +153,17 @@ class _Odf:
                 if ch.tag in (T + "p", T + "h"):
                     texts.append(self.inline_text(ch))
                 elif ch.tag == T + "list":
-                    self._flush_item(texts, lvl, ordered, counters, item)
+                    self._flush_item(texts, lvl, number, counters, item)
                     texts = []
                     self.list_(ch, level + 1, style, counters)
                 elif ch.tag == TB + "table":
-                    self._flush_item(texts, lvl, ordered, counters, item)
+                    self._flush_item(texts, lvl, number, counters, item)
                     texts = []
                     self.out.table(self.table(ch))
-            self._flush_item(texts, lvl, ordered, counters, item)
+            self._flush_item(texts, lvl, number, counters, item)
 
-    def _flush_item(self, texts: list[str], lvl: int, ordered: bool, counters: list[int],
+    def _flush_item(self, texts: list[str], lvl: int,
+                    number: tuple[str, str, str, int] | None, counters: list[int],
                     item: etree._Element) -> None:
         text = " ".join(t.strip() for t in texts if t.strip())
         if not text:
@@ -166,7 +174,14 @@ class _Odf:
         counters[lvl] += 1
         for i in range(lvl + 1, 10):
             counters[i] = 0
-        self.out.list_item(text, lvl, ordered, counters[lvl])
+        if number is None:
+            self.out.list_item(text, lvl)
+            return
+        fmt, prefix, suffix, shown = number
+        # upper levels shown ("2.1.") in their own count, this level in its format
+        upper = [str(max(c, 1)) for c in counters[max(lvl - shown + 1, 0):lvl]]
+        label = ".".join([*upper, number_text(counters[lvl], fmt)])
+        self.out.list_item(text, lvl, True, counters[lvl], f"{prefix}{label}{suffix}")
 
     def table(self, tbl: etree._Element) -> list[list[str]]:
         rows: list[list[str]] = []

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder
+from ..render import Builder, number_text
 from ..source import Source
 from . import Context
 from ._xml import local, open_zip, read_xml_lenient
@@ -21,11 +21,13 @@ from .docx import _natural, embedded_children, image_children, read_properties, 
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 2
+VERSION = 3  # 3: slide numbers of auto-numbered paragraphs in the text
 
 _TITLES = {"title", "ctrTitle"}
 _BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets
 _SKIP_PH = {"sldNum", "dt", "ftr", "hdr", "sldImg"}
+_AUTONUM_STYLES = {"arabic": "decimal", "alphaLc": "lowerLetter", "alphaUc": "upperLetter",
+                   "romanLc": "lowerRoman", "romanUc": "upperRoman"}
 
 
 @dataclass
@@ -87,7 +89,7 @@ class _Slide:
         if body is None:
             return
         paras = _paragraphs(body, bullets_by_default=ph_type in _BODY)
-        if not any(t.strip() for t, _, _, _ in paras):
+        if not any(t.strip() for t, *_ in paras):
             return
         y, x = self._pos(sp, _ph_key(ph))
         kind = "title" if ph_type in _TITLES else "text"
@@ -121,7 +123,7 @@ class _Slide:
         else:
             texts = ["".join(t.text or "" for t in pt.iter("{*}t"))
                      for pt in root.iter("{*}pt")]
-        items = [(t, 0, False, True) for t in texts if t.strip()]
+        items = [(t, 0, 0, True, None) for t in texts if t.strip()]
         if items:
             self.shapes.append(_Shape(y, x, len(self.shapes), "text", items))
 
@@ -130,15 +132,15 @@ class _Slide:
         rest = sorted((s for s in self.shapes if s.kind != "title"),
                       key=lambda s: (s.y // 45720, s.x, s.order))  # rows of ~0.05 inch
         for s in titles:
-            text = " ".join(t for t, _, _, _ in s.payload if t.strip())  # type: ignore[attr-defined]
+            text = " ".join(t for t, *_ in s.payload if t.strip())  # type: ignore[attr-defined]
             out.heading(text, heading_level)
         for s in rest:
             if s.kind == "table":
                 out.table(s.payload, header=True)  # type: ignore[arg-type]
                 continue
-            for text, level, ordered, bullet in s.payload:  # type: ignore[attr-defined]
+            for text, level, number, bullet, label in s.payload:  # type: ignore[attr-defined]
                 if bullet:
-                    out.list_item(text, level, ordered)
+                    out.list_item(text, level, number > 0, number, label)
                 else:
                     out.paragraph(text)
 
@@ -190,13 +192,17 @@ def _layout_positions(root: etree._Element | None,
 
 
 def _paragraphs(body: etree._Element, *, bullets_by_default: bool,
-                ) -> list[tuple[str, int, bool, bool]]:
-    """(text, level, ordered, is_bullet) for each a:p of a text body."""
+                ) -> list[tuple[str, int, int, bool, str | None]]:
+    """(text, level, number (0: a bullet), is_bullet, number as shown) for each a:p of a
+    text body. PowerPoint numbers auto-numbered paragraphs itself: a level counts on
+    until a paragraph at that level or above is not numbered, or its scheme changes."""
     out = []
+    counts: dict[int, int] = {}
+    schemes: dict[int, tuple[str, int]] = {}
     for p in body:
         if local(p.tag) != "p":
             continue
-        level, ordered, bullet = 0, False, bullets_by_default
+        level, auto, bullet = 0, None, bullets_by_default
         ppr = next((c for c in p if local(c.tag) == "pPr"), None)
         if ppr is not None:
             level = min(_int(ppr.get("lvl")), 8)
@@ -207,11 +213,40 @@ def _paragraphs(body: etree._Element, *, bullets_by_default: bool,
                 elif name in ("buChar", "buBlip"):
                     bullet = True
                 elif name == "buAutoNum":
-                    bullet, ordered = True, True
+                    bullet, auto = True, c
         text = _run_text(p)
-        if text.strip():
-            out.append((text, level, ordered, bullet))
+        if not text.strip():
+            continue
+        for deeper in [k for k in counts if k > level or (k == level and auto is None)]:
+            del counts[deeper]
+        number, label = 0, None
+        if auto is not None:
+            scheme, start = auto.get("type", ""), max(_int(auto.get("startAt")), 1)
+            if schemes.get(level) != (scheme, start):  # another scheme: a new sequence
+                schemes[level] = (scheme, start)
+                counts.pop(level, None)
+            number = counts[level] = counts.get(level, start - 1) + 1
+            label = _auto_number(number, scheme)
+        out.append((text, level, number, bullet, label))
     return out
+
+
+def _auto_number(n: int, scheme: str) -> str:
+    """A buAutoNum number as shown: "arabicPeriod" 3 -> "3.", "alphaLcParenR" -> "c)",
+    "romanUcParenBoth" -> "(III)" (ST_TextAutonumberScheme: a style, then the marks)."""
+    prefix = next((p for p in _AUTONUM_STYLES if scheme.startswith(p)), "")
+    style = _AUTONUM_STYLES.get(prefix, "decimal")
+    marks = scheme[len(prefix):] if prefix else "Period"
+    num = number_text(n, style)
+    if marks.startswith("ParenBoth"):
+        return f"({num})"
+    if marks.startswith("ParenR"):
+        return f"{num})"
+    if marks.startswith("Plain"):
+        return num
+    if marks.startswith("Minus"):
+        return f"- {num} -"
+    return f"{num}."
 
 
 def _run_text(el: etree._Element) -> str:
@@ -237,7 +272,7 @@ def _table(tbl: etree._Element) -> list[list[str]]:
             merged = tc.get("hMerge") in ("1", "true") or tc.get("vMerge") in ("1", "true")
             body = next((c for c in tc if local(c.tag) == "txBody"), None)
             text = "" if merged or body is None else "\n".join(
-                t for t, _, _, _ in _paragraphs(body, bullets_by_default=False))
+                t for t, *_ in _paragraphs(body, bullets_by_default=False))
             row.append(text)
         rows.append(row)
     return rows
@@ -327,7 +362,7 @@ def _notes(zf: zipfile.ZipFile, ctx: Context, part: str, out: Builder) -> None:
             continue
         body = next((c for c in sp if local(c.tag) == "txBody"), None)
         if body is not None:
-            texts += [t for t, _, _, _ in _paragraphs(body, bullets_by_default=False)]
+            texts += [t for t, *_ in _paragraphs(body, bullets_by_default=False)]
     if texts:
         out.paragraph("Notes:")
         for t in texts:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder
+from ..render import Builder, number_text
 from ..source import Source
 from . import Context
 from ._olewrite import pack_storage
@@ -46,6 +46,7 @@ _SPRM_INNER_CELL, _SPRM_INNER_TTP = 0x244B, 0x244C
 _SPRM_ILFO, _SPRM_ILVL = 0x460B, 0x260A
 _FC_STSHF, _FC_PLFLST, _FC_PLFLFO = 1, 73, 74
 _NFC_BULLET, _NFC_NONE = 23, 255  # number formats that show no number
+_NFC_STYLES = {1: "upperRoman", 2: "lowerRoman", 3: "upperLetter", 4: "lowerLetter"}
 _FIELD_BEGIN, _FIELD_SEP, _FIELD_END = "\x13", "\x14", "\x15"
 # In-paragraph characters with a meaning: line break, page/column/section breaks,
 # non-breaking and optional hyphens; every other control character is an anchor
@@ -595,12 +596,12 @@ class _Styles:
 
 
 class _Lists:
-    """List numbering: each list's number format and start per level (the LSTF and LVL
-    records after the PlfLst), the list overrides that paragraphs point to (PlfLfo), and
-    the running numbers, so that "6." reads as Word shows it."""
+    """List numbering: each list's number format, start and number text per level (the
+    LSTF and LVL records after the PlfLst), the list overrides that paragraphs point to
+    (PlfLfo), and the running numbers, so that "6." or "b)" reads as Word shows it."""
 
     def __init__(self, table: bytes, fib: _Fib) -> None:
-        self.levels: dict[int, list[tuple[int, int]]] = {}  # lsid -> [(start, nfc)]
+        self.levels: dict[int, list[tuple[int, int, str]]] = {}  # lsid -> [(start, nfc, xst)]
         self.lfo: list[int] = []  # ilfo - 1 -> lsid
         self.counts: dict[int, list[int | None]] = {}
         with contextlib.suppress(struct.error, IndexError):  # damaged: items stay unnumbered
@@ -621,8 +622,10 @@ class _Lists:
                 for _ in range(n):
                     start, nfc = struct.unpack_from("<iB", table, pos)
                     pos += 28 + table[pos + 24] + table[pos + 25]  # + the two grpprls
-                    pos += 2 + 2 * struct.unpack_from("<H", table, pos)[0]  # + the number text
-                    levels.append((start, nfc))
+                    cch = struct.unpack_from("<H", table, pos)[0]  # the number text (xst)
+                    xst = table[pos + 2:pos + 2 + 2 * cch].decode("utf-16-le", "replace")
+                    pos += 2 + 2 * cch
+                    levels.append((start, nfc, xst))
                 self.levels[lsid] = levels
         fc, lcb = fib.fclcb(_FC_PLFLFO)
         if lcb >= 4 and fc + lcb <= len(table):
@@ -633,16 +636,37 @@ class _Lists:
     def item(self, text: str, props: _Para, out: Builder) -> None:
         lsid = self.lfo[props.ilfo - 1] if props.ilfo <= len(self.lfo) else -1
         levels = self.levels.get(lsid, [])
-        level = props.ilvl
-        start, nfc = levels[level] if level < len(levels) else (1, _NFC_BULLET)
+        level = min(props.ilvl, 8)
+        start, nfc, xst = levels[level] if level < len(levels) else (1, _NFC_BULLET, "")
         counts = self.counts.setdefault(lsid, [None] * 9)
         counts[level] = start if counts[level] is None else counts[level] + 1  # type: ignore[operator]
         for deeper in range(level + 1, 9):
             counts[deeper] = None
         if nfc == _NFC_NONE:
             out.paragraph(text)
+        elif nfc == _NFC_BULLET:
+            out.list_item(text, level)
         else:
-            out.list_item(text, level, nfc != _NFC_BULLET, counts[level] or 1)
+            out.list_item(text, level, True, counts[level] or 1,
+                          self._label(xst, levels, counts))
+
+    @staticmethod
+    def _label(xst: str, levels: list[tuple[int, int, str]], counts: list[int | None]
+               ) -> str | None:
+        """The number as Word shows it: the level's number text, whose characters 0-8
+        stand for the running number of that level, in that level's format."""
+        if not xst:
+            return None
+        out = []
+        for ch in xst:
+            i = ord(ch)
+            if i < 9:
+                nfc = levels[i][1] if i < len(levels) else 0
+                n = counts[i] or (levels[i][0] if i < len(levels) else 1)
+                out.append(number_text(n, _NFC_STYLES.get(nfc, "decimal")))
+            else:
+                out.append(ch)
+        return "".join(out)
 
 
 class _Table:

@@ -255,8 +255,8 @@ class _Recorder(Builder):
         self._rec("code", text, (language,))
 
     def list_item(self, text: str, level: int = 0, ordered: bool = False,
-                  number: int = 1) -> None:
-        self._rec("list_item", text, (level, ordered, number), group=self.list_id)
+                  number: int = 1, label: str | None = None) -> None:
+        self._rec("list_item", text, (level, ordered, number, label), group=self.list_id)
 
     def quote(self, text: str) -> None:
         self._rec("quote", text)
