@@ -338,3 +338,29 @@ def test_list_numbers_are_in_the_text_as_word_shows_them() -> None:
     assert lines[1:-1] == ["42. Answer", "a) first", "b) second", "43. Next", "43.i deep",
                            "dot"]  # between the header and the footer
     assert "42. Answer\n  1. first\n  2. second\n43. Next" in doc.markdown
+
+
+def _with_alt_picture(text: str | None, alt: str) -> bytes:
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (24, 24), "white").save(png, "PNG")
+    d = docx.Document()
+    if text:
+        d.add_paragraph(text)
+    d.add_picture(io.BytesIO(png.getvalue()))
+    d.inline_shapes[0]._inline.docPr.set("descr", alt)  # Word's "Alt Text" pane
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def test_picture_alt_text_is_text_marked_as_an_image_in_markdown() -> None:
+    doc = textsieve.extract(_with_alt_picture("Quarterly figures.", "Bar chart of sales"))
+    assert doc.text == "Quarterly figures.\n\nBar chart of sales"
+    assert doc.markdown == "Quarterly figures.\n\n![Bar chart of sales]()"
+    # Alt text is not the document's text: a pasted scan with Word's automatic caption
+    # still needs its picture read (here OCR is off, so it says so).
+    only = textsieve.extract(_with_alt_picture(None, "A picture containing text"),
+                             ocr="never")
+    assert only.error is not None and only.error.kind == ErrorKind.NEEDS_OCR

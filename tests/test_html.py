@@ -260,3 +260,12 @@ def test_list_numbers_are_in_the_text(tmp_path: Path) -> None:
     assert lines == ["Steps", "42. Answer", "43. Next", "a. first", "d. fourth",
                      "III. Third part", "plain bullet"]
     assert "42. Answer\n43. Next" in doc.markdown
+
+
+def test_picture_alt_text_is_text_marked_as_an_image_in_markdown(tmp_path: Path) -> None:
+    page = ("<html><body><p>Before the chart.</p>"
+            "<img src='c.png' alt='Bar chart: sales [2024] doubled'>"
+            "<img src='spacer.gif' alt=''><p>After it.</p></body></html>")
+    doc = _extract(tmp_path, page.encode())
+    assert doc.text == "Before the chart.\n\nBar chart: sales [2024] doubled\n\nAfter it."
+    assert "\n\n![Bar chart: sales \\[2024\\] doubled]()\n\n" in doc.markdown

@@ -347,3 +347,16 @@ def test_list_numbers_are_in_the_text() -> None:
     lines = [ln.strip() for ln in out.text.split("\n") if ln.strip()]
     assert lines == ["42. Answer", "a) first", "b) second", "(2.i) deep", "43. Next"]
     assert "42. Answer\n  1. first\n  2. second\n    1. deep\n43. Next" in out.markdown
+
+
+def test_alt_text_of_frames_and_shapes() -> None:
+    content = (
+        "<office:body><office:text><text:p>Before the picture."
+        "<draw:frame draw:name='img1'><draw:image xlink:href='Pictures/x.png'/>"
+        "<svg:title>Heron map</svg:title><svg:desc>Colonies along the river</svg:desc>"
+        "</draw:frame></text:p><text:p>After it.</text:p></office:text></office:body>")
+    out = textsieve.extract(_package(content), name="a.odt")
+    assert out.status is Status.OK, out.error
+    assert out.text == ("Before the picture.\n\nHeron map\n\nColonies along the river\n\n"
+                        "After it.")
+    assert "![Heron map]()\n\n![Colonies along the river]()" in out.markdown

@@ -166,3 +166,24 @@ def test_auto_numbered_paragraphs_keep_their_numbers_in_the_text() -> None:
     lines = [ln.strip() for ln in doc.text.split("\n") if ln.strip()]
     assert lines == ["Agenda", "42. Answer", "a) first", "b) second", "43. Next", "(I) Part"]
     assert "42. Answer\n  1. first\n  2. second\n43. Next" in doc.markdown
+
+
+def test_alt_text_of_pictures_and_shapes_is_in_the_slide_text() -> None:
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (24, 24), "white").save(png, "PNG")
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    slide.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1)).text_frame.text = \
+        "Results"
+    pic = slide.shapes.add_picture(io.BytesIO(png.getvalue()), Inches(1), Inches(3))
+    pic._element.nvPicPr.cNvPr.set("descr", "Map of the heron colonies")
+    hidden = slide.shapes.add_picture(io.BytesIO(png.getvalue()), Inches(3), Inches(3))
+    hidden._element.nvPicPr.cNvPr.set("descr", "Hidden picture")
+    hidden._element.nvPicPr.cNvPr.set("hidden", "1")
+    buf = io.BytesIO()
+    prs.save(buf)
+    doc = textsieve.extract(buf.getvalue(), name="alt.pptx")
+    assert doc.pages[0].text == "Results\n\nMap of the heron colonies"
+    assert "Results\n\n![Map of the heron colonies]()" in doc.markdown

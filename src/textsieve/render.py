@@ -101,6 +101,7 @@ class Builder:
         self._page_start: int | None = None
         self._page_no = 0
         self._list_open = False
+        self._alts = 0  # alt-text blocks: words a screen reader says, not the page's text
 
     # -- blocks -------------------------------------------------------------------------
     def _add(self, text: str, md: str, *, is_list: bool = False) -> None:
@@ -148,6 +149,17 @@ class Builder:
         shown = clean_inline(label) if label is not None else f"{number}."
         plain = f"{indent}{shown} {text}" if shown else f"{indent}{text}"
         self._add(plain, f"{indent}{number}. {text}", is_list=True)
+
+    def image_alt(self, text: str) -> None:
+        """The alternative text of a picture, shape or chart (what a screen reader reads
+        out): in the plain text as it is, in Markdown as an image (``![alt]()``) so a
+        reader can tell it from the document's own sentences."""
+        text = clean_inline(text).replace("\n", " ")
+        if not text:
+            return
+        alt = text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+        self._add(text, f"![{alt}]()")
+        self._alts += 1
 
     def quote(self, text: str) -> None:
         text = clean_inline(text)
@@ -222,8 +234,11 @@ class Builder:
 
     def has_text(self) -> bool:
         """Whether any block holds text (``_add`` keeps only blocks that do; a rule is an
-        empty one)."""
-        return any(self._text)
+        empty one). Alt text does not count: "Scanned page" on a pasted scan must not stop
+        its pictures from being read."""
+        if not self._alts:
+            return any(self._text)
+        return sum(1 for t in self._text if t) > self._alts
 
     def build(self) -> tuple[str, str, list[Page]]:
         self.end_page()

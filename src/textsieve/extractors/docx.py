@@ -26,7 +26,7 @@ from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers ("1.", "a)") in the text
+VERSION = 3  # 3: list numbers ("1.", "a)") and pictures' alt text in the text
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile",)
@@ -39,6 +39,8 @@ _R_IDS = ("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}
 _HEADING_NAME = re.compile(
     r"^(?:heading|überschrift|titre|titolo|encabezado|título|rubrik|kop|nagłówek|заголовок)"
     r"\s*(\d)$", re.I)
+_WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"
+_WP_STRICT = "{http://purl.oclc.org/ooxml/drawingml/wordprocessingDrawing}"
 _LEVEL_REF = re.compile(r"%([1-9])")  # "%2" in a level's text: level 2's number
 
 # -- OOXML package helpers (shared with pptx) ------------------------------------------
@@ -221,6 +223,7 @@ class _Para:
 
     parts: list[str] = field(default_factory=list)
     boxes: list[etree._Element] = field(default_factory=list)
+    alts: list[str] = field(default_factory=list)  # pictures' and shapes' alt text
 
 
 class _Word:
@@ -245,6 +248,7 @@ class _Word:
             **{w + name: "skip" for name in (
                 "del", "moveFrom", "instrText", "delText", "rPr", "pPr", "delInstrText",
                 "footnoteReference", "endnoteReference", "commentReference")},
+            **dict.fromkeys((_WP + "docPr", _WP_STRICT + "docPr"), "alt"),
         }
 
     # block level ------------------------------------------------------------------
@@ -282,6 +286,8 @@ class _Word:
                 self.out.paragraph(text)
         for box in para.boxes:
             self.blocks(box)
+        for alt in para.alts:
+            self.out.image_alt(alt)
 
     def para_kind(self, p: etree._Element) -> tuple[int | None, tuple[str, int] | None]:
         """(heading level, (numId, ilvl)) from direct formatting and the style chain."""
@@ -401,6 +407,10 @@ class _Word:
                 continue
             elif kind == "box":
                 para.boxes.append(ch)
+            elif kind == "alt":  # a drawing's description, else its title
+                alt = (ch.get("descr") or "").strip() or (ch.get("title") or "").strip()
+                if alt and ch.get("hidden") not in ("1", "true"):
+                    para.alts.append(alt)
             elif kind == "para":  # a paragraph inside a run-level container (rare)
                 para.parts.append("\n")
                 self.inline(ch, para)

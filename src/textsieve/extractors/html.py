@@ -67,9 +67,12 @@ def _skipped(el: etree._Element, tag: str) -> bool:
 class HtmlWalker:
     """Renders an HTML (or XHTML) subtree to a Builder; reusable for any chosen element."""
 
-    def __init__(self, out: Builder) -> None:
+    def __init__(self, out: Builder, *, alt_text: bool = False) -> None:
         self.out = out
         self.buf: list[str] = []
+        # A picture's alt text as its own block: in a whole document (what a screen reader
+        # reads out); off for main content, where logos and icons would be boilerplate.
+        self.alt_text = alt_text
 
     def render(self, el: etree._Element) -> None:
         """Render ``el`` and everything inside it (not its tail)."""
@@ -97,6 +100,11 @@ class HtmlWalker:
             return
         if tag == "br":
             self.buf.append("\n")
+        elif tag == "img":
+            alt = (el.get("alt") or "").strip()
+            if alt and self.alt_text:
+                self.flush()
+                self.out.image_alt(alt)
         elif tag in _HEADINGS:
             self.flush()
             self.out.heading(inline_text(el), _HEADINGS[tag])
@@ -325,7 +333,7 @@ def render_html_document(root: etree._Element, doc: Document, out: Builder) -> N
     """Metadata from <head>, text from <body> (or the whole tree for a fragment)."""
     html_metadata(root, doc)
     body = next((c for c in root if _tag(c) == "body"), None)
-    walker = HtmlWalker(out)
+    walker = HtmlWalker(out, alt_text=True)
     if body is not None:
         walker.render(body)
     else:

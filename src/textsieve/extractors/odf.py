@@ -24,7 +24,7 @@ from .odfcrypt import open_plain
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers in the text
+VERSION = 3  # 3: list numbers and alt text (svg:title, svg:desc) in the text
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
@@ -34,9 +34,10 @@ _NS = {
     "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0",
     "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
     "xlink": "http://www.w3.org/1999/xlink",
+    "svg": "urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0",
 }
-T, TB, D, OF, PR, ST, XL = ("{%s}" % _NS[k] for k in (  # noqa: UP031 - Clark prefixes
-    "text", "table", "draw", "office", "presentation", "style", "xlink"))
+T, TB, D, OF, PR, ST, XL, SVG = ("{%s}" % _NS[k] for k in (  # noqa: UP031 - Clark prefixes
+    "text", "table", "draw", "office", "presentation", "style", "xlink", "svg"))
 
 # Containers whose children are blocks (paragraphs, lists, tables, frames ...).
 _BLOCK_CONTAINERS = {
@@ -120,6 +121,8 @@ class _Odf:
                 self.out.table(self.table(el), header=True)
             elif tag == D + "object":
                 self.embedded_object(el)
+            elif tag in (SVG + "title", SVG + "desc"):  # a frame's or shape's alt text
+                self.out.image_alt("".join(el.itertext()))
             elif tag in _BLOCK_CONTAINERS:
                 if tag == D + "frame" and el.get(PR + "class") in _SKIP_FRAME_CLASSES:
                     continue

@@ -21,7 +21,7 @@ from .docx import _natural, embedded_children, image_children, read_properties, 
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: slide numbers of auto-numbered paragraphs in the text
+VERSION = 3  # 3: numbers of auto-numbered paragraphs, alt text of pictures and shapes
 
 _TITLES = {"title", "ctrTitle"}
 _BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets
@@ -35,7 +35,7 @@ class _Shape:
     y: int
     x: int
     order: int
-    kind: str  # "title" | "text" | "table" | "items"
+    kind: str  # "title" | "text" | "table" | "items" | "alt"
     payload: object
 
 
@@ -64,6 +64,8 @@ class _Slide:
                 self.collect(el)
             elif name == "graphicFrame":
                 self.graphic(el)
+            if name in ("sp", "pic", "graphicFrame", "cxnSp"):
+                self.alt_text(el)
             elif name == "AlternateContent":
                 for ch in el:
                     if local(ch.tag) in ("Choice", "Fallback"):
@@ -79,6 +81,17 @@ class _Slide:
             if key in self.layout_pos:
                 return self.layout_pos[key]
         return (1 << 40), (1 << 40)  # unknown: after the positioned shapes
+
+    def alt_text(self, el: etree._Element) -> None:
+        """A picture's or shape's alt text (cNvPr descr, else title), at its place."""
+        nv = next((c for c in el if local(c.tag).startswith("nv")), None)
+        pr = next((c for c in nv if local(c.tag) == "cNvPr"), None) if nv is not None else None
+        if pr is None or pr.get("hidden") in ("1", "true"):
+            return
+        alt = (pr.get("descr") or "").strip() or (pr.get("title") or "").strip()
+        if alt:
+            y, x = self._pos(el, _ph_key(_placeholder(el)))
+            self.shapes.append(_Shape(y, x, len(self.shapes), "alt", alt))
 
     def text_shape(self, sp: etree._Element) -> None:
         ph = _placeholder(sp)
@@ -137,6 +150,9 @@ class _Slide:
         for s in rest:
             if s.kind == "table":
                 out.table(s.payload, header=True)  # type: ignore[arg-type]
+                continue
+            if s.kind == "alt":
+                out.image_alt(s.payload)  # type: ignore[arg-type]
                 continue
             for text, level, number, bullet, label in s.payload:  # type: ignore[attr-defined]
                 if bullet:
