@@ -187,3 +187,68 @@ def test_alt_text_of_pictures_and_shapes_is_in_the_slide_text() -> None:
     doc = textsieve.extract(buf.getvalue(), name="alt.pptx")
     assert doc.pages[0].text == "Results\n\nMap of the heron colonies"
     assert "Results\n\n![Map of the heron colonies]()" in doc.markdown
+
+
+def _master_box(prs: pptx.Presentation, slide: object, xml_runs: str, top: float) -> None:
+    """A text box on the slide master (python-pptx adds none there): made on ``slide``,
+    then moved into the master's shape tree, with ``xml_runs`` as its paragraph."""
+    from lxml import etree
+
+    box = slide.shapes.add_textbox(Inches(1), Inches(top), Inches(4), Inches(0.4))  # type: ignore[attr-defined]
+    p = box.text_frame.paragraphs[0]._p
+    for run in etree.fromstring(
+            f'<x xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">{xml_runs}</x>'):
+        p.append(run)
+    prs.slide_master.shapes._spTree.append(box._element)
+
+
+def test_master_footers_and_slide_number_fields_are_slide_text() -> None:
+    prs = pptx.Presentation()
+    blank = prs.slide_layouts[6]
+    first, second, empty = (prs.slides.add_slide(blank) for _ in range(3))
+    first.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1)).text_frame.text = \
+        "Opening"
+    _master_box(prs, first, "<a:r><a:t>ACME Confidential</a:t></a:r>", 6.8)
+    _master_box(prs, first, '<a:r><a:t>Page </a:t></a:r><a:fld id="{B6F15528-21DE-4FAA-801E-'
+                '634DDDAF4B2B}" type="slidenum"><a:t>\u2039#\u203a</a:t></a:fld>', 7.0)
+    second.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1)).text_frame.text = \
+        "Details"
+    empty._element.set("showMasterSp", "0")  # a slide that hides the master's shapes
+    buf = io.BytesIO()
+    prs.save(buf)
+    doc = textsieve.extract(buf.getvalue(), name="m.pptx")
+    assert [p.text for p in doc.pages] == [
+        "Opening\n\nACME Confidential\n\nPage 1", "Details\n\nPage 2", ""]
+    # Master placeholders are templates ("Click to edit Master title style"), not text.
+    assert "Click to edit" not in doc.text
+
+
+def test_a_deck_whose_only_text_is_a_master_footer_is_not_empty() -> None:
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    _master_box(prs, slide, "<a:r><a:t>Heron Society 2026</a:t></a:r>", 6.8)
+    buf = io.BytesIO()
+    prs.save(buf)
+    doc = textsieve.extract(buf.getvalue(), name="f.pptx")
+    assert doc.status is Status.OK and doc.text == "Heron Society 2026"
+
+
+def test_a_slide_footer_placeholder_is_slide_text(corpus: Path) -> None:
+    doc = textsieve.extract(corpus / "pptx" / "poi__bug58144-headers-footers-2007.pptx")
+    assert doc.text.count("Slide footer") == 1
+
+
+def test_alt_text_that_is_only_a_file_path_is_left_out() -> None:
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (24, 24), "white").save(png, "PNG")
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    slide.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1)).text_frame.text = "Text"
+    pic = slide.shapes.add_picture(io.BytesIO(png.getvalue()), Inches(1), Inches(3))
+    # what PowerPoint 2007 stored as the description of an inserted picture
+    pic._element.nvPicPr.cNvPr.set("descr", "C:\\Documents and Settings\\me\\MC900438451[1].jpg")
+    buf = io.BytesIO()
+    prs.save(buf)
+    assert textsieve.extract(buf.getvalue(), name="p.pptx").text == "Text"

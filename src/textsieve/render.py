@@ -21,6 +21,10 @@ _MD_BULLET_START = re.compile(r"(\n[ \t]*)([#>+\-*])(?=\s|$)")
 _MD_NUMBER_START = re.compile(r"(\n[ \t]*)(\d+)([.)])(?=\s|$)")
 _MD_ANY_START = re.compile(r"\n[ \t]*(?:[#>+\-*]|\d+[.)])(?=\s|$)")
 _WS = re.compile(r"[ \t\u00a0]+")
+# Alt text that is only the picture's file name or path (Office 2007 stored the inserted
+# file's path as its description): nothing a reader was meant to hear.
+_FILE_NAME = re.compile(
+    r"^(?:[A-Za-z]:\\|\\\\|/)\S|\.(?:jpe?g|png|gif|bmp|wmf|emf|tiff?|svg|webp)$", re.I)
 # Whitespace other than space/tab/newline (NBSP, CR, em space ...) at a cell's edge: next
 # to a separator or at either end of the table string.
 _ODD_EDGE = re.compile(r"(?:^|[\t\n])[^\S \t\n]|[^\S \t\n](?:[\t\n]|\Z)")
@@ -155,7 +159,7 @@ class Builder:
         out): in the plain text as it is, in Markdown as an image (``![alt]()``) so a
         reader can tell it from the document's own sentences."""
         text = clean_inline(text).replace("\n", " ")
-        if not text:
+        if not text or _FILE_NAME.search(text):
             return
         alt = text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
         self._add(text, f"![{alt}]()")

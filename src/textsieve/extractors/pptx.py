@@ -8,7 +8,7 @@ tables as tables, bullets as list items, SmartArt and chart titles, and the spea
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lxml import etree
 
@@ -25,7 +25,9 @@ VERSION = 3  # 3: numbers of auto-numbered paragraphs, alt text of pictures and 
 
 _TITLES = {"title", "ctrTitle"}
 _BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets
-_SKIP_PH = {"sldNum", "dt", "ftr", "hdr", "sldImg"}
+_SKIP_PH = {"sldImg"}  # the slide picture on a notes page
+_FOOTER_PH = {"ftr", "dt", "hdr", "sldNum"}
+_SLIDE_NUMBER = "\u2039#\u203a"  # "‹#›": a master's slide-number field, each slide's own
 _AUTONUM_STYLES = {"arabic": "decimal", "alphaLc": "lowerLetter", "alphaUc": "upperLetter",
                    "romanLc": "lowerRoman", "romanUc": "upperRoman"}
 
@@ -43,9 +45,13 @@ class _Slide:
     """Collects the shapes of one slide (or notes page) with their positions."""
 
     def __init__(self, zf: zipfile.ZipFile, ctx: Context, part: str,
-                 layout_pos: dict[str, tuple[int, int]]) -> None:
+                 layout_pos: dict[str, tuple[int, int]], *, furniture: bool = False) -> None:
         self.zf, self.ctx, self.part = zf, ctx, part
         self.layout_pos = layout_pos
+        # a master or layout: only what it shows on every slide (its placeholders are
+        # templates, "Click to edit Master title style")
+        self.furniture = furniture
+        self.footers: list[int] = []  # shapes that are footer, date or number placeholders
         self.shapes: list[_Shape] = []
         self._rels: dict[str, tuple[str, str]] | None = None
 
@@ -96,7 +102,7 @@ class _Slide:
     def text_shape(self, sp: etree._Element) -> None:
         ph = _placeholder(sp)
         ph_type = ph[0] if ph else None
-        if ph_type in _SKIP_PH:
+        if ph_type in _SKIP_PH or (self.furniture and ph is not None):
             return
         body = next((c for c in sp if local(c.tag) == "txBody"), None)
         if body is None:
@@ -106,6 +112,8 @@ class _Slide:
             return
         y, x = self._pos(sp, _ph_key(ph))
         kind = "title" if ph_type in _TITLES else "text"
+        if ph_type in _FOOTER_PH:
+            self.footers.append(len(self.shapes))
         self.shapes.append(_Shape(y, x, len(self.shapes), kind, paras))
 
     def graphic(self, frame: etree._Element) -> None:
@@ -327,10 +335,11 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         read_properties(zf, ctx, doc)
         layouts: dict[str, dict[str, tuple[int, int]]] = {}
         hidden: list[int] = []
+        furniture = _Furniture()
         slides = _slide_parts(zf, ctx, main)
         for n, part in enumerate(slides, 1):
             out.start_page(n)
-            _one_slide(zf, ctx, part, n, layouts, hidden, out)
+            _one_slide(zf, ctx, part, n, layouts, hidden, furniture, out)
         doc.metadata.page_count = len(slides)
         if hidden:
             doc.metadata.extra["hidden_slides"] = hidden
@@ -340,7 +349,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
 
 def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
                layouts: dict[str, dict[str, tuple[int, int]]], hidden: list[int],
-               out: Builder) -> None:
+               furniture: _Furniture, out: Builder) -> None:
     root = read_xml_lenient(zf, part, ctx)
     if root is None:
         out.paragraph(f"[slide {n} could not be read]")
@@ -361,10 +370,64 @@ def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
     tree = next(root.iter("{*}spTree"), None)
     if tree is not None:
         slide.collect(tree)
+    for i in slide.footers:  # the same footer on every slide: given once
+        key = "\n".join(t for t, *_ in slide.shapes[i].payload)  # type: ignore[attr-defined]
+        if key in furniture.seen:
+            slide.shapes[i].kind = "repeat"
+        furniture.seen.add(key)
+    slide.shapes = [s for s in slide.shapes if s.kind != "repeat"]
+    if root.get("showMasterSp") not in ("0", "false") and layout_part is not None:
+        _furniture(zf, ctx, layout_part, n, slide, furniture)
     slide.render(out)
     notes_part = next((p for k, p in part_rels.values() if k == "notesSlide"), None)
     if notes_part is not None:
         _notes(zf, ctx, notes_part, out)
+
+
+@dataclass
+class _Furniture:
+    """The text that masters and layouts put on every slide (a footer or a logo typed
+    into a text box, "Page ‹#›"), read once per part; each distinct text is given once, on
+    the first slide that shows it, except that a slide number is each slide's own."""
+
+    shapes: dict[str, tuple[list[_Shape], str | None, bool]] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+
+    def read(self, zf: zipfile.ZipFile, ctx: Context, part: str
+             ) -> tuple[list[_Shape], str | None, bool]:
+        """(its shapes, its master if a layout, whether it shows its master's shapes)."""
+        if part not in self.shapes:
+            root = read_xml_lenient(zf, part, ctx)
+            got = _Slide(zf, ctx, part, {}, furniture=True)
+            tree = next(root.iter("{*}spTree"), None) if root is not None else None
+            if tree is not None:
+                got.collect(tree)
+            master = next((p for k, p in rels(zf, part, ctx).values() if k == "slideMaster"),
+                          None)
+            shows = root is None or root.get("showMasterSp") not in ("0", "false")
+            self.shapes[part] = (got.shapes, master, shows)
+        return self.shapes[part]
+
+
+def _furniture(zf: zipfile.ZipFile, ctx: Context, layout: str, n: int, slide: _Slide,
+               furniture: _Furniture) -> None:
+    """Add the layout's and its master's non-placeholder text to ``slide``."""
+    shapes, master, shows = furniture.read(zf, ctx, layout)
+    if master is not None and shows:
+        shapes = shapes + furniture.read(zf, ctx, master)[0]
+    for s in shapes:
+        if s.kind == "alt":
+            key = payload = s.payload
+        elif s.kind == "text":
+            payload = [(t.replace(_SLIDE_NUMBER, str(n)), *rest)
+                       for t, *rest in s.payload]  # type: ignore[attr-defined]
+            key = "\n".join(t for t, *_ in payload)
+        else:
+            continue
+        if key in furniture.seen:
+            continue
+        furniture.seen.add(key)  # type: ignore[arg-type]
+        slide.shapes.append(_Shape(s.y, s.x, len(slide.shapes), s.kind, payload))
 
 
 def _notes(zf: zipfile.ZipFile, ctx: Context, part: str, out: Builder) -> None:
