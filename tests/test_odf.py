@@ -360,3 +360,50 @@ def test_alt_text_of_frames_and_shapes() -> None:
     assert out.text == ("Before the picture.\n\nHeron map\n\nColonies along the river\n\n"
                         "After it.")
     assert "![Heron map]()\n\n![Colonies along the river]()" in out.markdown
+
+
+def test_sheet_footer_regions_are_text_but_default_page_fields_are_not() -> None:
+    styles = (
+        "<office:master-styles><style:master-page style:name='Default'>"
+        "<style:header><text:p><text:sheet-name>???</text:sheet-name></text:p></style:header>"
+        "<style:footer><style:region-left><text:p>Heron Society accounts</text:p>"
+        "</style:region-left><style:region-right><text:p>Page <text:page-number>1"
+        "</text:page-number></text:p></style:region-right></style:footer>"
+        "<style:footer-left style:display='false'><text:p>Hidden left footer</text:p>"
+        "</style:footer-left></style:master-page></office:master-styles>")
+    content = ("<office:body><office:spreadsheet><table:table table:name='Sheet1' "
+               "xmlns:table='urn:oasis:names:tc:opendocument:xmlns:table:1.0'>"
+               "<table:table-row><table:table-cell office:value-type='string'>"
+               "<text:p>Cell words</text:p></table:table-cell></table:table-row>"
+               "</table:table></office:spreadsheet></office:body>")
+    out = textsieve.extract(_package(content, styles, "spreadsheet"), name="s.ods")
+    assert out.status is Status.OK, out.error
+    assert "Cell words" in out.text
+    assert "Heron Society accounts" in out.text
+    assert "???" not in out.text and "Hidden left footer" not in out.text
+
+
+def test_slide_master_text_and_footer_declarations_are_slide_text() -> None:
+    styles = (
+        "<office:master-styles><style:master-page style:name='Master1'>"
+        "<draw:frame presentation:class='title'><draw:text-box><text:p>Click to add Title"
+        "</text:p></draw:text-box></draw:frame>"
+        "<draw:frame><draw:text-box><text:p>ACME Confidential</text:p></draw:text-box>"
+        "</draw:frame><draw:frame><draw:text-box><text:p>Slide <text:page-number>&lt;number"
+        "&gt;</text:page-number></text:p></draw:text-box></draw:frame>"
+        "<draw:frame presentation:class='footer'><draw:text-box><text:p><presentation:footer/>"
+        "</text:p></draw:text-box></draw:frame></style:master-page></office:master-styles>")
+    content = (
+        "<office:body><office:presentation>"
+        "<presentation:footer-decl presentation:name='ftr1'>Heron Society 2026"
+        "</presentation:footer-decl>"
+        "<draw:page draw:name='page1' draw:master-page-name='Master1' "
+        "presentation:use-footer-name='ftr1'/>"
+        "<draw:page draw:name='page2' draw:master-page-name='Master1' "
+        "presentation:use-footer-name='ftr1'/>"
+        "</office:presentation></office:body>")
+    out = textsieve.extract(_package(content, styles, "presentation"), name="m.odp")
+    assert out.status is Status.OK, out.error
+    assert [p.text for p in out.pages] == [
+        "ACME Confidential\n\nSlide 1\n\nHeron Society 2026", "Slide 2"]
+    assert "Click to add" not in out.text

@@ -18,13 +18,13 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context
-from ._xml import local, read_xml, read_xml_lenient
+from ._xml import local, open_zip, read_xml, read_xml_lenient
 from .docx import image_children
 from .odfcrypt import open_plain
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers and alt text (svg:title, svg:desc) in the text
+VERSION = 3  # 3: list numbers, alt text, master-page furniture in the text
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
@@ -48,6 +48,7 @@ _BLOCK_CONTAINERS = {
     D + "path", D + "circle", D + "line", D + "connector", D + "caption", D + "measure",
     D + "regular-polygon", OF + "text", OF + "drawing", OF + "presentation", OF + "chart",
     T + "deletion-free", TB + "table-cell", OF + "annotation-body",
+    ST + "region-left", ST + "region-center", ST + "region-right",  # a sheet's header/footer
 }
 _SKIP = {T + "tracked-changes", T + "sequence-decls", T + "variable-decls",
          T + "user-field-decls", T + "table-of-content-source", T + "alphabetical-index-source",
@@ -58,6 +59,11 @@ _SKIP = {T + "tracked-changes", T + "sequence-decls", T + "variable-decls",
          PR + "notes", OF + "event-listeners", TB + "content-validations"}
 _SKIP_FRAME_CLASSES = {"page-number", "footer", "header", "date-time", "page"}
 _MAX_REPEAT = 64
+# Fields a header or footer repeats on every page (their text is the printing's, not the
+# author's): a header/footer made only of them is furniture, not text.
+_WORD = re.compile(r"\w+")
+_PAGE_FIELDS = {T + "page-number", T + "page-count", T + "sheet-name", T + "date", T + "time",
+                T + "file-name", T + "page-continuation", T + "chapter", T + "title"}
 _CHART = "{urn:oasis:names:tc:opendocument:xmlns:chart:1.0}"
 _NUM_FORMATS = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman",
                 "I": "upperRoman"}  # style:num-format
@@ -386,7 +392,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
             out.paragraph(text)
         for kind in body:
             if kind.tag in (OF + "presentation", OF + "drawing"):
-                _pages(walker, kind, out, doc)
+                _pages(walker, kind, out, doc, _master_pages(styles))
             elif kind.tag in (OF + "spreadsheet", OF + "chart"):
                 walker.data_tables(kind)
             else:
@@ -402,7 +408,9 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
 
 
 def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str], list[str]]:
-    """Distinct header and footer texts of the master pages (text documents)."""
+    """Distinct header and footer texts of the master pages (text documents and sheets),
+    minus hidden ones and those that are only page furniture fields ("Page 1", a sheet's
+    name), which every LibreOffice sheet has by default."""
     heads: list[str] = []
     foots: list[str] = []
     if styles is None:
@@ -412,7 +420,7 @@ def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str]
             name = local(el.tag)
             target = heads if name.startswith("header") else foots if name.startswith(
                 "footer") else None
-            if target is None:
+            if target is None or el.get(ST + "display") == "false" or _only_fields(el):
                 continue
             text = render_text(walker, el)
             if text and text not in heads and text not in foots:
@@ -420,10 +428,73 @@ def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str]
     return heads, foots
 
 
+def master_page_texts(src: Source, ctx: Context) -> tuple[list[str], list[str]]:
+    """The header and footer texts of a (decrypted) OpenDocument's master pages, for a
+    spreadsheet whose cells another reader takes; none from a damaged styles part."""
+    try:
+        with open_zip(src) as zf:
+            walker = _Odf(Builder(), zf, ctx, False)
+            return _page_styles(walker, read_xml_lenient(zf, "styles.xml", ctx))
+    except ExtractionError as exc:
+        if exc.kind is not ErrorKind.CORRUPT:
+            raise
+        return [], []
+
+
+def _only_fields(el: etree._Element) -> bool:
+    """Whether a header or footer holds fields and at most one word of its own (besides
+    punctuation: "??? (???)" or "Page 1 / 99" is LibreOffice's default, not the author's)."""
+    own: list[str] = []
+    fields = 0
+    for node in el.iter():
+        if node is not el and node.tag in _PAGE_FIELDS:
+            fields += 1
+        elif node.text and node.getparent() is not None and node.tag not in _PAGE_FIELDS:
+            own.append(node.text)
+        if node is not el and node.tail and node.getparent() is not None:
+            own.append(node.tail)
+    return fields > 0 and len(_WORD.findall(" ".join(own))) <= 1
+
+
 _DEFAULT_PAGE_NAME = re.compile(r"^(page|slide|seite|diapo\w*|folie)\s*\d+$", re.I)
 
 
-def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document) -> None:
+def _master_pages(styles: etree._Element | None) -> dict[str, etree._Element]:
+    """The master pages of a presentation or drawing, by name."""
+    if styles is None:
+        return {}
+    return {mp.get(ST + "name", ""): mp for mp in styles.iter(ST + "master-page")}
+
+
+def _slide_furniture(walker: _Odf, page: etree._Element, n: int,
+                     masters: dict[str, etree._Element], decls: dict[str, str],
+                     seen: set[str]) -> list[str]:
+    """What a slide's master shows on it besides its placeholders (text boxes, shapes),
+    and the footer and date texts the slide uses (presentation:footer-decl). Each
+    distinct text once, on the first slide that shows it."""
+    texts: list[str] = []
+    master = masters.get(page.get(D + "master-page-name") or "")
+    if master is not None:
+        for f in master:
+            if f.tag in (PR + "notes", OF + "forms") or f.get(PR + "class"):
+                continue  # a placeholder (title, outline, footer ...): the slide's own
+            text = render_text(walker, f)
+            if text:  # a page-number field on a master shows "<number>": this slide's
+                texts.append(text.replace("<number>", str(n)))
+    for attr in ("use-header-name", "use-footer-name", "use-date-time-name"):
+        name = page.get(PR + attr)
+        if name and decls.get(name):
+            texts.append(decls[name])
+    out = [t for t in texts if t not in seen]
+    seen.update(out)
+    return out
+
+
+def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document,
+           masters: dict[str, etree._Element]) -> None:
+    decls = {d.get(PR + "name", ""): "".join(d.itertext()).strip() for d in kind
+             if d.tag in (PR + "header-decl", PR + "footer-decl", PR + "date-time-decl")}
+    seen: set[str] = set()
     n = 0
     for page in kind:
         if page.tag != D + "page":
@@ -437,6 +508,8 @@ def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document) -> N
         if not titles and name and not _DEFAULT_PAGE_NAME.match(name):
             out.heading(name, 2)
         walker.blocks([f for f in page if f.get(PR + "class") != "title"])
+        for text in _slide_furniture(walker, page, n, masters, decls, seen):
+            out.paragraph(text)
         notes = page.find(PR + "notes")
         if notes is not None:
             frames = [f for f in notes if f.get(PR + "class") == "notes"]

@@ -28,7 +28,7 @@ LAZY = ("olefile", "msoffcrypto.format.xls97", "msoffcrypto.method.xor_obfuscati
 
 # Output version (archives re-extract what an older one made): 2 = encrypted XLS opened
 # with Excel's default password.
-VERSION = 2
+VERSION = 3  # 3: an ODS's header and footer text
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BIFF_FILEPASS = 0x002F
@@ -55,6 +55,11 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         _read_contained(src, ctx, doc, out)
     else:
         _read_workbook(src, doc, out)
+    if head[:2] == b"PK" and "opendocument" in (doc.mime_type or ""):
+        from .odf import master_page_texts  # a sheet's printed header and footer (styles.xml)
+
+        for text in (t for texts in master_page_texts(src, ctx) for t in texts):
+            out.paragraph(text)
 
 
 def _read_contained(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
