@@ -364,3 +364,42 @@ def test_picture_alt_text_is_text_marked_as_an_image_in_markdown() -> None:
     only = textsieve.extract(_with_alt_picture(None, "A picture containing text"),
                              ocr="never")
     assert only.error is not None and only.error.kind == ErrorKind.NEEDS_OCR
+
+
+def _chart_part() -> bytes:
+    """A real chart part (DrawingML chart with its caches), as python-pptx writes one."""
+    import pptx
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    prs = pptx.Presentation()
+    data = CategoryChartData()
+    data.categories = ["North", "South"]
+    data.add_series("Rainfall", (31.5, 12))
+    gf = prs.slides.add_slide(prs.slide_layouts[6]).shapes.add_chart(
+        XL_CHART_TYPE.PIE, Inches(1), Inches(1), Inches(4), Inches(3), data)
+    gf.chart.has_title = True
+    gf.chart.chart_title.text_frame.text = "Rain by region"
+    buf = io.BytesIO()
+    prs.save(buf)
+    return zipfile.ZipFile(buf).read("ppt/charts/chart1.xml")
+
+
+def test_a_chart_gives_its_cached_values_where_it_is_anchored() -> None:
+    body = _body(
+        "<w:p><w:r><w:t>Before the chart.</w:t></w:r></w:p><w:p><w:r><w:drawing>"
+        '<wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/'
+        'wordprocessingDrawing"><wp:docPr id="1" name="Chart 1"/>'
+        '<a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">'
+        '<a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart">'
+        '<c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+        'r:id="rId_chart"/></a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>'
+        "<w:p><w:r><w:t>After it.</w:t></w:r></w:p>")
+    data = _with_part(_make_docx(), "chart", _chart_part(), {"word/document.xml": body})
+    doc = textsieve.extract(data, name="c.docx")
+    assert doc.status is Status.OK, doc.error
+    text = doc.text
+    assert "Before the chart.\n\nRain by region\n\n\tRainfall\nNorth\t31.5\nSouth\t12\n\n" \
+        "After it." in text

@@ -252,3 +252,41 @@ def test_alt_text_that_is_only_a_file_path_is_left_out() -> None:
     buf = io.BytesIO()
     prs.save(buf)
     assert textsieve.extract(buf.getvalue(), name="p.pptx").text == "Text"
+
+
+def _chart_deck() -> bytes:
+    """A deck with one bar chart whose embedded workbook is taken out, as in many files
+    that were copied around: only the values cached in the chart part are left."""
+    import zipfile
+
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    data = CategoryChartData()
+    data.categories = ["Heron", "Egret"]
+    data.add_series("Nests 2024", (12, 7.5))
+    data.add_series("Nests 2025", (15, 0.30000000000000004))
+    gf = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(1),
+                                Inches(6), Inches(4), data)
+    gf.chart.has_title = True
+    gf.chart.chart_title.text_frame.text = "Colony census"
+    buf = io.BytesIO()
+    prs.save(buf)
+    src = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            if not info.filename.startswith("ppt/embeddings/"):
+                dst.writestr(info, src.read(info))
+    return out.getvalue()
+
+
+def test_chart_values_come_from_the_chart_parts_own_cache() -> None:
+    doc = textsieve.extract(_chart_deck(), name="chart.pptx")
+    assert doc.status is Status.OK, doc.error
+    assert doc.children == []  # no workbook to read them from
+    assert "Colony census" in doc.text
+    assert "\tNests 2024\tNests 2025\nHeron\t12\t15\nEgret\t7.5\t0.3" in doc.text
+    assert "| Heron | 12 | 15 |" in doc.markdown

@@ -26,7 +26,7 @@ from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers ("1.", "a)") and pictures' alt text in the text
+VERSION = 3  # 3: list numbers ("1.", "a)"), pictures' alt text, charts' data
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile",)
@@ -41,6 +41,10 @@ _HEADING_NAME = re.compile(
     r"\s*(\d)$", re.I)
 _WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"
 _WP_STRICT = "{http://purl.oclc.org/ooxml/drawingml/wordprocessingDrawing}"
+_C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+_C_STRICT = "{http://purl.oclc.org/ooxml/drawingml/chart}"
+_FLOAT = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
+_MAX_CHART_POINTS = 10_000  # rows of a chart's data table (a damaged one may claim more)
 _LEVEL_REF = re.compile(r"%([1-9])")  # "%2" in a level's text: level 2's number
 
 # -- OOXML package helpers (shared with pptx) ------------------------------------------
@@ -206,6 +210,60 @@ def _ole10native(raw: bytes, name: str) -> tuple[bytes, str]:
     return raw[4:], name
 
 
+def chart_content(root: etree._Element) -> tuple[list[str], list[list[str]]]:
+    """A chart part's titles and its data as a table (categories down, series across),
+    from the values the chart caches in itself (c:strCache, c:numCache): the embedded
+    workbook they came from is often missing, and the chart draws from the cache too."""
+    titles = []
+    for t in root.iter("{*}title"):
+        text = "".join(x.text or "" for x in t.iter("{*}t")).strip() or " ".join(
+            (v.text or "").strip() for v in t.iter("{*}v")).strip()
+        if text:
+            titles.append(text)
+    series: list[tuple[str, dict[int, str], dict[int, str]]] = []
+    for ser in root.iter("{*}ser"):
+        parts = {local(c.tag): c for c in ser}
+        names = _cached(parts.get("tx"))
+        cats = _cached(parts.get("cat", parts.get("xVal")))
+        vals = _cached(parts.get("val", parts.get("yVal")))
+        series.append((names.get(0, ""), cats, vals))
+    if not any(vals for _, _, vals in series):
+        return titles, []
+    cats = next((c for _, c, _ in series if c), {})
+    n = max(max((max(d, default=-1) for _, c, v in series for d in (c, v)), default=-1) + 1,
+            len(cats))
+    rows = [["", *(name or f"Series {i}" for i, (name, _, _) in enumerate(series, 1))]]
+    for i in range(min(n, _MAX_CHART_POINTS)):
+        rows.append([cats.get(i, str(i + 1)), *(v.get(i, "") for _, _, v in series)])
+    return titles, rows
+
+
+def _short_number(v: str) -> str:
+    """A cached number as Excel shows it: 8.200000000000001 (a binary float written out
+    in full) is 8.2; anything else as it is."""
+    if len(v) > 15 and _FLOAT.fullmatch(v):
+        return format(float(v), ".15g")
+    return v
+
+
+def _cached(el: etree._Element | None) -> dict[int, str]:
+    """idx -> value of a series' cached points (the first level of a multi-level one)."""
+    if el is None:
+        return {}
+    lvl = next(el.iter("{*}lvl"), None)
+    out: dict[int, str] = {}
+    for pt in (lvl if lvl is not None else el).iter("{*}pt"):
+        v = pt.find("{*}v")
+        idx = _int(pt.get("idx"))
+        if v is not None and idx is not None and idx >= 0:
+            out[idx] = _short_number((v.text or "").strip())
+    if not out:  # a literal name (c:tx/c:v)
+        v = next(el.iter("{*}v"), None)
+        if v is not None and (v.text or "").strip():
+            out[0] = (v.text or "").strip()
+    return out
+
+
 # -- WordprocessingML ------------------------------------------------------------------
 
 
@@ -224,6 +282,7 @@ class _Para:
     parts: list[str] = field(default_factory=list)
     boxes: list[etree._Element] = field(default_factory=list)
     alts: list[str] = field(default_factory=list)  # pictures' and shapes' alt text
+    charts: list[str] = field(default_factory=list)  # relationship ids of chart parts
 
 
 class _Word:
@@ -237,6 +296,9 @@ class _Word:
         self.out = out
         self.fields: list[bool] = []  # stack of complex fields: True while in instruction
         self.counters: dict[str, list[int]] = {}
+        # The chart part a relationship id of the part being walked names (the body only:
+        # a header's ids are its own)
+        self.read_chart: Callable[[str], etree._Element | None] | None = None
         # What inline() does with each run-level element, by its full tag: one dict lookup
         # per element instead of a chain of comparisons with tags built on the spot.
         w = self.w
@@ -249,6 +311,7 @@ class _Word:
                 "del", "moveFrom", "instrText", "delText", "rPr", "pPr", "delInstrText",
                 "footnoteReference", "endnoteReference", "commentReference")},
             **dict.fromkeys((_WP + "docPr", _WP_STRICT + "docPr"), "alt"),
+            **dict.fromkeys((_C + "chart", _C_STRICT + "chart"), "chart"),
         }
 
     # block level ------------------------------------------------------------------
@@ -286,8 +349,21 @@ class _Word:
                 self.out.paragraph(text)
         for box in para.boxes:
             self.blocks(box)
+        for key in para.charts:
+            self.chart(key)
         for alt in para.alts:
             self.out.image_alt(alt)
+
+    def chart(self, key: str) -> None:
+        """A chart's titles and cached data where it is anchored."""
+        root = self.read_chart(key) if self.read_chart is not None else None
+        if root is None:
+            return
+        titles, table = chart_content(root)
+        for t in titles:
+            self.out.paragraph(t)
+        if table:
+            self.out.table(table, header=True)
 
     def para_kind(self, p: etree._Element) -> tuple[int | None, tuple[str, int] | None]:
         """(heading level, (numId, ilvl)) from direct formatting and the style chain."""
@@ -407,6 +483,10 @@ class _Word:
                 continue
             elif kind == "box":
                 para.boxes.append(ch)
+            elif kind == "chart":
+                key = rid(ch)
+                if key:
+                    para.charts.append(key)
             elif kind == "alt":  # a drawing's description, else its title
                 alt = (ch.get("descr") or "").strip() or (ch.get("title") or "").strip()
                 if alt and ch.get("hidden") not in ("1", "true"):
@@ -567,7 +647,16 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         for text in headers:
             out.paragraph(text)
         body = body_root.find(w + "body")
+
+        def read_chart(key: str) -> etree._Element | None:
+            target = part_rels.get(key)
+            if target is None or target[0] != "chart" or target[1] not in zf.NameToInfo:
+                return None
+            return read_xml_lenient(zf, target[1], ctx)
+
+        walker.read_chart = read_chart
         walker.blocks(body if body is not None else body_root)
+        walker.read_chart = None
         for text in footers:
             out.paragraph(text)
         _notes(zf, ctx, by_kind, walker, "footnotes", "footnote")

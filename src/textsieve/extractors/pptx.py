@@ -17,7 +17,15 @@ from ..render import Builder, number_text
 from ..source import Source
 from . import Context
 from ._xml import local, open_zip, read_xml_lenient
-from .docx import _natural, embedded_children, image_children, read_properties, rels, rid
+from .docx import (
+    _natural,
+    chart_content,
+    embedded_children,
+    image_children,
+    read_properties,
+    rels,
+    rid,
+)
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
@@ -140,7 +148,9 @@ class _Slide:
         if root is None:
             return
         if chart:
-            texts = [_run_text(t) for t in root.iter("{*}title")]
+            texts, table = chart_content(root)
+            if table:
+                self.shapes.append(_Shape(y, x, len(self.shapes), "table", table))
         else:
             texts = ["".join(t.text or "" for t in pt.iter("{*}t"))
                      for pt in root.iter("{*}pt")]
