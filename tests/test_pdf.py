@@ -271,3 +271,31 @@ def test_corpus_garbled_text_layer(corpus: Path) -> None:
     flagged = doc.metadata.extra["pages_needing_ocr"]
     assert 1 not in flagged and 23 not in flagged and 2 in flagged
     assert "Technology Acceptance Model" in doc.pages[0].text
+
+
+def _annotated_pdf() -> bytes:
+    """A page with a FreeText box typed onto it, a sticky note and a hidden FreeText
+    (annotation flag 2), all written by reportlab as PDF annotations, not page text."""
+    buf = io.BytesIO()
+    cv = canvas.Canvas(buf)
+    cv.drawString(72, 720, "Body text of the page.")
+    cv.freeTextAnnotation("Approved by the heron committee", DA="/Helv 12 Tf 0 g",
+                          Rect=(72, 600, 400, 640))
+    cv.freeTextAnnotation("Hidden draft remark", DA="/Helv 12 Tf 0 g",
+                          Rect=(72, 560, 400, 590), F=2)
+    cv.textAnnotation("Check these figures again", Rect=(72, 500, 90, 518))
+    cv.showPage()
+    cv.drawString(72, 720, "Second page.")
+    cv.showPage()
+    cv.save()
+    return buf.getvalue()
+
+
+def test_freetext_annotations_are_page_text_and_notes_come_with_comments() -> None:
+    doc = textsieve.extract(_annotated_pdf(), name="a.pdf")
+    assert doc.status is Status.OK, doc.error
+    assert doc.pages[0].text == "Body text of the page.\n\nApproved by the heron committee"
+    assert doc.pages[1].text == "Second page."
+    assert "Hidden draft remark" not in doc.text and "Check these" not in doc.text
+    with_notes = textsieve.extract(_annotated_pdf(), name="a.pdf", comments=True)
+    assert with_notes.pages[0].text.endswith("committee\n\nCheck these figures again")
