@@ -403,3 +403,28 @@ def test_a_chart_gives_its_cached_values_where_it_is_anchored() -> None:
     text = doc.text
     assert "Before the chart.\n\nRain by region\n\n\tRainfall\nNorth\t31.5\nSouth\t12\n\n" \
         "After it." in text
+
+
+_MATH = 'xmlns:m="http://schemas.openxmlformats.org/officeDocument/2006/math"'
+
+
+def _r(text: str) -> str:
+    return f"<m:r><m:t>{text}</m:t></m:r>"
+
+
+def test_equations_come_out_as_linear_text() -> None:
+    # The quadratic formula as Word writes it: x = (-b ± √(b²-4ac)) / 2a
+    quadratic = (
+        f"<m:oMathPara {_MATH}><m:oMath>{_r('x=')}<m:f><m:num>{_r('-b±')}<m:rad>"
+        "<m:radPr><m:degHide m:val='1'/></m:radPr><m:deg/><m:e><m:sSup><m:e>"
+        f"{_r('b')}</m:e><m:sup>{_r('2')}</m:sup></m:sSup>{_r('-4ac')}</m:e></m:rad>"
+        f"</m:num><m:den>{_r('2a')}</m:den></m:f></m:oMath></m:oMathPara>")
+    inline = (f"<m:oMath {_MATH}><m:nary><m:naryPr><m:chr m:val='∑'/></m:naryPr>"
+              f"<m:sub>{_r('i=1')}</m:sub><m:sup>{_r('n')}</m:sup><m:e>{_r('i')}</m:e>"
+              f"</m:nary>{_r('=')}<m:d><m:e>{_r('n')}</m:e></m:d></m:oMath>")
+    body = _body(f"<w:p>{quadratic}</w:p><w:p><w:r><w:t xml:space='preserve'>So </w:t>"
+                 f"</w:r>{inline}<w:r><w:t xml:space='preserve'> holds.</w:t></w:r></w:p>")
+    doc = textsieve.extract(_patch(_make_docx(), {"word/document.xml": body}), name="m.docx")
+    paras = doc.text.split("\n\n")
+    assert "x=(-b±√(b^2-4ac))/(2a)" in paras
+    assert "So ∑_(i=1)^n i=(n) holds." in paras

@@ -407,3 +407,25 @@ def test_slide_master_text_and_footer_declarations_are_slide_text() -> None:
     assert [p.text for p in out.pages] == [
         "ACME Confidential\n\nSlide 1\n\nHeron Society 2026", "Slide 2"]
     assert "Click to add" not in out.text
+
+
+_FORMULA = (
+    '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block"><semantics><mrow>'
+    "<msup><mi>a</mi><mn>2</mn></msup><mo>+</mo><msup><mi>b</mi><mn>2</mn></msup>"
+    "<mo>=</mo><msup><mi>c</mi><mn>2</mn></msup></mrow>{annotation}</semantics></math>")
+
+
+@pytest.mark.parametrize(("annotation", "expected"), [
+    # LibreOffice keeps the StarMath source the author typed: that is the linear form
+    ('<annotation encoding="StarMath 5.0">a^2 + b^2 = c^2</annotation>', "a^2 + b^2 = c^2"),
+    ("", "a^2+b^2=c^2"),  # MathML alone: written out from the presentation tree
+])
+def test_formula_objects_come_out_as_linear_text(annotation: str, expected: str) -> None:
+    content = ("<office:body><office:text><text:p>Pythagoras:<draw:frame draw:name='F1'>"
+               "<draw:object xlink:href='./Object 1' xlink:type='simple'/></draw:frame>"
+               "</text:p></office:text></office:body>")
+    data = _package(content, more={"Object 1/content.xml": _FORMULA.format(
+        annotation=annotation)})
+    out = textsieve.extract(data, name="f.odt")
+    assert out.status is Status.OK, out.error
+    assert out.text == f"Pythagoras:\n\n{expected}"

@@ -22,11 +22,12 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context
+from ._math import omml_text
 from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers ("1.", "a)"), pictures' alt text, charts' data
+VERSION = 3  # 3: list numbers ("1.", "a)"), alt text, charts' data, equations
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile",)
@@ -42,6 +43,8 @@ _HEADING_NAME = re.compile(
 _WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"
 _WP_STRICT = "{http://purl.oclc.org/ooxml/drawingml/wordprocessingDrawing}"
 _C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+_M = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
+_M_STRICT = "{http://purl.oclc.org/ooxml/officeDocument/math}"
 _C_STRICT = "{http://purl.oclc.org/ooxml/drawingml/chart}"
 _FLOAT = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
 _MAX_CHART_POINTS = 10_000  # rows of a chart's data table (a damaged one may claim more)
@@ -312,6 +315,8 @@ class _Word:
                 "footnoteReference", "endnoteReference", "commentReference")},
             **dict.fromkeys((_WP + "docPr", _WP_STRICT + "docPr"), "alt"),
             **dict.fromkeys((_C + "chart", _C_STRICT + "chart"), "chart"),
+            **dict.fromkeys((_M + "oMath", _M + "oMathPara", _M_STRICT + "oMath",
+                             _M_STRICT + "oMathPara"), "math"),
         }
 
     # block level ------------------------------------------------------------------
@@ -483,6 +488,8 @@ class _Word:
                 continue
             elif kind == "box":
                 para.boxes.append(ch)
+            elif kind == "math":  # an equation, written out linearly: a^2+b^2=c^2
+                para.parts.append(omml_text(ch))
             elif kind == "chart":
                 key = rid(ch)
                 if key:

@@ -18,13 +18,14 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context
+from ._math import mathml_text
 from ._xml import local, open_zip, read_xml, read_xml_lenient
 from .docx import image_children
 from .odfcrypt import open_plain
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers, alt text, master-page furniture in the text
+VERSION = 3  # 3: list numbers, alt text, master-page furniture, formulas in the text
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
@@ -65,6 +66,7 @@ _WORD = re.compile(r"\w+")
 _PAGE_FIELDS = {T + "page-number", T + "page-count", T + "sheet-name", T + "date", T + "time",
                 T + "file-name", T + "page-continuation", T + "chapter", T + "title"}
 _CHART = "{urn:oasis:names:tc:opendocument:xmlns:chart:1.0}"
+_MATHML = "{http://www.w3.org/1998/Math/MathML}"
 _NUM_FORMATS = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman",
                 "I": "upperRoman"}  # style:num-format
 
@@ -127,6 +129,8 @@ class _Odf:
                 self.out.table(self.table(el), header=True)
             elif tag == D + "object":
                 self.embedded_object(el)
+            elif tag == _MATHML + "math":  # a formula stored in the object itself
+                self.out.paragraph(mathml_text(el))
             elif tag in (SVG + "title", SVG + "desc"):  # a frame's or shape's alt text
                 self.out.image_alt("".join(el.itertext()))
             elif tag in _BLOCK_CONTAINERS:
@@ -236,6 +240,9 @@ class _Odf:
                 raise
             return
         if root is None:
+            return
+        if root.tag == _MATHML + "math":  # a formula object: its equation, written out
+            self.out.paragraph(mathml_text(root))
             return
         self.depth += 1
         try:
