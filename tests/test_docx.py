@@ -428,3 +428,27 @@ def test_equations_come_out_as_linear_text() -> None:
     paras = doc.text.split("\n\n")
     assert "x=(-b±√(b^2-4ac))/(2a)" in paras
     assert "So ∑_(i=1)^n i=(n) holds." in paras
+
+
+@pytest.mark.parametrize(("part", "content"), [
+    ("chunk.htm", b"<html><body><h1>Imported</h1><p>Heron colony from an HTML chunk."
+                  b"</p></body></html>"),
+    ("chunk.rtf", rb"{\rtf1\ansi Heron colony from an RTF chunk.\par}"),
+])
+def test_an_alt_chunk_is_read_in_place(part: str, content: bytes) -> None:
+    rels = zipfile.ZipFile(io.BytesIO(_make_docx())).read("word/_rels/document.xml.rels")
+    rels = rels.replace(b"</Relationships>", (
+        '<Relationship Id="rIdChunk" Type="http://schemas.openxmlformats.org/'
+        f'officeDocument/2006/relationships/aFChunk" Target="{part}"/>'
+        "</Relationships>").encode())
+    body = _body('<w:p><w:r><w:t>Before.</w:t></w:r></w:p><w:altChunk xmlns:r="http://'
+                 'schemas.openxmlformats.org/officeDocument/2006/relationships" '
+                 'r:id="rIdChunk"/><w:p><w:r><w:t>After.</w:t></w:r></w:p>')
+    data = _patch(_make_docx(), {"word/document.xml": body, f"word/{part}": content,
+                                 "word/_rels/document.xml.rels": rels})
+    doc = textsieve.extract(data, name="chunk.docx")
+    assert doc.status is Status.OK, doc.error
+    kind = "HTML" if part.endswith("htm") else "RTF"
+    text = doc.text
+    assert text.index("Before.") < text.index(f"Heron colony from an {kind} chunk.") \
+        < text.index("After.")

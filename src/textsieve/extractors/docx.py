@@ -27,7 +27,7 @@ from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers ("1.", "a)"), alt text, charts' data, equations
+VERSION = 3  # 3: list numbers, alt text, charts' data, equations, altChunk parts
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile",)
@@ -302,6 +302,8 @@ class _Word:
         # The chart part a relationship id of the part being walked names (the body only:
         # a header's ids are its own)
         self.read_chart: Callable[[str], etree._Element | None] | None = None
+        # (text, markdown) of an altChunk part (HTML, RTF, text, a document) by its id
+        self.read_chunk: Callable[[str], tuple[str, str] | None] | None = None
         # What inline() does with each run-level element, by its full tag: one dict lookup
         # per element instead of a chain of comparisons with tags built on the spot.
         w = self.w
@@ -339,6 +341,11 @@ class _Word:
                 choice = _first_choice(el)
                 if choice is not None:
                     self.blocks(choice)
+            elif tag == w + "altChunk":  # a part in another format, shown in its place
+                key = rid(el)
+                got = self.read_chunk(key) if key and self.read_chunk is not None else None
+                if got is not None:
+                    self.out.embed(*got)
 
     def paragraph(self, p: etree._Element) -> None:
         para = _Para()
@@ -661,9 +668,25 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                 return None
             return read_xml_lenient(zf, target[1], ctx)
 
-        walker.read_chart = read_chart
+        def read_chunk(key: str) -> tuple[str, str] | None:
+            """An altChunk's part extracted like a file of its own (detected by content),
+            its text put where the chunk stands."""
+            target = part_rels.get(key)
+            if target is None or target[0] != "aFChunk" or target[1] not in zf.NameToInfo:
+                return None
+            try:
+                data = read_member(zf, target[1], ctx)
+            except ExtractionError as exc:
+                doc.warnings.append(f"imported part {target[1]}: {exc.message}")
+                return None
+            got = ctx.child(data, posixpath.basename(target[1]))
+            if got.error is not None:
+                doc.warnings.append(f"imported part {target[1]}: {got.error.message}")
+            return (got.text, got.markdown) if got.text.strip() else None
+
+        walker.read_chart, walker.read_chunk = read_chart, read_chunk
         walker.blocks(body if body is not None else body_root)
-        walker.read_chart = None
+        walker.read_chart = walker.read_chunk = None
         for text in footers:
             out.paragraph(text)
         _notes(zf, ctx, by_kind, walker, "footnotes", "footnote")
