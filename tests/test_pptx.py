@@ -290,3 +290,20 @@ def test_chart_values_come_from_the_chart_parts_own_cache() -> None:
     assert "Colony census" in doc.text
     assert "\tNests 2024\tNests 2025\nHeron\t12\t15\nEgret\t7.5\t0.3" in doc.text
     assert "| Heron | 12 | 15 |" in doc.markdown
+
+
+def test_master_furniture_does_not_hide_photographed_slides_from_ocr() -> None:
+    # Slides that are pictures (a scanned handout) under a master footer: the footer is
+    # text, but the pictures still need reading, so with OCR off the deck says so.
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (64, 64), "white").save(png, "PNG")
+    prs = pptx.Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    slide.shapes.add_picture(io.BytesIO(png.getvalue()), Inches(1), Inches(1))
+    _master_box(prs, slide, "<a:r><a:t>Heron Society 2026</a:t></a:r>", 6.8)
+    buf = io.BytesIO()
+    prs.save(buf)
+    doc = textsieve.extract(buf.getvalue(), name="scan.pptx", ocr="never")
+    assert doc.error is not None and doc.error.kind == ErrorKind.NEEDS_OCR

@@ -105,7 +105,8 @@ class Builder:
         self._page_start: int | None = None
         self._page_no = 0
         self._list_open = False
-        self._alts = 0  # alt-text blocks: words a screen reader says, not the page's text
+        # alt text and page furniture: words on the page that are not its own text
+        self._asides = 0
 
     # -- blocks -------------------------------------------------------------------------
     def _add(self, text: str, md: str, *, is_list: bool = False) -> None:
@@ -163,7 +164,14 @@ class Builder:
             return
         alt = text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
         self._add(text, f"![{alt}]()")
-        self._alts += 1
+        self._asides += 1
+
+    def furniture(self, text: str) -> None:
+        """A paragraph every page repeats (a master slide's footer, a slide number): text,
+        but not what makes a page of pictures a page with text (``has_text``)."""
+        before = len(self._text)
+        self.paragraph(text)
+        self._asides += len(self._text) - before
 
     def quote(self, text: str) -> None:
         text = clean_inline(text)
@@ -238,11 +246,11 @@ class Builder:
 
     def has_text(self) -> bool:
         """Whether any block holds text (``_add`` keeps only blocks that do; a rule is an
-        empty one). Alt text does not count: "Scanned page" on a pasted scan must not stop
-        its pictures from being read."""
-        if not self._alts:
+        empty one). Alt text and furniture do not count: "Scanned page" on a pasted scan, or
+        a slide number on a photographed slide, must not stop its pictures being read."""
+        if not self._asides:
             return any(self._text)
-        return sum(1 for t in self._text if t) > self._alts
+        return sum(1 for t in self._text if t) > self._asides
 
     def build(self) -> tuple[str, str, list[Page]]:
         self.end_page()

@@ -516,7 +516,7 @@ def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document,
             out.heading(name, 2)
         walker.blocks([f for f in page if f.get(PR + "class") != "title"])
         for text in _slide_furniture(walker, page, n, masters, decls, seen):
-            out.paragraph(text)
+            out.furniture(text)
         notes = page.find(PR + "notes")
         if notes is not None:
             frames = [f for f in notes if f.get(PR + "class") == "notes"]

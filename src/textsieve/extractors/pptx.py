@@ -45,7 +45,7 @@ class _Shape:
     y: int
     x: int
     order: int
-    kind: str  # "title" | "text" | "table" | "items" | "alt"
+    kind: str  # "title" | "text" | "table" | "items" | "alt" | "furniture" (on every slide)
     payload: object
 
 
@@ -171,6 +171,10 @@ class _Slide:
                 continue
             if s.kind == "alt":
                 out.image_alt(s.payload)  # type: ignore[arg-type]
+                continue
+            if s.kind == "furniture":
+                for text, *_ in s.payload:  # type: ignore[attr-defined]
+                    out.furniture(text)
                 continue
             for text, level, number, bullet, label in s.payload:  # type: ignore[attr-defined]
                 if bullet:
@@ -382,8 +386,7 @@ def _one_slide(zf: zipfile.ZipFile, ctx: Context, part: str, n: int,
         slide.collect(tree)
     for i in slide.footers:  # the same footer on every slide: given once
         key = "\n".join(t for t, *_ in slide.shapes[i].payload)  # type: ignore[attr-defined]
-        if key in furniture.seen:
-            slide.shapes[i].kind = "repeat"
+        slide.shapes[i].kind = "repeat" if key in furniture.seen else "furniture"
         furniture.seen.add(key)
     slide.shapes = [s for s in slide.shapes if s.kind != "repeat"]
     if root.get("showMasterSp") not in ("0", "false") and layout_part is not None:
@@ -437,7 +440,8 @@ def _furniture(zf: zipfile.ZipFile, ctx: Context, layout: str, n: int, slide: _S
         if key in furniture.seen:
             continue
         furniture.seen.add(key)  # type: ignore[arg-type]
-        slide.shapes.append(_Shape(s.y, s.x, len(slide.shapes), s.kind, payload))
+        slide.shapes.append(_Shape(s.y, s.x, len(slide.shapes),
+                                   "furniture" if s.kind == "text" else s.kind, payload))
 
 
 def _notes(zf: zipfile.ZipFile, ctx: Context, part: str, out: Builder) -> None:
