@@ -298,7 +298,7 @@ class _Word:
         self.numbering = numbering
         self.out = out
         self.fields: list[bool] = []  # stack of complex fields: True while in instruction
-        self.counters: dict[str, list[int]] = {}
+        self.counters: dict[str, list[int | None]] = {}
         # The chart part a relationship id of the part being walked names (the body only:
         # a header's ids are its own)
         self.read_chart: Callable[[str], etree._Element | None] | None = None
@@ -425,10 +425,11 @@ class _Word:
         levels = self.numbering.get(num_id, [])
         ilvl = min(max(ilvl, 0), 8)
         level = levels[ilvl] if ilvl < len(levels) else _BULLET
-        counts = self.counters.setdefault(num_id, [0] * 9)
-        counts[ilvl] = level.start if counts[ilvl] == 0 else counts[ilvl] + 1
+        counts = self.counters.setdefault(num_id, [None] * 9)  # None: not started
+        now = counts[ilvl]
+        counts[ilvl] = level.start if now is None else now + 1
         for i in range(ilvl + 1, 9):
-            counts[i] = 0
+            counts[i] = None
         if not level.ordered:
             self.out.list_item(text, ilvl)
             return
@@ -436,10 +437,11 @@ class _Word:
         def number(m: re.Match[str]) -> str:
             i = int(m.group(1)) - 1
             lv = levels[i] if i < len(levels) else level
-            return number_text(counts[i] or lv.start, lv.fmt)
+            n = counts[i]
+            return number_text(lv.start if n is None else n, lv.fmt)
 
         label = _LEVEL_REF.sub(number, level.text)
-        self.out.list_item(text, ilvl, True, counts[ilvl], label)
+        self.out.list_item(text, ilvl, True, counts[ilvl] or 0, label)
 
     def table(self, tbl: etree._Element) -> list[list[str]]:
         w = self.w

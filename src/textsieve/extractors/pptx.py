@@ -29,7 +29,7 @@ from .docx import (
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: numbers of auto-numbered paragraphs, alt text of pictures and shapes
+VERSION = 3  # 3: list numbers, alt text, chart caches, master/footer furniture
 
 _TITLES = {"title", "ctrTitle"}
 _BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets
@@ -78,13 +78,13 @@ class _Slide:
                 self.collect(el)
             elif name == "graphicFrame":
                 self.graphic(el)
-            if name in ("sp", "pic", "graphicFrame", "cxnSp"):
-                self.alt_text(el)
             elif name == "AlternateContent":
                 for ch in el:
                     if local(ch.tag) in ("Choice", "Fallback"):
                         self.collect(ch)
                         break
+            if name in ("sp", "pic", "graphicFrame", "cxnSp"):
+                self.alt_text(el)
 
     def _pos(self, el: etree._Element, ph_keys: list[str]) -> tuple[int, int]:
         for x in el.iter("{*}off", "{*}txBody", "{*}graphic"):
