@@ -264,8 +264,16 @@ def _add_archive_option(p: argparse.ArgumentParser) -> None:
                    help="the archive file (default: textsieve.db here)")
 
 
-def _read_stdin() -> bytes:
-    return sys.stdin.buffer.read()
+def _read_stdin(options: Options, name: str) -> bytes | Document:
+    """Standard input, read once and capped while reading (``< /dev/zero`` ends at the
+    limit); past it, the input's ``too_large`` record, made here: nothing to send on."""
+    from .model import ExtractionError
+    from .source import read_capped
+
+    try:
+        return read_capped(sys.stdin.buffer, options.max_file_size)
+    except ExtractionError as exc:
+        return Document.failed(exc.kind, exc.message, name=name)
 
 
 def cmd_extract(ns: argparse.Namespace) -> int:
@@ -276,14 +284,17 @@ def cmd_extract(ns: argparse.Namespace) -> int:
     if not paths:
         print("textsieve: no input files", file=sys.stderr)
         return EXIT_USAGE
-    objs = [_read_stdin() if p == "-" else p for p in paths]
-    names = ["<stdin>" if p == "-" else None for p in paths]
+    objs = [_read_stdin(options, "<stdin>") if p == "-" else p for p in paths]
+    todo = [(o, "<stdin>" if p == "-" else None) for p, o in zip(paths, objs, strict=True)
+            if not isinstance(o, Document)]
     many = len(paths) > 1
     failed = 0
     out = sys.stdout
     workers = options.worker_count  # all of them even for one file: its OCR pages spread
-    for path, doc in zip(paths, extract_many(objs, options, names=names, workers=workers),
-                         strict=True):
+    docs = extract_many([o for o, _ in todo], options, names=[n for _, n in todo],
+                        workers=workers)
+    for path, obj in zip(paths, objs, strict=True):
+        doc = obj if isinstance(obj, Document) else next(docs)
         if doc.status is Status.ERROR:
             failed += 1
             assert doc.error is not None
@@ -321,15 +332,20 @@ def _emit(out, path: str, doc: Document, fmt: str, many: bool, *, clean: bool) -
 def cmd_detect(ns: argparse.Namespace) -> int:
     from . import _source
     from .detection import detect
+    from .model import ExtractionError
 
     failed = 0
     for path in _expand(ns.inputs):
         try:
-            with _source(sys.stdin.buffer.read() if path == "-" else path, None,
+            with _source(sys.stdin.buffer if path == "-" else path, None,
                          Options()) as src:
                 det = detect(src)
         except OSError as exc:
             _say(f"{path}: {exc.strerror or exc}")
+            failed += 1
+            continue
+        except ExtractionError as exc:  # stdin past the size limit
+            print(f"textsieve: {path}: {exc.kind}: {exc.message}", file=sys.stderr)
             failed += 1
             continue
         note = f"  ({det.note})" if det.note else ""
