@@ -16,6 +16,7 @@ import glob
 import json
 import logging
 import os
+import signal
 import sqlite3
 import sys
 import traceback
@@ -56,6 +57,18 @@ options: sizes (MiB) also take a unit: 512MiB, 2GiB. Every option can also be se
 config file, textsieve.toml in the working folder or --config FILE, as `name = value` with
 the option's name (max_body = 50, ocr_lang = "eng+deu", hn_hosts = ["news.ycombinator.com"]);
 flags override it."""
+EXIT_TERMINATED = 128 + signal.SIGTERM  # what a shell reports for a process SIGTERM ended
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during ``run``, raised where Ctrl-C's KeyboardInterrupt would be, so the run
+    stops the same clean way: the batch in hand is committed, the run marked interrupted,
+    the workers stopped."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+    raise Terminated()
 
 
 def _expand(args: list[str]) -> Iterator[str]:
@@ -382,6 +395,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
         Mode.INCREMENTAL
     progress = Progress(quiet=ns.quiet)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     with _open_archive(ns.archive, readonly=False) as archive, progress:
         stats = run(sources, archive, options, mode=mode, progress=progress,
                     run_options={"mode": str(mode), "timeout": options.timeout,
@@ -545,6 +559,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `textsieve extract ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except Terminated:
+        print("textsieve: terminated (SIGTERM): what was committed is kept; run again to "
+              "resume", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         return ExitCode.INTERRUPTED
     except Exception as exc:  # a bug outside extraction: one line, the details on demand

@@ -16,13 +16,17 @@ import multiprocessing as mp
 import os
 import resource
 import signal
+import threading
 import time
+import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from ..forking import die_with_parent, libc_prctl
 from ..model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from ..options import Options
 
@@ -40,13 +44,18 @@ class _Task:
     page_workers: int = 1  # whole inputs: processes it may fork for its pages (idle cores)
 
 
-def _worker_main(conn: Connection, options: Options) -> None:
+def _worker_main(conn: Connection, options: Options, parent: int) -> None:
     # Its own process group: killing a worker kills what it started too (an external tool
     # spinning on a damaged file, forked page readers), not only the worker.
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     # The parent handles Ctrl-C; a worker must not die mid-file on the same signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the driver's clean-stop handler
+    # A parent killed outright (SIGKILL, SIGTERM) runs no cleanup: the kernel ends the
+    # worker, and the group's guard then ends what the worker started.
+    die_with_parent(parent)
+    _guard_group()
     if not os.environ.get("TEXTSIEVE_DEBUG"):
         _quiet()
     # A native crash is reported as a typed record; a C traceback on stderr is noise.
@@ -90,6 +99,42 @@ def _worker_main(conn: Connection, options: Options) -> None:
                 ErrorKind.TOO_LARGE, "result too large", name=task.name)))
 
 
+def _guard_group() -> None:
+    """Fork the worker's group guard: a tiny process that waits for the worker to die
+    (end of file on a pipe only the worker holds) and then SIGKILLs the whole group.
+
+    The helper programs a worker starts (antiword, the tesseract command, LibreOffice)
+    are in its group but are not its forked copies, so they cannot ask the kernel to end
+    them with it; the guard does, however the worker died (killed with its parent, a
+    native crash). When the pool kills the group itself, the guard goes with it."""
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare: the worker still dies with its parent
+        _close_fds([r, w])
+        return
+    if pid:
+        os.close(r)
+        return  # ``w`` stays open for the worker's whole life, on purpose
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # never hold the run's stdout (``| head``) or stdin
+            os.dup2(devnull, fd)
+        os.closerange(3, r)  # nor the worker's socket: the parent must see it die
+        os.closerange(r + 1, os.sysconf("SC_OPEN_MAX"))
+        while os.read(r, 1):
+            pass
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _quiet() -> None:
     """Damaged files make native libraries talk on stderr (leptonica's "Error in
     boxClipToRectangle", libtiff's "Fax4Decode: Bad code word", Rust panic backtraces,
@@ -130,9 +175,14 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(target=_worker_main, args=(child, self.options), daemon=True)
-        proc.start()
-        child.close()
+        _PARENT_ENDS.add(parent)  # closed in every child, this worker's own included
+        libc_prctl()  # looked up here, once, not in every child
+        proc = self._ctx.Process(target=_worker_main, args=(child, self.options, os.getpid()),
+                                 daemon=True)
+        try:
+            _in_long_lived_thread(proc.start)
+        finally:
+            child.close()
         return _Worker(proc, parent)
 
     def _kill(self, w: _Worker) -> None:
@@ -150,6 +200,7 @@ class WorkerPool:
             w.proc.join(1)
             if w.proc.is_alive():
                 self._kill(w)
+            w.conn.close()
         self._workers.clear()
 
     def map(self, inputs: Iterable[Any], names: Iterable[str | None] | None = None,
@@ -341,6 +392,51 @@ class WorkerPool:
         while len(results) < len(pages):
             self._step(backlog, finished, failed)
         return [results[p] for p in pages]
+
+
+# The driver's ends of its workers' sockets. A forked child (a worker, a page reader) must
+# not keep them: a worker holding its own socket's other end never sees end of file when
+# the driver dies, and one holding a sibling's keeps that sibling waiting.
+_PARENT_ENDS: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+def _close_parent_ends() -> None:
+    for conn in list(_PARENT_ENDS):
+        with contextlib.suppress(OSError):
+            conn.close()
+    _PARENT_ENDS.clear()
+
+
+_forker: ThreadPoolExecutor | None = None
+_forker_lock = threading.Lock()
+
+
+def _in_long_lived_thread(fn: Callable[[], None]) -> None:
+    """Run ``fn`` (a fork) in the main thread or in one thread kept for the process's life.
+
+    The kernel's parent-death signal follows the forking *thread*: a worker forked by a
+    short-lived thread (a request handler that made a pool another thread uses) would be
+    killed when that thread ends, mid-run."""
+    global _forker
+    if threading.current_thread() is threading.main_thread():
+        fn()
+        return
+    with _forker_lock:
+        if _forker is None:
+            _forker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="textsieve-fork")
+        forker = _forker
+    forker.submit(fn).result()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has neither the parent's sockets nor its (copied, dead) threads."""
+    global _forker, _forker_lock
+    _close_parent_ends()
+    _forker, _forker_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _kill_group(proc: Any) -> None:
