@@ -42,6 +42,9 @@ class _Task:
     mime: str | None = None
     want_pdf: bool = False  # OCR pages: also return tesseract's text-only PDF page
     page_workers: int = 1  # whole inputs: processes it may fork for its pages (idle cores)
+    # When the document's time is up (``Options.timeout`` from its start): it bounds its
+    # OCR pages too, however many there are, not only their extraction.
+    deadline: float | None = None
 
 
 def _worker_main(conn: Connection, options: Options, parent: int) -> None:
@@ -253,7 +256,7 @@ class WorkerPool:
                     doc.mime_type == "application/pdf"
                 backlog.extendleft(reversed([
                     _Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type,
-                          want_pdf=want_pdf) for p in pages]))
+                          want_pdf=want_pdf, deadline=task.deadline) for p in pages]))
                 return
             doc, left, results = waiting[task.key]
             results.append(result)
@@ -264,6 +267,7 @@ class WorkerPool:
                 if task.want_pdf:
                     self._searchable_copy(task, doc, results)
                 finish_ocr(doc, results)
+                self._overran(task, doc, results)
                 done[task.key] = doc
 
         def failed(task: _Task, kind: ErrorKind, message: str) -> Any:
@@ -278,6 +282,18 @@ class WorkerPool:
             if state["exhausted"] and not order:
                 return
             self._step(backlog, finished, failed)
+
+    def _overran(self, task: _Task, doc: Document, results: list[Any]) -> None:
+        """A document whose pages ran past its deadline is a ``timeout``: the pages read in
+        time are kept, the others are in ``missing_pages``."""
+        if task.deadline is None or time.monotonic() < task.deadline:
+            return
+        late = [r.number for r in results if r.error and r.error.startswith("timeout")]
+        if late:
+            doc.status = Status.ERROR
+            doc.error = ErrorInfo(ErrorKind.TIMEOUT, (
+                f"extraction exceeded {self.options.timeout:g} s: {len(late)} of "
+                f"{len(results)} page(s) to OCR not read in time (missing_pages)"))
 
     def _searchable_copy(self, task: _Task, doc: Document, results: list[Any]) -> None:
         """Lay the pages' text-only PDFs over the original: a searchable copy in
@@ -328,8 +344,12 @@ class WorkerPool:
         while len(self._workers) < self.size:
             self._workers.append(self._spawn())
         for i, w in enumerate(self._workers):
-            if w.task is None and backlog:
+            while w.task is None and backlog:
                 task = backlog.popleft()
+                if task.deadline is not None and time.monotonic() >= task.deadline:
+                    # A page of a document out of time: not started at all.
+                    finished(task, failed(task, ErrorKind.TIMEOUT, self._late(task)))
+                    continue
                 if task.page is None:
                     # The last input in sight may use the idle workers' cores for its
                     # pages (one long PDF given to the CLI); otherwise they are needed.
@@ -344,6 +364,10 @@ class WorkerPool:
                 limit = self.options.timeout if task.page is None else \
                     self.options.ocr_page_timeout
                 w.task, w.deadline = task, time.monotonic() + limit
+                if task.deadline is not None:
+                    w.deadline = min(w.deadline, task.deadline)
+                elif task.page is None:
+                    task.deadline = w.deadline  # its pages inherit it
         busy = [w for w in self._workers if w.task is not None]
         if not busy:
             return
@@ -368,11 +392,18 @@ class WorkerPool:
                 what = "extraction" if task.page is None else f"OCR of page {task.page}"
                 limit = self.options.timeout if task.page is None else \
                     self.options.ocr_page_timeout
-                finished(task, failed(task, ErrorKind.TIMEOUT, f"{what} exceeded {limit:g} s"))
+                message = self._late(task) if task.page is not None and \
+                    task.deadline is not None and w.deadline >= task.deadline \
+                    else f"{what} exceeded {limit:g} s"
+                finished(task, failed(task, ErrorKind.TIMEOUT, message))
             else:
                 continue
             self._kill(w)
             self._workers[i] = self._spawn()
+
+    def _late(self, task: _Task) -> str:
+        return f"the document's {self.options.timeout:g} s were over before page " \
+               f"{task.page} was read"
 
     def ocr(self, obj: Any, name: str | None, mime: str, pages: list[int], *,
             want_pdf: bool = False) -> list[Any]:
