@@ -28,6 +28,7 @@ GiB = 1024 * MiB
 
 OCR_MODES = ("auto", "always", "never")
 MIN_MEMORY = 64 * MiB  # a memory cap below this would stop Python itself
+UNPACK_SHARE = 6  # at most 1/6 of a worker's memory cap is unpacked per top-level file
 HTML_MODES = ("auto", "main", "full", "sieve")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
 # stop, or spin (a zero timeout, a zero memory cap, no members allowed in any container).
@@ -61,7 +62,7 @@ class Options:
     # Containers (ZIP/TAR/GZ, mail attachments, embedded files).
     max_depth: int = 8  # nesting levels below the top file
     max_members: int = 10_000  # members of one container
-    max_unpacked: int = 1 * GiB  # total bytes unpacked under one top-level file
+    max_unpacked: int = 1 * GiB  # total bytes unpacked under one top-level file (unpack_budget)
     max_ratio: float = 250.0  # uncompressed/compressed ratio above which a member is a bomb
     # Content choices.
     comments: bool = False  # include DOCX/ODT comments
@@ -169,6 +170,17 @@ class Options:
         return (base or _defaults()).with_(**{
             name: coerce(name, value, origin=origin, sizes_in_mib=False)
             for name, value in _known(values, origin).items()})
+
+    @property
+    def unpack_budget(self) -> int:
+        """Bytes that may be unpacked under one top-level file: ``max_unpacked``, and under
+        a memory cap no more than a share of it. What is unpacked stays in memory as the
+        members' text (about once, more for non-ASCII text and Markdown tables), then is
+        pickled back to the driver (about once more): a budget near the cap made the worker
+        run out of memory and lose every member instead of keeping those that fit."""
+        if self.memory_limit == 0:
+            return self.max_unpacked
+        return min(self.max_unpacked, self.memory_limit // UNPACK_SHARE)
 
     @property
     def worker_count(self) -> int:

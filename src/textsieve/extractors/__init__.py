@@ -211,10 +211,10 @@ class Context:
         """Charge unpacked bytes to the budget; raises too_large when it is spent."""
         self.budget.unpacked += nbytes
         self.budget.members += 1
-        if self.budget.unpacked > self.options.max_unpacked:
+        if self.budget.unpacked > self.options.unpack_budget:
             raise ExtractionError(
                 ErrorKind.TOO_LARGE,
-                f"{what} unpacks to more than {self.options.max_unpacked} bytes in total",
+                f"{what} unpacks to more than {self.options.unpack_budget} bytes in total",
             )
 
     def run_tool(self, args: Sequence[str], *, input: bytes | None = None,

@@ -2,7 +2,7 @@
 
 Archives are where bombs live, so nothing here trusts a declared size. Each member is read
 with a streaming, capped read that stops as soon as it passes the unpacked-size budget
-left for the whole tree (``Options.max_unpacked``) or its compression ratio passes
+left for the whole tree (``Options.unpack_budget``) or its compression ratio passes
 ``Options.max_ratio``. Members already extracted are kept when a limit ends the archive;
 the archive itself then carries ``too_large`` with a message saying what was skipped.
 Identical members inside one archive are extracted once (a 42.zip stops being
@@ -91,7 +91,7 @@ class _Run:
 
     @property
     def room(self) -> int:
-        return max(self.ctx.options.max_unpacked - self.ctx.budget.unpacked, 0)
+        return max(self.ctx.options.unpack_budget - self.ctx.budget.unpacked, 0)
 
     def fail(self, name: str, kind: ErrorKind, message: str) -> None:
         self.members += 1
@@ -115,8 +115,8 @@ class _Run:
             return
         self.fail(name, ErrorKind.TOO_LARGE,
                   f"unpacks to more than the {self.room} bytes left of the "
-                  f"{opts.max_unpacked}-byte budget (declared {size} bytes)")
-        self.stopped = f"the unpacked-size budget of {opts.max_unpacked} bytes is spent"
+                  f"{opts.unpack_budget}-byte budget (declared {size} bytes)")
+        self.stopped = f"the unpacked-size budget of {opts.unpack_budget} bytes is spent"
 
     def add(self, name: str, data: bytes) -> None:
         """Charge the budget and extract one member (once per distinct content)."""
@@ -538,7 +538,7 @@ def _decompressor(kind: str, raw: IO[bytes]) -> IO[bytes]:
 def _single(raw: IO[bytes], f: IO[bytes], src: Source, ctx: Context, doc: Document,
             kind: str) -> None:
     name = (_gzip_name(src.head(4096)) if kind == "gzip" else None) or _strip_suffix(src.name)
-    room = max(ctx.options.max_unpacked - ctx.budget.unpacked, 0)
+    room = max(ctx.options.unpack_budget - ctx.budget.unpacked, 0)
     damage = None
     try:
         data = _read_capped(f, room, ctx.options.max_ratio, raw.tell)
