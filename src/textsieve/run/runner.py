@@ -11,6 +11,8 @@ running the same command again.
 from __future__ import annotations
 
 import hashlib
+import logging
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -25,6 +27,8 @@ from ..model import Document, Item, MailRef, Status
 from ..options import Options
 from ..sources import ItemSource
 from .pool import WorkerPool
+
+logger = logging.getLogger(__name__)
 
 
 class Mode(StrEnum):
@@ -53,6 +57,9 @@ class RunStats:
     why: Counter[str] = field(default_factory=Counter)  # new / changed / failed ...
     started: float = field(default_factory=time.monotonic)
     listing_done: bool = False
+    # Items the sources will list, counted ahead of the listing (None: not known, or not
+    # countable): the listing itself only runs a small window ahead of the extraction.
+    expected: int | None = None
 
     def as_dict(self) -> dict[str, int]:
         return {"total": self.total, "skipped": self.skipped, "extracted": self.done,
@@ -127,6 +134,7 @@ def run(sources: list[ItemSource], archive: Archive, options: Options, *,
         if bind is not None:
             bind(archive.source_state(s.spec))
     status = "interrupted"
+    _count_ahead(sources, stats)
     try:
         _run(sources, archive, options, mode, stats, run_id, source_ids, progress)
         for s in sources:  # only now: every item of this sync is committed
@@ -137,6 +145,22 @@ def run(sources: list[ItemSource], archive: Archive, options: Options, *,
     finally:
         archive.end_run(run_id, stats.as_dict(), status)
     return stats
+
+
+def _count_ahead(sources: list[ItemSource], stats: RunStats) -> None:
+    """Count the items in a background thread when every source can (files, folders and
+    globs: names only), so the progress has a total, and an ETA, from the start."""
+    counters = [getattr(s, "count", None) for s in sources]
+    if not counters or None in counters:
+        return
+
+    def count() -> None:
+        try:
+            stats.expected = sum(c() for c in counters)  # type: ignore[misc]
+        except Exception:  # an estimate only: without it there is no ETA, nothing worse
+            logger.debug("counting the items ahead failed", exc_info=True)
+
+    threading.Thread(target=count, name="textsieve-count", daemon=True).start()
 
 
 @dataclass
