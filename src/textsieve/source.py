@@ -23,13 +23,13 @@ def read_capped(stream: BinaryIO, limit: int | None) -> bytes:
     more than ``limit`` bytes: ``too_large`` as soon as it has more. Chunks, because one
     ``read(limit + 1)`` makes Python allocate the whole limit (2 GiB by default) up front,
     and an endless stream (``< /dev/zero``) must cost no more than the limit it passes."""
-    buf = bytearray()
-    while chunk := stream.read(_CHUNK if limit is None else min(_CHUNK, limit + 1 - len(buf))):
-        buf += chunk
-        if limit is not None and len(buf) > limit:
+    buf = io.BytesIO()  # its getvalue() hands over the buffer: no second copy at the end
+    while chunk := stream.read(_CHUNK if limit is None else min(_CHUNK, limit + 1 - buf.tell())):
+        buf.write(chunk)
+        if limit is not None and buf.tell() > limit:
             raise ExtractionError(ErrorKind.TOO_LARGE,
                                   f"input is more than the limit of {limit} bytes")
-    return bytes(buf)
+    return buf.getvalue()
 
 
 @dataclass
