@@ -106,3 +106,37 @@ def test_ole_container_parsed_once_and_closed(corpus: Path, rel: str,
     links = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
              if os.path.exists(f"/proc/self/fd/{fd}")}
     assert str(path) not in links, "the file is still open after extraction"
+
+
+def _with_strays(data: bytes, every: int) -> bytes:
+    """``data`` with a NUL byte after every ``every`` bytes (a page saved by a buggy tool)."""
+    return b"\x00".join(data[i:i + every] for i in range(0, len(data), every))
+
+
+def test_html_with_stray_nuls_is_read_as_html(tmp_path: Path) -> None:
+    """A few NULs (here one in 40 bytes, and a zeroed block) do not make a page binary."""
+    page = Path(__file__).parents[1] / "samples" / "site" / "heron-migration.html"
+    p = tmp_path / "page.html"
+    p.write_bytes(_with_strays(page.read_bytes(), 40) + b"\x00" * 64)
+    assert detect(p) == d.HTML
+    doc = extract(p)
+    assert doc.error is None and doc.status.value == "ok"
+    assert "heron" in doc.text.lower() and "\x00" not in doc.text
+
+
+def test_latin1_text_with_stray_nuls_is_text(tmp_path: Path) -> None:
+    text = ("Grüße aus Köln, où l'été est chaud. " * 40).encode("cp1252")
+    p = tmp_path / "notes.txt"
+    p.write_bytes(_with_strays(text, 30))
+    assert detect(p) == d.TEXT
+    assert "Grüße aus Köln" in extract(p).text
+
+
+@pytest.mark.parametrize("name", ["samples/docs/notice-scan.png", "samples/docs/counts.xlsx"])
+def test_binary_with_nuls_stays_binary(tmp_path: Path, name: str) -> None:
+    """The tolerance does not reach real binary data: a PNG's or a ZIP's deflated bytes
+    without their signature are still binary."""
+    data = (Path(__file__).parents[1] / name).read_bytes()[64:]
+    p = tmp_path / "blob.bin"
+    p.write_bytes(data)
+    assert detect(p) == d.OCTET
