@@ -312,6 +312,8 @@ def cmd_extract(ns: argparse.Namespace) -> int:
             failed += 1
             assert doc.error is not None
             _say(f"{path}: {doc.error.kind}: {doc.error.message}")
+        else:
+            _warn_failed_parts(path, doc)
         _emit(out, path, doc, ns.format, many, clean=out.isatty())
     out.flush()
     return EXIT_FAILED if failed else EXIT_OK
@@ -321,6 +323,15 @@ def _say(message: str) -> None:
     """One line on stderr: ``textsieve: message``, with the escape sequences and line
     breaks a hostile path, title or server answer may carry taken out."""
     print(f"textsieve: {for_terminal(message, one_line=True)}", file=sys.stderr)
+
+
+def _warn_failed_parts(path: str, doc: Document) -> None:
+    """A readable container with parts that are not (an encrypted ZIP member, a damaged
+    attachment) is still a success, but the loss must not be visible in JSON only."""
+    for part in doc.walk()[1:]:
+        if part.status is Status.ERROR and part.error is not None:
+            _say(f"{path}: warning: {part.name or part.mime_type}: "
+                 f"{part.error.kind}: {part.error.message}")
 
 
 def _emit(out, path: str, doc: Document, fmt: str, many: bool, *, clean: bool) -> None:

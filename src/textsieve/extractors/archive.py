@@ -36,6 +36,11 @@ from ..render import Builder
 from ..source import Source
 from ..textcodec import decode
 from . import Context
+from .zipnames import legacy_code_page, member_name
+
+# Output version (archives re-extract what an older one made): 2 = member names in a
+# legacy code page (GBK, Shift-JIS, CP866) decoded as such, not as CP437.
+VERSION = 2
 
 _CHUNK = 1 << 20
 _SEVERITY = [ErrorKind.CORRUPT, ErrorKind.ENCRYPTED, ErrorKind.TOO_LARGE, ErrorKind.NEEDS_OCR,
@@ -291,6 +296,7 @@ def _zip_members(infos: list[zipfile.ZipInfo], opener: _Opener, ctx: Context,
                               f"of {ctx.options.max_members}")
     run = _Run(ctx, doc, "ZIP")
     total = 0
+    code_page = legacy_code_page(infos)
     for info in infos:
         if _zip_skip(info):
             continue
@@ -298,7 +304,7 @@ def _zip_members(infos: list[zipfile.ZipInfo], opener: _Opener, ctx: Context,
         if run.stopped is None and run.count():
             use_tool = legacy is not None and legacy.can_read(info)
             _zip_member(legacy.open if use_tool else opener, info, run,  # type: ignore[union-attr]
-                        external=use_tool)
+                        external=use_tool, code_page=code_page)
     doc.metadata.extra["members"] = total
     run.finish(total)
 
@@ -367,35 +373,9 @@ def _zip_skip(info: zipfile.ZipInfo) -> bool:
     return info.create_system == 3 and stat.S_IFMT(mode) not in (0, stat.S_IFREG)
 
 
-def _zip_name(info: zipfile.ZipInfo) -> str:
-    """The member name as its author wrote it.
-
-    zipfile decodes names without the UTF-8 flag as cp437; many tools write UTF-8 without
-    setting it, or put the UTF-8 name in an Info-ZIP Unicode Path extra field (0x7075).
-    """
-    if info.flag_bits & 0x800:
-        return info.filename
-    extra = info.extra
-    i = 0
-    while i + 4 <= len(extra):
-        tag = int.from_bytes(extra[i:i + 2], "little")
-        size = int.from_bytes(extra[i + 2:i + 4], "little")
-        if tag == 0x7075 and size > 5 and extra[i + 4] == 1:
-            try:
-                return extra[i + 9:i + 4 + size].decode("utf-8")
-            except UnicodeDecodeError:
-                break
-        i += 4 + size
-    try:
-        raw = info.filename.encode("cp437")
-        return raw.decode("utf-8") if not raw.isascii() else info.filename
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return info.filename
-
-
 def _zip_member(opener: _Opener, info: zipfile.ZipInfo, run: _Run,
-                external: bool = False) -> None:
-    name = _zip_name(info)
+                external: bool = False, code_page: str = "cp437") -> None:
+    name = member_name(info, code_page)
     opts = run.ctx.options
     method = info.compress_type
     encrypted = bool(info.flag_bits & 0x1)
