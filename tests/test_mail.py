@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import struct
 from email.message import EmailMessage
 from email.mime.text import MIMEText
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import textsieve
-from textsieve.model import ErrorKind
+from textsieve.model import ErrorKind, Status
 
 
 def _pdf(text: str) -> bytes:
@@ -212,3 +213,63 @@ def test_fuzzed_msg_bytes_are_a_typed_error(corpus: Path) -> None:
     data[600:4000] = bytes(3400)  # wipe the directory/FAT region
     doc = textsieve.extract(bytes(data))
     assert doc.error is None or doc.error.kind != ErrorKind.INTERNAL
+
+
+# -- Outlook MSG recipients ------------------------------------------------------------
+def _msg_with_bcc(original: Path, name: str, address: str) -> bytes:
+    """``original`` with one more recipient of type Bcc, written the way Outlook stores
+    recipients (a ``__recip_version1.0_`` storage: a fixed-property stream with
+    PidTagRecipientType = 3, the display name and the SMTP address as UTF-16 strings)."""
+    import olefile
+
+    from textsieve.extractors._olewrite import pack
+
+    ole = olefile.OleFileIO(str(original))
+    tree: dict[tuple[str, ...], bytes | None] = {}
+    for entry in ole.listdir(streams=True, storages=False):
+        tree[tuple(entry)] = ole.openstream(entry).read()
+    ole.close()
+    recip = "__recip_version1.0_#0000000F"
+    props = bytes(8) + struct.pack("<HHI", 0x0003, 0x0C15, 6) + struct.pack("<Q", 3)
+    tree[(recip, "__properties_version1.0")] = props
+    tree[(recip, "__substg1.0_3001001F")] = name.encode("utf-16-le")
+    tree[(recip, "__substg1.0_3002001F")] = "SMTP".encode("utf-16-le")
+    tree[(recip, "__substg1.0_39FE001F")] = address.encode("utf-16-le")
+    return pack(tree)
+
+
+def test_msg_recipients_have_names_and_addresses(corpus: Path) -> None:
+    """To and Cc show each person's name and SMTP address (the message's own display
+    lists hold names only), and the Message-ID is in the header block."""
+    doc = textsieve.extract(corpus / "msg/poi__example_received_unicode.msg")
+    head = doc.text.split("\n\n", 1)[0]
+    assert ("To: Ashutosh Dandavate <ashutosh.dandavate@alfresco.com>; "
+            "Paul Holmes-Higgin <paul.hh@alfresco.com>") in head
+    assert "Roy Wetherall <roy.wetherall@alfresco.com>" in head.split("Cc: ", 1)[1]
+    assert "Message-ID: <27350255.35521263227107828.JavaMail.root@zimbra.alfresco.com>" in head
+    assert doc.metadata.extra["to"][0] == "Ashutosh Dandavate <ashutosh.dandavate@alfresco.com>"
+
+
+@pytest.mark.parametrize(("name", "sender"), [
+    # The SMTP address of the sender's own recipient entry (same directory path).
+    ("poi__quick.msg", "From: Kevin Roast <kevin.roast@alfresco.org>"),
+    ("poi__outlook_30_msg.msg", "From: Cramer, Nick <nick.cramer@pnl.gov>"),
+    # The From of the transport headers a received message keeps.
+    ("poi__attachment_msg_pdf.msg", "From: Nick Booth <nick.booth@pof.com.au>"),
+    # No SMTP address anywhere: the name, not the directory path.
+    ("poi__attachment_msg_inlineImg.msg", "From: Angela Deng\n"),
+])
+def test_msg_exchange_sender_shows_smtp_address(corpus: Path, name: str, sender: str) -> None:
+    doc = textsieve.extract(corpus / "msg" / name)
+    assert sender in doc.text
+    assert "/O=" not in doc.text.split("\n\n", 1)[0].upper()
+
+
+def test_msg_bcc_recipient_is_shown(corpus: Path) -> None:
+    data = _msg_with_bcc(corpus / "msg/poi__simple_test_msg.msg", "Hidden Auditor",
+                         "audit@example.org")
+    doc = textsieve.extract(data)
+    assert doc.status is Status.OK
+    assert "Bcc: Hidden Auditor <audit@example.org>" in doc.text
+    assert doc.metadata.extra["bcc"] == ["Hidden Auditor <audit@example.org>"]
+    assert "To: travis@overwrittenstack.com" in doc.text  # the other recipient kept

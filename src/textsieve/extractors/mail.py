@@ -33,8 +33,9 @@ from . import Context
 LAZY = ("olefile", "lxml.html", "email.parser", "email.generator")
 
 # Output version (archives re-extract what an older one made): 2 = header block from the
-# raw headers (display names unquoted, original Date text).
-VERSION = 2
+# raw headers (display names unquoted, original Date text); 3 = MSG recipients with their
+# addresses, Bcc and Message-ID, Exchange senders by SMTP address.
+VERSION = 3
 
 MAX_MIME_DEPTH = 40
 _HEADERS = (("From", "from"), ("To", "to"), ("Cc", "cc"), ("Date", "date"),
@@ -518,13 +519,19 @@ _FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
 class _Msg:
     """Property access under one storage prefix (the message or an embedded one)."""
 
-    def __init__(self, ole: Any, prefix: str, codepage: str | None = None) -> None:
+    def __init__(self, ole: Any, prefix: str, codepage: str | None = None,
+                 header: int | None = None) -> None:
         self.ole = ole
         self.prefix = prefix
+        # The property stream's header: 32 bytes for the message, 24 for an embedded
+        # one, 8 for a recipient or an attachment (MS-OXMSG 2.4).
+        self.header = header if header is not None else (24 if prefix else 32)
         self.fixed = self._fixed_props()
         cp = self.fixed.get(0x3FFD) or self.fixed.get(0x3FDE)
         self.codepage = (normalize_charset(f"cp{cp}") if isinstance(cp, int) else None) or \
             codepage or "cp1252"
+        self.sender_smtp: str | None = None  # set by _msg_sender / _msg_recipients
+        self.sender_dn: str | None = None  # the sender's Exchange directory path, if any
 
     def _read(self, name: str) -> bytes | None:
         path = self.prefix + name
@@ -535,9 +542,8 @@ class _Msg:
     def _fixed_props(self) -> dict[int, Any]:
         """Integer and time properties from __properties_version1.0."""
         data = self._read("__properties_version1.0") or b""
-        header = 32 if not self.prefix else 24
         props: dict[int, Any] = {}
-        for off in range(header, len(data) - 15, 16):
+        for off in range(self.header, len(data) - 15, 16):
             ptype, pid = struct.unpack_from("<HH", data, off)
             if ptype == 0x0003:
                 props[pid] = struct.unpack_from("<i", data, off + 8)[0]
@@ -577,28 +583,97 @@ def _msg_storages(ole: Any, prefix: str, kind: str) -> list[str]:
     return sorted(found)
 
 
+# PidTagRecipientType values (MS-OXOMSG 2.2.3.1) and the display-list property of each.
+_RECIPIENT_KINDS = ((1, "to", "To", "0E04"), (2, "cc", "Cc", "0E03"), (3, "bcc", "Bcc", "0E02"))
+
+
+def _smtp(address: str | None) -> str | None:
+    """An Internet address, or None for an Exchange directory path ("/O=ORG/OU=.../CN=X",
+    the legacy X.500 DN Outlook stores for senders and recipients inside one organisation)
+    and for other non-SMTP address types."""
+    address = (address or "").strip()
+    return address if "@" in address and not address.startswith("/") else None
+
+
+def _named(name: str | None, address: str | None) -> str | None:
+    """ "Name <address>", as a mail client shows a person; either part alone if that is
+    all there is (Outlook wraps some display names in single quotes: dropped)."""
+    name = (name or "").strip()
+    if len(name) > 1 and name[0] == name[-1] == "'":
+        name = name[1:-1].strip()
+    if name and address and address.lower() != name.lower():
+        return f"{name} <{address}>"
+    return address or name or None
+
+
+def _msg_recipients(ole: Any, m: _Msg) -> dict[str, list[str]]:
+    """To/Cc/Bcc from the recipient storages, each as "Name <smtp address>".
+
+    The message's own display lists (PR_DISPLAY_TO ...) hold names only, and not even
+    that for Bcc; the recipient table has the name, the address as sent (an Exchange DN
+    for colleagues) and the SMTP address (PR_SMTP_ADDRESS)."""
+    found: dict[str, list[str]] = {key: [] for _, key, _, _ in _RECIPIENT_KINDS}
+    for storage in _msg_storages(ole, m.prefix, "__recip_version1.0_"):
+        r = _Msg(ole, f"{m.prefix}{storage}/", m.codepage, header=8)
+        kind = r.fixed.get(0x0C15, 1) & 0x0F  # the high bits are flags (sent, ...)
+        key = next((k for n, k, _, _ in _RECIPIENT_KINDS if n == kind), None)
+        address = _smtp(r.text("39FE")) or _smtp(r.text("3003")) or _smtp(r.text("3A00"))
+        shown = _named(r.text("3001") or r.text("3A20"), address)
+        if key and shown:
+            found[key].append(shown)
+        if m.sender_dn and not m.sender_smtp and address and \
+                (r.text("3003") or "").lower() == m.sender_dn.lower():
+            m.sender_smtp = address  # the sender wrote to themselves: same DN
+    return found
+
+
+def _msg_sender(m: _Msg) -> tuple[str | None, str | None]:
+    """The sender's name and, for an Exchange sender, the SMTP address instead of the
+    directory path: PidTagSenderSmtpAddress, the sent-representing one, or the From of
+    the transport headers a received message keeps."""
+    name = m.text("0C1A") or m.text("0042")
+    stored = m.text("0C1F") or m.text("0065")
+    smtp = _smtp(stored) or _smtp(m.text("5D01")) or _smtp(m.text("5D02"))
+    if smtp is None and stored:
+        m.sender_dn = stored
+    if smtp is None and (headers := m.text("007D")):
+        raw = _raw_header(_parse(headers.encode("utf-8", "replace")), "From")
+        try:
+            pairs = getaddresses([_fix_header(raw)]) if raw else []
+        except Exception:  # hostile header text: no address, not a failed message
+            pairs = []
+        smtp = next((_smtp(a) for _, a in pairs if _smtp(a)), None)
+    return name, smtp
+
+
 def _render_msg(ole: Any, prefix: str, ctx: Context, doc: Document, out: Builder,
                 level: int = 0) -> None:
     m = _Msg(ole, prefix)
     subject = m.text("0037")
-    sender_name, sender_mail = m.text("0C1A"), m.text("0C1F") or m.text("5D01")
-    sender = f"{sender_name} <{sender_mail}>" if sender_name and sender_mail and \
-        sender_mail not in sender_name else (sender_name or sender_mail)
-    to, cc = m.text("0E04"), m.text("0E03")
+    sender_name, m.sender_smtp = _msg_sender(m)
+    recipients = _msg_recipients(ole, m)
+    # A directory path is shown only when nothing better (a name) is known.
+    sender = _named(sender_name, m.sender_smtp) or m.sender_dn
+    shown = {key: "; ".join(recipients[key]) or m.text(pid) or None
+             for _, key, _, pid in _RECIPIENT_KINDS}
     date = m.time(0x0039) or m.time(0x0E06)
+    message_id = m.text("1035")
     doc.title, doc.metadata.author, doc.metadata.subject = subject, sender, subject
     doc.metadata.created = date
     extra = doc.metadata.extra
     for key, value in (("from", sender), ("subject", subject), ("date", date),
-                       ("message_id", m.text("1035"))):
+                       ("message_id", message_id)):
         if value:
             extra[key] = value
-    for key, value in (("to", to), ("cc", cc)):
-        if value:
-            extra[key] = [x.strip() for x in value.split(";") if x.strip()]
-    block = [f"{k}: {v}" for k, v in (("From", sender), ("To", to), ("Cc", cc), ("Date", date),
-                                        ("Subject", subject)) if v]
-    if sender or to or cc or subject:  # a bare date is no content (a blank message is empty)
+    for _, key, _, _ in _RECIPIENT_KINDS:
+        if recipients[key]:
+            extra[key] = recipients[key]
+        elif shown[key]:
+            extra[key] = [x.strip() for x in (shown[key] or "").split(";") if x.strip()]
+    fields = [("From", sender), *((label, shown[key]) for _, key, label, _ in _RECIPIENT_KINDS),
+              ("Date", date), ("Subject", subject)]
+    block = [f"{k}: {v}" for k, v in (*fields, ("Message-ID", message_id)) if v]
+    if sender or any(shown.values()) or subject:  # a bare date is no content
         out.paragraph("\n".join(block))
     body = m.text("1000")
     if not (body and body.strip()):
@@ -636,7 +711,7 @@ def _msg_rtf(m: _Msg) -> str | None:
 
 def _msg_attachment(ole: Any, prefix: str, ctx: Context, doc: Document, level: int,
                     codepage: str) -> None:
-    a = _Msg(ole, prefix, codepage)
+    a = _Msg(ole, prefix, codepage, header=8)
     name = a.text("3707") or a.text("3704") or a.text("3001") or "attachment"
     name = _safe_name(name.replace("\x00", ""))
     if ole.exists(prefix + "__substg1.0_3701000D"):
