@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -28,12 +29,46 @@ def test_docx_named_doc_is_read_as_docx(tmp_path: Path) -> None:
     assert detect(p) == d.DOCX
 
 
+def _wp5(paragraphs: list[bytes]) -> bytes:
+    """A WordPerfect 5.x document as the format defines it: the 16-byte prefix
+    ("\\xffWPC", offset of the text, product 1, file type 10 = document, version 0.0, no
+    encryption), then the text with a hard return (0x0A) closing each paragraph."""
+    prefix = b"\xffWPC" + (16).to_bytes(4, "little") + bytes([1, 10, 0, 0]) + bytes(4)
+    return prefix + b"".join(p + b"\x0a" for p in paragraphs)
+
+
+needs_wpd2text = pytest.mark.skipif(shutil.which("wpd2text") is None,
+                                    reason="wpd2text (libwpd-tools) not installed")
+
+
+@needs_wpd2text
 def test_wordperfect_named_doc_is_not_fed_to_a_word_parser(tmp_path: Path) -> None:
     p = tmp_path / "letter.doc"
-    p.write_bytes(b"\xffWPC" + b"\x10\x00\x00\x00\x01\x0a\x02\x01" + b"\x00" * 200)
+    p.write_bytes(_wp5([b"Heron survey at the lake.", b"Second paragraph about egrets."]))
     assert detect(p) == d.WORDPERFECT
     doc = extract(p)
-    assert doc.error is not None and doc.error.kind is ErrorKind.UNSUPPORTED
+    assert doc.error is None, doc.error
+    assert doc.text == "Heron survey at the lake.\n\nSecond paragraph about egrets."
+
+
+@needs_wpd2text
+def test_wordperfect_inside_ole2_is_read(tmp_path: Path) -> None:
+    """WordPerfect 8+ may store the document as the PerfectOffice_MAIN stream of an
+    OLE2 file: that is WordPerfect, not an unknown (or damaged) OLE2 container."""
+    from textsieve.extractors._olewrite import pack
+
+    p = tmp_path / "report.doc"
+    p.write_bytes(pack({("PerfectOffice_MAIN",): _wp5([b"Kestrel nesting report"])}))
+    assert detect(p) == d.WORDPERFECT
+    assert extract(p).text == "Kestrel nesting report"
+
+
+@needs_wpd2text
+def test_damaged_wordperfect_is_corrupt_wordperfect(tmp_path: Path) -> None:
+    p = tmp_path / "letter.wpd"  # a 6.x prefix over 5.x text: libwpd's "File Exception"
+    p.write_bytes(_wp5([b"Heron survey"]).replace(bytes([1, 10, 0, 0]), bytes([1, 10, 2, 1])))
+    doc = extract(p)
+    assert doc.error is not None and doc.error.kind is ErrorKind.CORRUPT
     assert "WordPerfect" in doc.error.message
 
 

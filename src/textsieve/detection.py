@@ -92,6 +92,7 @@ EXTENSION_HINTS = {
     "ppt": PPT, "msg": MSG, "odt": ODT, "ods": ODS, "odp": ODP, "epub": EPUB, "zip": ZIP,
     "csv": CSV, "tsv": TSV, "tab": TSV, "txt": TEXT, "md": TEXT, "eml": EML, "mbox": MBOX,
     "html": HTML, "htm": HTML, "xhtml": HTML, "xml": XML, "rtf": RTF,
+    "wpd": WORDPERFECT, "wp": WORDPERFECT, "wp5": WORDPERFECT, "wp6": WORDPERFECT,
 }
 
 TEXT_FAMILY = {HTML, XML, EML, MBOX, CSV, TSV, TEXT}
@@ -251,8 +252,10 @@ def _ole_kind(src: Source) -> Detection:
     try:
         streams = {"/".join(p) for p in src.ole().listdir(streams=True, storages=True)}
     except Exception as exc:  # olefile raises a zoo of errors on damaged files
+        if b"\xffWPC" in src.head(65536):  # a WordPerfect stream in a damaged container
+            return Detection(WORDPERFECT, "container", f"damaged OLE2 container: {exc}")
         hint = EXTENSION_HINTS.get(src.extension)
-        if hint in (DOC, XLS, PPT, MSG):
+        if hint in (DOC, XLS, PPT, MSG, WORDPERFECT):
             return Detection(hint, "extension", f"damaged OLE2 container: {exc}")
         return Detection(OLE_OTHER, "magic", f"damaged OLE2 container: {exc}")
     lower = {s.lower() for s in streams}
@@ -266,6 +269,8 @@ def _ole_kind(src: Source) -> Detection:
         return Detection(PPT, "container")
     if any(s.startswith("__substg1.0_") or s == "__properties_version1.0" for s in lower):
         return Detection(MSG, "container")
+    if "perfectoffice_main" in lower:  # WordPerfect 8+ may save inside OLE2
+        return Detection(WORDPERFECT, "container")
     return Detection(OLE_OTHER, "container", "OLE2 file of an unknown application")
 
 

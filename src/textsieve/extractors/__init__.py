@@ -32,7 +32,7 @@ Extractor = Callable[["Source", "Context", Document, "Builder"], None]
 
 _P = "textsieve.extractors."
 CORE_VERSION = "1"  # detection / rendering / model changes that alter every output
-REGISTRY_VERSION = 1  # bump when a format gains an extractor (retries its "unsupported")
+REGISTRY_VERSION = 2  # bump when a format gains an extractor (retries its "unsupported")
 REGISTRY_TAG = f"{CORE_VERSION}:registry/{REGISTRY_VERSION}"
 FETCH_VERSION = 1  # bump when fetching changes in a way that should retry fetch failures
 FETCH_TAG = f"{CORE_VERSION}:fetch/{FETCH_VERSION}"
@@ -61,6 +61,7 @@ REGISTRY: dict[str, list[str]] = {
     d.PPT: [f"{_P}legacy:extract_ppt", f"{_P}legacy:extract_ppt_catppt",
             f"{_P}legacy:extract_libreoffice"],
     d.RTF: [f"{_P}rtf:extract", f"{_P}legacy:extract_libreoffice"],
+    d.WORDPERFECT: [f"{_P}wordperfect:extract"],
     d.OOXML_ENCRYPTED: [f"{_P}encrypted:extract"],
     d.MSG: [f"{_P}mail:extract_msg"],
     d.EML: [f"{_P}mail:extract_eml"],
@@ -94,7 +95,6 @@ _FALLBACK_KINDS = {ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED, ErrorKind.MISSING_T
 
 # Formats we recognise and deliberately do not read: a typed answer, not a guess.
 UNSUPPORTED = {
-    d.WORDPERFECT: "WordPerfect documents are not supported",
     d.SEVENZ: "7-Zip archives are not supported",
     d.RAR: "RAR archives are not supported",
     d.ZSTD: "zstd-compressed files are not supported",
