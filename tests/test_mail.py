@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import struct
+import subprocess
 from email.message import EmailMessage
 from email.mime.text import MIMEText
 from pathlib import Path
@@ -273,3 +276,101 @@ def test_msg_bcc_recipient_is_shown(corpus: Path) -> None:
     assert "Bcc: Hidden Auditor <audit@example.org>" in doc.text
     assert doc.metadata.extra["bcc"] == ["Hidden Auditor <audit@example.org>"]
     assert "To: travis@overwrittenstack.com" in doc.text  # the other recipient kept
+
+
+# -- encrypted and rights-managed bodies -----------------------------------------------
+def _pgp_armor(tmp_path: Path, text: str) -> str:
+    """Real OpenPGP ciphertext (gpg, symmetric: no key ring needed)."""
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    return subprocess.run(
+        ["gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", "pw",
+         "--symmetric", "--armor", "-o", "-"], input=text.encode(), capture_output=True,
+        check=True, env={**os.environ, "GNUPGHOME": str(home)}, timeout=60).stdout.decode()
+
+
+needs_gpg = pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg not installed")
+needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None,
+                                   reason="openssl not installed")
+SECRET = "The meeting moves to the boathouse at nine."
+
+
+@needs_gpg
+def test_pgp_mime_message_is_encrypted(tmp_path: Path) -> None:
+    armor = _pgp_armor(tmp_path, SECRET)
+    raw = ("From: Alice <alice@example.org>\nTo: bob@example.org\nSubject: plans\n"
+           "MIME-Version: 1.0\nContent-Type: multipart/encrypted; "
+           'protocol="application/pgp-encrypted"; boundary="b1"\n\n'
+           "--b1\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n\n"
+           '--b1\nContent-Type: application/octet-stream; name="encrypted.asc"\n\n'
+           f"{armor}\n--b1--\n")
+    doc = textsieve.extract(raw.encode())
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert "PGP/MIME" in doc.error.message
+    assert "BEGIN PGP" not in doc.full_text() and doc.metadata.subject == "plans"
+
+
+@needs_gpg
+def test_inline_pgp_block_is_an_encrypted_part_beside_the_clear_text(tmp_path: Path) -> None:
+    armor = _pgp_armor(tmp_path, SECRET)
+    msg = MIMEText(f"Hi Bob, the plan is below.\n\n{armor}\nCheers, Alice\n")
+    msg["From"], msg["Subject"] = "alice@example.org", "inline"
+    doc = textsieve.extract(msg.as_bytes())
+    assert doc.status is Status.OK
+    assert "Hi Bob, the plan is below." in doc.text and "Cheers, Alice" in doc.text
+    assert "BEGIN PGP" not in doc.full_text() and "jA0E" not in doc.full_text()
+    [part] = [c for c in doc.children if c.error]
+    assert part.error is not None and part.error.kind is ErrorKind.ENCRYPTED
+    assert "inline PGP" in part.error.message
+
+
+def _smime(tmp_path: Path, *extra: str) -> bytes:
+    """A real S/MIME message made by openssl (encrypted, or signed with ``-sign``)."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    if not cert.exists():
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj",
+                        "/CN=bob", "-keyout", str(key), "-out", str(cert), "-days", "2"],
+                       check=True, capture_output=True, timeout=60)
+    body = tmp_path / "body.txt"
+    body.write_text(SECRET + "\n")
+    args = ["-sign", "-signer", str(cert), "-inkey", str(key), "-nodetach"] if "-sign" in \
+        extra else ["-encrypt", "-aes256"]
+    args += [a for a in extra if a != "-sign"]
+    out = subprocess.run(["openssl", "smime", *args, "-in", str(body), "-from", "a@example.org",
+                          "-to", "bob@example.org", "-subject", "S/MIME test",
+                          *([] if "-sign" in extra else [str(cert)])],
+                         check=True, capture_output=True, timeout=60).stdout
+    return out
+
+
+@needs_openssl
+def test_smime_encrypted_message_is_encrypted(tmp_path: Path) -> None:
+    data = _smime(tmp_path)
+    assert b"enveloped-data" in data
+    doc = textsieve.extract(data)
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert "S/MIME" in doc.error.message
+    # Old clients leave smime-type out: the CMS content type inside still says so.
+    bare = textsieve.extract(data.replace(b' smime-type=enveloped-data;', b''))
+    assert bare.error is not None and bare.error.kind is ErrorKind.ENCRYPTED
+
+
+@needs_openssl
+def test_smime_signed_only_message_is_not_encrypted(tmp_path: Path) -> None:
+    data = _smime(tmp_path, "-sign")
+    doc = textsieve.extract(data)
+    assert doc.error is None or doc.error.kind is not ErrorKind.ENCRYPTED
+
+
+def test_rights_managed_mail_is_encrypted_not_its_placeholder() -> None:
+    """An IRM-protected mail shows every client a placeholder; the body is message.rpmsg."""
+    msg = EmailMessage()
+    msg["From"], msg["Subject"] = "hr@example.org", "Salary review"
+    msg.set_content("This message is protected with Microsoft Information Protection. "
+                    "You can open it using Microsoft Outlook.")
+    msg.add_attachment(b"\x76\xe8\x04\x60\xc4\x11\xe3\x86" + bytes(200),
+                       maintype="application", subtype="x-microsoft-rpmsg-message",
+                       filename="message.rpmsg")
+    doc = textsieve.extract(msg.as_bytes())
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert "Rights Management" in doc.error.message

@@ -34,8 +34,9 @@ LAZY = ("olefile", "lxml.html", "email.parser", "email.generator")
 
 # Output version (archives re-extract what an older one made): 2 = header block from the
 # raw headers (display names unquoted, original Date text); 3 = MSG recipients with their
-# addresses, Bcc and Message-ID, Exchange senders by SMTP address.
-VERSION = 3
+# addresses, Bcc and Message-ID, Exchange senders by SMTP address; 4 = PGP, S/MIME and
+# IRM-protected bodies are `encrypted`, not ciphertext or a placeholder printed as text.
+VERSION = 4
 
 MAX_MIME_DEPTH = 40
 _HEADERS = (("From", "from"), ("To", "to"), ("Cc", "cc"), ("Date", "date"),
@@ -196,6 +197,7 @@ class _MailWalker:
         self.bodies: list[str] = []
         self.count = 0
         self.truncated = False
+        self.encrypted: list[str] = []  # "PGP/MIME", "S/MIME", "inline PGP": bodies we lack
 
     def attach(self, payload: bytes, name: str) -> None:
         self.count += 1
@@ -229,12 +231,22 @@ class _MailWalker:
                 subject = _header(inner, "Subject") or "message"
                 self.attach(_as_bytes(inner), f"{_safe_name(subject)}.eml")
             return []
+        if ctype == "multipart/encrypted":  # RFC 1847 / 3156: a version part, then cipher
+            protocol = str(part.get_param("protocol") or "").lower()
+            self.encrypted.append("PGP/MIME" if "pgp" in protocol else "multipart/encrypted")
+            return []
+        if ctype in _PKCS7_TYPES and _enveloped(part):
+            self.encrypted.append("S/MIME")
+            return []
         if part.is_multipart():
             subs = [p for p in part.get_payload() if isinstance(p, Message)]
             if ctype == "multipart/alternative" and subs:
                 return [_best_alternative(subs)]
             return subs
         filename = _filename(part)
+        if ctype == _RPMSG or (filename or "").lower().endswith(".rpmsg"):
+            self.encrypted.append(_IRM)  # the readable body is the client's placeholder
+            return []
         disposition = part.get_content_disposition()
         payload = _payload(part)
         # A multipart whose boundary never appears arrives as one string: keep it as text.
@@ -248,6 +260,9 @@ class _MailWalker:
             text = html_to_text(text, self.ctx)
         elif ctype == "text/plain" or ctype.startswith("multipart/"):
             text = self.uudecode(text)
+            if "-----BEGIN PGP MESSAGE-----" in text:
+                text = _PGP_BLOCK.sub("", text)  # ciphertext is not the message's text
+                self.encrypted.append("inline PGP")
         if text.strip():
             self.bodies.append(text)
         return []
@@ -277,6 +292,39 @@ class _MailWalker:
             return self._UU.sub(repl, text)
         except binascii.Error:
             return text
+
+
+_PKCS7_TYPES = ("application/pkcs7-mime", "application/x-pkcs7-mime")
+_RPMSG = "application/x-microsoft-rpmsg-message"  # Microsoft Rights Management (IRM) mail
+_IRM = "IRM"
+_PGP_BLOCK = re.compile(r"-----BEGIN PGP MESSAGE-----.*?(-----END PGP MESSAGE-----|\Z)", re.S)
+# DER of the CMS content types that hold an encrypted message: envelopedData
+# (1.2.840.113549.1.7.3) and authEnvelopedData (1.2.840.113549.1.9.16.1.23).
+_ENVELOPED_OIDS = (b"\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x07\x03",
+                   b"\x06\x0b\x2a\x86\x48\x86\xf7\x0d\x01\x09\x10\x01\x17")
+
+
+def _enveloped(part: Message) -> bool:
+    """An S/MIME part that is encrypted, not signed-only or a certificate bundle: by its
+    smime-type, or (old clients leave it out) by the CMS content type at its start."""
+    smime_type = str(part.get_param("smime-type") or "").lower()
+    if smime_type:
+        return smime_type in ("enveloped-data", "authenveloped-data")
+    return any(oid in _payload(part)[:64] for oid in _ENVELOPED_OIDS)
+
+
+def _encrypted_body(kinds: list[str], readable: bool) -> ExtractionError | Document:
+    """The verdict on a message whose body is encrypted: the message is ``encrypted`` when
+    nothing else of it is readable, else an ``encrypted`` part beside what is."""
+    if _IRM in kinds:  # what a reader sees is "This message is protected with ..."
+        return ExtractionError(ErrorKind.ENCRYPTED, "message protected with Information "
+                               "Rights Management: the text shown is the mail client's "
+                               "placeholder; the body is encrypted in message.rpmsg")
+    what = " and ".join(dict.fromkeys(kinds))
+    message = f"{what}-encrypted message body (it needs the recipient's private key)"
+    if not readable:
+        return ExtractionError(ErrorKind.ENCRYPTED, message)
+    return Document.failed(ErrorKind.ENCRYPTED, message, name="encrypted body")
 
 
 def _as_bytes(msg: Message) -> bytes:
@@ -379,6 +427,13 @@ def render_message(msg: Message, ctx: Context, doc: Document, out: Builder) -> N
     _fill_headers(msg, doc, out)
     walker = _MailWalker(ctx, doc)
     walker.walk(msg)
+    if walker.encrypted:
+        readable = any(b.strip() for b in walker.bodies) or \
+            any(c.status is Status.OK for c in doc.children)
+        verdict = _encrypted_body(walker.encrypted, readable)
+        if isinstance(verdict, ExtractionError):
+            raise verdict
+        doc.children.append(verdict)
     for body in walker.bodies:
         out.preformatted(_tidy(body))
     if walker.count:
@@ -680,10 +735,31 @@ def _render_msg(ole: Any, prefix: str, ctx: Context, doc: Document, out: Builder
         body = _msg_html(m, ctx)
     if not (body and body.strip()):
         body = _msg_rtf(m)
+    encrypted = _msg_encryption(m)
+    if body and "-----BEGIN PGP MESSAGE-----" in body:
+        body = _PGP_BLOCK.sub("", body)
+        encrypted.append("inline PGP")
+    if encrypted:
+        verdict = _encrypted_body(encrypted, bool(body and body.strip()))
+        if isinstance(verdict, ExtractionError):
+            raise verdict
+        doc.children.append(verdict)
     if body and body.strip():
         out.preformatted(_tidy(body.replace("\x00", "")))
     for storage in _msg_storages(ole, prefix, "__attach_version1.0_"):
         _msg_attachment(ole, f"{prefix}{storage}/", ctx, doc, level, m.codepage)
+
+
+def _msg_encryption(m: _Msg) -> list[str]:
+    """What the message class (PidTagMessageClass) says is encrypted: S/MIME
+    ("IPM.Note.SMIME", but not the clear-signed "IPM.Note.SMIME.MultipartSigned") or
+    Rights Management ("IPM.Note.rpmsg...", whose body is a placeholder)."""
+    klass = (m.text("001A") or "").lower()
+    if ".rpmsg" in klass:
+        return [_IRM]
+    if klass.startswith("ipm.note.smime") and "multipartsigned" not in klass:
+        return ["S/MIME"]
+    return []
 
 
 def _msg_html(m: _Msg, ctx: Context) -> str | None:
@@ -722,7 +798,11 @@ def _msg_attachment(ole: Any, prefix: str, ctx: Context, doc: Document, level: i
                                                 name=sub.name))
             return
         b = Builder()
-        _render_msg(ole, prefix + "__substg1.0_3701000D/", ctx, sub, b, level + 1)
+        try:
+            _render_msg(ole, prefix + "__substg1.0_3701000D/", ctx, sub, b, level + 1)
+        except ExtractionError as exc:  # an encrypted enclosed message: that part only
+            doc.children.append(Document.failed(exc.kind, exc.message, name=sub.name))
+            return
         sub.text, sub.markdown, sub.pages = b.build()
         sub.status = Status.OK if sub.text.strip() else Status.EMPTY
         sub.name = sub.title or sub.name
