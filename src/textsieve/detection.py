@@ -33,6 +33,7 @@ DOC = "application/msword"
 PPT = "application/vnd.ms-powerpoint"
 MSG = "application/vnd.ms-outlook"
 OOXML_ENCRYPTED = "application/x-ooxml-encrypted"  # OOXML inside an encrypted OLE2 file
+IRM_PROTECTED = "application/x-ms-irm-protected"  # Office file under Rights Management
 OLE_OTHER = "application/x-ole-storage"
 ODT = "application/vnd.oasis.opendocument.text"
 ODS = "application/vnd.oasis.opendocument.spreadsheet"
@@ -259,6 +260,13 @@ def _ole_kind(src: Source) -> Detection:
             return Detection(hint, "extension", f"damaged OLE2 container: {exc}")
         return Detection(OLE_OTHER, "magic", f"damaged OLE2 container: {exc}")
     lower = {s.lower() for s in streams}
+    if "\tdrmcontent" in lower or any(s.startswith("\x06dataspaces/") and "drm" in s
+                                       for s in lower):
+        # Information Rights Management (MS-OFFCRYPTO 2.2.10, 2.3.3): the readable
+        # WordDocument (or whatever) stream only holds the placeholder Office shows
+        # ("This document is protected..."); the content is in \tDRMContent or in an
+        # EncryptedPackage with a DRM transform.
+        return Detection(IRM_PROTECTED, "container")
     if "encryptioninfo" in lower and "encryptedpackage" in lower:
         return Detection(OOXML_ENCRYPTED, "container")
     if "worddocument" in lower:

@@ -63,6 +63,7 @@ REGISTRY: dict[str, list[str]] = {
     d.RTF: [f"{_P}rtf:extract", f"{_P}legacy:extract_libreoffice"],
     d.WORDPERFECT: [f"{_P}wordperfect:extract"],
     d.OOXML_ENCRYPTED: [f"{_P}encrypted:extract"],
+    d.IRM_PROTECTED: [f"{_P}protected:extract"],
     d.MSG: [f"{_P}mail:extract_msg"],
     d.EML: [f"{_P}mail:extract_eml"],
     d.MBOX: [f"{_P}mail:extract_mbox"],
