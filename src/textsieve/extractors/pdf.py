@@ -31,8 +31,10 @@ from ..render import Builder, md_escape
 from ..source import Source
 from . import Context
 
-# Output version (archives re-extract items made by an older one): 2 = OCR of pages/images.
-VERSION = 3  # 3: text of FreeText annotations (and notes with --comments)
+# Output version (archives re-extract items made by an older one): 2 = OCR of pages/images;
+# 3 = text of FreeText annotations (and notes with --comments); 4 = right-to-left
+# ligatures in logical order, a space where the script changes.
+VERSION = 4
 
 # Control characters PDFium or broken fonts leave in the text (NUL, form feed, ...). PDFium
 # marks a hyphen it removed at a line end with U+FFFE and has already joined the word
@@ -318,12 +320,66 @@ def _page_text(page: c.FPDF_PAGE) -> tuple[str, bool]:
         if got <= 1:
             return "", False
         raw = ctypes.string_at(buf, (min(got, size) - 1) * 2).decode("utf-16-le", "replace")
+        if _RTL.search(raw):
+            raw = _logical_ligatures(textpage, raw)
     finally:
         c.FPDFText_ClosePage(textpage)
     text = _clean(raw)
+    if _RTL.search(text):
+        text = _SCRIPT_CHANGE.sub(" ", text)
     # Tabs count as junk too: PDFium emits no tabs of its own, unmapped code 9 is one.
     junk = len(raw) - len(text) - raw.count("\r\n") + raw.count("\t")
     return text, junk > _GARBLED_SHARE * len(raw)
+
+
+# Right-to-left text (Hebrew, Arabic, Syriac, Thaana, NKo and their presentation forms).
+_RTL_CLASS = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+_RTL = re.compile(f"[{_RTL_CLASS}]")
+# A right-to-left letter against a Latin one: producers draw each direction's run apart,
+# and the space between them (drawn at the far end of one run) is lost; in logical text
+# the scripts do not share a word, so the boundary is a word break ("Pythonمن").
+_LATIN = "A-Za-z\u00c0-\u024f"
+_SCRIPT_CHANGE = re.compile(f"(?<=[{_RTL_CLASS}])(?=[{_LATIN}])|(?<=[{_LATIN}])(?=[{_RTL_CLASS}])")
+
+
+# Arabic letters that join only the letter before them (ArabicShaping.txt type R).
+_RIGHT_JOINING = frozenset("\u0622\u0623\u0624\u0625\u0627\u0629\u062f\u0630\u0631\u0632"
+                           "\u0648\u0671")
+
+
+def _logical_ligatures(textpage: c.FPDF_TEXTPAGE, raw: str) -> str:
+    """Right-to-left ligatures back in logical order.
+
+    A glyph that stands for several characters (Arabic lam-alef, mapped to "\u0644\u0627"
+    by ToUnicode) gives PDFium consecutive characters at one origin. Reordering the visual
+    line into logical order, PDFium reverses them with the run, so lam-alef reads
+    alef-lam ("السالم" for "السلام"). Characters of one glyph share their origin exactly,
+    but so do those of a presentation-form ligature PDFium decomposes itself, in the right
+    order ("لخ" from U+FCCB): only a group that starts with a letter that never joins the
+    next one (alef, dal, ra, waw, ...) cannot be a ligature in logical order, and that one
+    is reversed back. Only pages with RTL text pay for the per-character origins."""
+    n = c.FPDFText_CountChars(textpage)
+    if n != len(raw):  # surrogate pairs or generated text: indexes do not line up
+        return raw
+    x, y = ctypes.c_double(), ctypes.c_double()
+    origins: list[tuple[float, float] | None] = []
+    for i in range(n):
+        if raw[i].isspace() or c.FPDFText_IsGenerated(textpage, i) or \
+                not c.FPDFText_GetCharOrigin(textpage, i, x, y):
+            origins.append(None)
+        else:
+            origins.append((x.value, y.value))
+    chars = list(raw)
+    i = 0
+    while i < n - 1:
+        j = i + 1
+        while j < n and origins[i] is not None and origins[j] == origins[i] and \
+                _RTL.match(chars[j]):
+            j += 1
+        if j - i > 1 and chars[i] in _RIGHT_JOINING:
+            chars[i:j] = chars[i:j][::-1]
+        i = j
+    return "".join(chars)
 
 
 def _clean(text: str) -> str:
