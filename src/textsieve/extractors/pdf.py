@@ -342,43 +342,35 @@ _LATIN = "A-Za-z\u00c0-\u024f"
 _SCRIPT_CHANGE = re.compile(f"(?<=[{_RTL_CLASS}])(?=[{_LATIN}])|(?<=[{_LATIN}])(?=[{_RTL_CLASS}])")
 
 
-# Arabic letters that join only the letter before them (ArabicShaping.txt type R).
-_RIGHT_JOINING = frozenset("\u0622\u0623\u0624\u0625\u0627\u0629\u062f\u0630\u0631\u0632"
-                           "\u0648\u0671")
+# A reversed lam-alef: alef (plain, with hamza or madda) then lam. In logical order an
+# alef can never start a ligature (it does not join the letter after it).
+_REVERSED_LAM_ALEF = re.compile("[\u0622\u0623\u0625\u0627](?=\u0644)")
 
 
 def _logical_ligatures(textpage: c.FPDF_TEXTPAGE, raw: str) -> str:
-    """Right-to-left ligatures back in logical order.
+    """Arabic lam-alef ligatures back in logical order.
 
-    A glyph that stands for several characters (Arabic lam-alef, mapped to "\u0644\u0627"
-    by ToUnicode) gives PDFium consecutive characters at one origin. Reordering the visual
-    line into logical order, PDFium reverses them with the run, so lam-alef reads
-    alef-lam ("السالم" for "السلام"). Characters of one glyph share their origin exactly,
-    but so do those of a presentation-form ligature PDFium decomposes itself, in the right
-    order ("لخ" from U+FCCB): only a group that starts with a letter that never joins the
-    next one (alef, dal, ra, waw, ...) cannot be a ligature in logical order, and that one
-    is reversed back. Only pages with RTL text pay for the per-character origins."""
-    n = c.FPDFText_CountChars(textpage)
-    if n != len(raw):  # surrogate pairs or generated text: indexes do not line up
+    A lam-alef glyph that ToUnicode maps to its two letters ("\u0644\u0627", as Word and
+    LibreOffice write it) gives PDFium two characters at one origin; reordering the
+    visual line into logical order, PDFium reverses them with the run, so lam-alef reads
+    alef-lam ("السالم" for "السلام"). "ال" is also the article, so only a pair that shares
+    its origin (one glyph) is swapped back. Origins are asked for at those pairs only: an
+    Arabic page pays two calls per "ال", not one per character."""
+    if c.FPDFText_CountChars(textpage) != len(raw):  # surrogates: indexes do not line up
         return raw
     x, y = ctypes.c_double(), ctypes.c_double()
-    origins: list[tuple[float, float] | None] = []
-    for i in range(n):
-        if raw[i].isspace() or c.FPDFText_IsGenerated(textpage, i) or \
-                not c.FPDFText_GetCharOrigin(textpage, i, x, y):
-            origins.append(None)
-        else:
-            origins.append((x.value, y.value))
+    ref_x, ref_y = ctypes.byref(x), ctypes.byref(y)
+
+    def origin(i: int) -> tuple[float, float] | None:
+        ok = c.FPDFText_GetCharOrigin(textpage, i, ref_x, ref_y)
+        return (x.value, y.value) if ok else None
+
     chars = list(raw)
-    i = 0
-    while i < n - 1:
-        j = i + 1
-        while j < n and origins[i] is not None and origins[j] == origins[i] and \
-                _RTL.match(chars[j]):
-            j += 1
-        if j - i > 1 and chars[i] in _RIGHT_JOINING:
-            chars[i:j] = chars[i:j][::-1]
-        i = j
+    for m in _REVERSED_LAM_ALEF.finditer(raw):
+        i = m.start()
+        first = origin(i)
+        if first is not None and origin(i + 1) == first:
+            chars[i], chars[i + 1] = raw[i + 1], raw[i]
     return "".join(chars)
 
 
