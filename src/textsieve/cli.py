@@ -492,10 +492,11 @@ def cmd_export(ns: argparse.Namespace) -> int:
 
     counts: Counter[str] = Counter()
     with _open_archive(ns.archive, readonly=True) as archive:
-        n = export(archive, ns.to, ns.format, counts=counts)  # ExportError: exit 1
+        n = export(archive, ns.to, ns.format, counts=counts,  # ExportError: exit 1
+                   on_error=_say)
     more = "".join(f", {v:,} {k}" for k, v in sorted(counts.items()) if k != "items" and v)
     print(f"exported {n:,} items to {ns.to}{more}", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_FAILED if counts["failed"] else EXIT_OK
 
 
 def _check_sieve(options: Options) -> Options:
