@@ -261,6 +261,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="summarise the archive by status, type and error")
     _add_archive_option(p)
 
+    p = sub.add_parser("check", help="check the archive is whole (every page, index and "
+                       "stored text); --repair rebuilds a damaged one, keeping a backup")
+    p.add_argument("--repair", action="store_true",
+                   help="rebuild indexes and full-text index from the readable rows; items "
+                        "with damaged rows are dropped (the next run extracts them again); "
+                        "the original is kept as FILE.bak")
+    _add_archive_option(p)
+
     p = sub.add_parser("export", help="write the archive out as files, JSONL or Parquet")
     p.add_argument("--to", required=True, metavar="PATH",
                    help="folder (txt) or file (jsonl, parquet)")
@@ -499,6 +507,27 @@ def cmd_export(ns: argparse.Namespace) -> int:
     return EXIT_FAILED if counts["failed"] else EXIT_OK
 
 
+def cmd_check(ns: argparse.Namespace) -> int:
+    from .archive.check import check, repair
+
+    report = check(ns.archive)
+    if report.ok:
+        print(f"{ns.archive}: whole ({report.items:,} items; pages, indexes, full-text "
+              "index and every stored text checked)", file=sys.stderr)
+        return EXIT_OK
+    for line in report.problems:
+        _say(f"{ns.archive}: {line}")
+    if not ns.repair:
+        _say(f"{ns.archive}: damaged; `textsieve check --repair` rebuilds it from what is "
+             "readable, keeping a backup")
+        return EXIT_FAILED
+    fixed = repair(ns.archive)
+    print(f"{ns.archive}: repaired: {fixed.kept:,} items kept, {fixed.dropped:,} dropped "
+          f"(the next run extracts them again), {fixed.lost_rows:,} unreadable rows lost; "
+          f"the damaged original is {fixed.backup}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _check_sieve(options: Options) -> Options:
     """--topic implies --html sieve; sieve needs a topic that loads (checked here once, not
     in every worker); a topic file is made absolute for workers and re-runs."""
@@ -553,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show,
-               "stats": cmd_stats, "export": cmd_export}[ns.command]
+               "stats": cmd_stats, "export": cmd_export, "check": cmd_check}[ns.command]
     try:
         if ns.command in ("extract", "run", "ocr", "gmail-auth"):  # the commands with Options
             ns.options = _check_sieve(_options(ns))
