@@ -22,15 +22,20 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
+from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
+
+from .sources.files import key_path
 
 # Below the usual 255-byte limit, leaving room for a "~ID" suffix.
 MAX_NAME_BYTES = 240
 # Characters no portable file name may hold (NUL and controls everywhere, the rest on
 # Windows or in shells); each becomes "_".
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"|?*\\/]')
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
@@ -68,6 +73,52 @@ def shorten(name: str, keep_suffix: str = "") -> str:
     while budget > 0 and budget < len(stem) and (stem[budget] & 0xC0) == 0x80:
         budget -= 1  # not before a continuation byte: no half character
     return stem[:budget].decode("utf-8", "surrogateescape") + tag + suffix
+
+
+def common_root(keys: Iterable[str]) -> str | None:
+    """The deepest folder holding every file key (URLs and other keys do not count)."""
+    root: str | None = None
+    for key in keys:
+        path = key_path(key)
+        if path is None:
+            continue
+        folder = os.path.dirname(path)
+        root = folder if root is None else os.path.commonpath([root, folder])
+    return root
+
+
+def item_parts(key: str, root: str | None) -> list[str]:
+    """Where a file named after an item goes, as safe path parts below an output folder.
+
+    Files mirror their path below ``root`` (a name that is not UTF-8 keeps its bytes), so
+    ``a/scan.pdf`` and ``b/scan.pdf`` stay apart; URLs go under ``HOST/PATH`` (``index``
+    for a path ending in ``/``); anything else is treated as a relative path. Every part is
+    made safe (``safe_parts``), so the result stays inside the folder whatever the key.
+    """
+    path = key_path(key)
+    parts: Sequence[str]
+    if path is None and _URL.match(key):
+        u = urlsplit(key)
+        host = u.hostname or "host"
+        if u.port:
+            host += f"_{u.port}"
+        upath = u.path if not u.path.endswith("/") else u.path + "index"
+        if u.query:
+            upath += f"?{u.query}"
+        parts = [host, *upath.split("/")]
+    elif path is not None and root is not None and _inside(path, root):
+        parts = Path(os.path.relpath(path, root)).parts
+    else:
+        path = path or key
+        parts = Path(path).parts[1:] if os.path.isabs(path) else Path(path).parts
+    return safe_parts(parts) or ["item"]
+
+
+def _inside(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # different drives
+        return False
 
 
 def _open_dir(parent_fd: int, name: str, *, create: bool) -> int:

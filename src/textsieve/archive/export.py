@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
-from urllib.parse import urlsplit
 
 from ..errors import TextsieveError
-from ..outfiles import safe_parts, shorten, write_file, write_under
-from ..sources.files import key_path, readable
+from ..outfiles import common_root, item_parts, shorten, write_file, write_under
+from ..sources.files import readable
 from .store import Archive
 
 log = logging.getLogger(__name__)
@@ -30,7 +28,6 @@ log = logging.getLogger(__name__)
 FORMATS = ("txt", "jsonl", "parquet")
 ROW_GROUP_ROWS = 1000  # parquet rows per row group ...
 ROW_GROUP_BYTES = 64 << 20  # ... or fewer when their texts add up to this many bytes
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 class ExportError(TextsieveError):
@@ -86,7 +83,7 @@ def _export_txt(archive: Archive, out: Path, counts: Counter[str],
         raise ExportError(f"cannot create folder {out}: {exc.strerror or exc}") from exc
     if not os.access(out, os.W_OK | os.X_OK):
         raise ExportError(f"cannot write into folder {out}: permission denied")
-    root = _common_root(key for _, key, _ in _top_level(archive))
+    root = common_root(key for _, key, _ in _top_level(archive))
     used: set[int] = set()  # hashes of the names written, to catch clashes cheaply
     for item_id, key, _status in _top_level(archive):
         doc = archive.document(item_id)
@@ -123,58 +120,17 @@ def _with_id(name: str, item_id: int) -> str:
     return shorten(f"{name[:-4]}~{item_id}.txt", keep_suffix=f"~{item_id}.txt")
 
 
-def _common_root(keys: Iterator[str]) -> str | None:
-    """The deepest folder holding every file key (URLs and other keys do not count)."""
-    root: str | None = None
-    for key in keys:
-        path = key_path(key)
-        if path is None:
-            continue
-        folder = os.path.dirname(path)
-        root = folder if root is None else os.path.commonpath([root, folder])
-    return root
-
-
 def txt_relpath(key: str, root: str | None) -> str:
     """Where an item's text goes, relative to the export folder: ``a/example.pdf.txt``."""
     return os.path.join(*txt_parts(key, root))
 
 
 def txt_parts(key: str, root: str | None) -> list[str]:
-    """The path parts of an item's text file below the export folder.
-
-    Files mirror their path below ``root`` (a name that is not UTF-8 keeps its bytes);
-    URLs go under ``HOST/PATH`` (``index`` for a path ending in ``/``); anything else is
-    treated as a relative path. Every part is made safe (``outfiles.safe_parts``: no empty,
-    ``.`` or ``..`` parts, no separators or control characters inside a part, no
-    over-long names), so the result always stays inside the export folder.
-    """
-    path = key_path(key)
-    parts: Sequence[str]
-    if path is None and _URL.match(key):
-        u = urlsplit(key)
-        host = u.hostname or "host"
-        if u.port:
-            host += f"_{u.port}"
-        upath = u.path if not u.path.endswith("/") else u.path + "index"
-        if u.query:
-            upath += f"?{u.query}"
-        parts = [host, *upath.split("/")]
-    elif path is not None and root is not None and _inside(path, root):
-        parts = Path(os.path.relpath(path, root)).parts
-    else:
-        path = path or key
-        parts = Path(path).parts[1:] if os.path.isabs(path) else Path(path).parts
-    safe = safe_parts(parts) or ["item"]
-    safe[-1] = shorten(safe[-1] + ".txt", keep_suffix=".txt")
-    return safe
-
-
-def _inside(path: str, folder: str) -> bool:
-    try:
-        return os.path.commonpath([path, folder]) == folder
-    except ValueError:  # different drives
-        return False
+    """The path parts of an item's text file below the export folder: the item's own
+    (``outfiles.item_parts``: safe, inside the folder whatever the key) plus ``.txt``."""
+    parts = item_parts(key, root)
+    parts[-1] = shorten(parts[-1] + ".txt", keep_suffix=".txt")
+    return parts
 
 
 # -- rows: JSONL and Parquet -----------------------------------------------------------------

@@ -41,6 +41,7 @@ class _Task:
     page: int | None = None  # set: OCR this page (1-based) of ``obj`` (a PDF or an image)
     mime: str | None = None
     want_pdf: bool = False  # OCR pages: also return tesseract's text-only PDF page
+    out: list[str] | None = None  # where its searchable copy goes (safe parts), if not by name
     page_workers: int = 1  # whole inputs: processes it may fork for its pages (idle cores)
     # When the document's time is up (``Options.timeout`` from its start): it bounds its
     # OCR pages too, however many there are, not only their extraction.
@@ -213,9 +214,11 @@ class WorkerPool:
             return self.map_pairs((obj, None) for obj in inputs)
         return self.map_pairs(zip(inputs, names, strict=False))
 
-    def map_pairs(self, pairs: Iterable[tuple[Any, str | None]]) -> Iterator[Document]:
+    def map_pairs(self, pairs: Iterable[tuple[Any, ...]]) -> Iterator[Document]:
         """Like ``map``, for (input, name) pairs; the iterable is consumed lazily, a
-        bounded window ahead of the results, so it may be an endless stream.
+        bounded window ahead of the results, so it may be an endless stream. A third
+        element, when given, is where the input's searchable PDF copy goes below
+        ``Options.searchable_pdf_dir`` (safe path parts; ``textsieve run`` mirrors the tree).
 
         A document that comes back with pages to OCR is not finished: its pages go to the
         front of the queue as one task each, so a long scan keeps every worker busy, and
@@ -235,14 +238,14 @@ class WorkerPool:
         def refill() -> None:
             while not state["exhausted"] and len(order) < window:
                 try:
-                    obj, name = next(items)
+                    obj, name, *out = next(items)
                 except StopIteration:
                     state["exhausted"] = True
                     return
                 key = state["next"]
                 state["next"] += 1
                 order.append(key)
-                backlog.append(_Task(key, obj, name))
+                backlog.append(_Task(key, obj, name, out=out[0] if out else None))
 
         def finished(task: _Task, result: Any) -> None:
             if task.page is None:
@@ -256,7 +259,8 @@ class WorkerPool:
                     doc.mime_type == "application/pdf"
                 backlog.extendleft(reversed([
                     _Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type,
-                          want_pdf=want_pdf, deadline=task.deadline) for p in pages]))
+                          want_pdf=want_pdf, deadline=task.deadline, out=task.out)
+                    for p in pages]))
                 return
             doc, left, results = waiting[task.key]
             results.append(result)
@@ -297,20 +301,17 @@ class WorkerPool:
 
     def _searchable_copy(self, task: _Task, doc: Document, results: list[Any]) -> None:
         """Lay the pages' text-only PDFs over the original: a searchable copy in
-        ``searchable_pdf_dir``, named like the input (its path is in the metadata)."""
-        from pathlib import Path
-
+        ``searchable_pdf_dir`` at ``task.out``, else named like the input (its path is in
+        the metadata), written only through ``outfiles`` (safe names, no symlink followed)."""
         from .. import _source
-        from ..ocr.searchable import write_overlay
+        from ..ocr.searchable import pdf_parts, write_overlay
 
         assert self.options.searchable_pdf_dir is not None
-        name = Path(doc.name or task.name or f"document-{task.key}").name
-        out = Path(self.options.searchable_pdf_dir) / (
-            name if name.lower().endswith(".pdf") else f"{name}.pdf")
+        parts = task.out or pdf_parts([doc.name or task.name or f"document-{task.key}"])
         try:
-            write_overlay(_source(task.obj, task.name, self.options), results, out,
-                          self.options)
-            doc.metadata.extra["searchable_pdf"] = str(out)
+            report = write_overlay(_source(task.obj, task.name, self.options), results,
+                                   (self.options.searchable_pdf_dir, parts), self.options)
+            doc.metadata.extra["searchable_pdf"] = report["path"]
         except Exception as exc:  # the text is what matters; the copy is a bonus
             doc.warnings.append(f"searchable PDF not written: {type(exc).__name__}: {exc}")
         for r in results:

@@ -49,6 +49,16 @@ def readable(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def _fixed_prefix(pattern: str) -> str:
+    """The folder part of a glob before its first wildcard: ``/a/b/**/*.pdf`` -> ``/a/b``."""
+    fixed: list[str] = []
+    for part in Path(pattern).parts[:-1]:
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    return os.path.join(*fixed) if fixed else os.sep
+
+
 def _has_surrogates(s: str) -> bool:
     try:
         s.encode("utf-8")
@@ -75,16 +85,21 @@ class FileSource:
         self.exclude = exclude
         self.max_size = max_size  # for a pipe, read whole before anything else
         self._pipe: str | None = None
+        # The folder the source's files are named relative to (outputs mirror the tree).
+        self.root: str | None = os.path.dirname(os.path.abspath(spec))
         if glob.has_magic(spec) and not os.path.exists(spec):
+            self.root = _fixed_prefix(os.path.abspath(spec))
             self.spec = f"glob:{file_key(os.path.abspath(spec))}"
             self._paths = lambda: iter(sorted(glob.glob(spec, recursive=True)))
         elif os.path.isdir(spec):
+            self.root = os.path.abspath(spec)
             self.spec = f"dir:{file_key(os.path.abspath(spec))}"
             self._paths = lambda: self._walk(spec)
         elif os.path.isfile(spec):
             self.spec = f"file:{file_key(os.path.abspath(spec))}"
             self._paths = lambda: iter([spec])
         elif os.path.exists(spec):  # a pipe or device named on the command line
+            self.root = None
             self.spec = f"pipe:{file_key(spec)}"
             self._paths = lambda: iter([])
             self._pipe = spec
