@@ -175,3 +175,23 @@ def test_random_byte_flips_never_give_a_traceback(made: tuple[Path, Path], tmp_p
     p = textsieve("check", "--archive", db)
     if p.returncode != 0:  # not repairable (the schema itself was hit): said so, in a line
         assert p.stderr.startswith(f"textsieve: {db}: ") and "Traceback" not in p.stderr
+
+
+def test_repair_is_refused_while_another_process_writes(made: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
+    _src, built = made
+    db = _copy(built, tmp_path)
+    (page,) = _pages(db, "items_parent")
+    _overwrite_page(db, page, 2000, seed=1)
+    before = _state(db)
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # as a run does while it writes a batch
+    try:
+        p = textsieve("check", "--repair", "--archive", db)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    _one_line_error(p, db)
+    assert "in use by another process" in p.stderr
+    assert _state(db) == before
+    assert not db.with_name(db.name + ".repair").exists()

@@ -197,8 +197,8 @@ def _fts_out_of_step(conn: sqlite3.Connection) -> list[str]:
 def repair(path: str | os.PathLike[str]) -> RepairReport:
     """Rebuild a damaged archive from its readable rows, keeping the original as a backup.
 
-    Must not run while a ``textsieve run`` writes to the archive (it takes the write lock
-    for the copy and gives up if it cannot).
+    Refused while another process writes to the archive (a ``textsieve run``): it holds
+    the write lock from the backup to the end of the copy, so nothing is written meanwhile.
     """
     path = Path(path)
     if not path.exists():
@@ -210,8 +210,37 @@ def repair(path: str | os.PathLike[str]) -> RepairReport:
         version = probe.execute("PRAGMA user_version").fetchone()[0]
     finally:
         probe.close()
-    backup = _backup(path)
     new_path = path.with_name(path.name + ".repair")
+    lock = _write_lock(path)
+    try:
+        backup = _backup(path)
+        report = _rebuild(path, new_path, version, backup)
+    finally:
+        lock.close()  # before the swap: closing must not touch the new file's neighbours
+    for suffix in ("-wal", "-shm"):  # they belong to the damaged file, not to the new one
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    os.replace(new_path, path)
+    return report
+
+
+def _write_lock(path: Path) -> sqlite3.Connection:
+    """Take the archive's write lock (no waiting): a run writing to it is told apart from
+    damage, which may keep even the lock from being taken (then there is no writer)."""
+    conn = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            conn.close()
+            raise ArchiveError(f"{path}: in use by another process (a run writing to it?); "
+                               "repair it once that is done") from exc
+    except sqlite3.DatabaseError:
+        pass
+    return conn
+
+
+def _rebuild(path: Path, new_path: Path, version: int, backup: Path) -> RepairReport:
+    """Copy the readable rows of ``path`` into a fresh archive at ``new_path``."""
     for p in (new_path, Path(f"{new_path}-wal"), Path(f"{new_path}-journal")):
         p.unlink(missing_ok=True)
     new = _connect(new_path, readonly=False)
@@ -235,9 +264,6 @@ def repair(path: str | os.PathLike[str]) -> RepairReport:
                                f"unchanged, a copy of it is {backup}") from exc
         raise
     new.close()
-    for suffix in ("-wal", "-shm"):  # they belong to the damaged file, not to the new one
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    os.replace(new_path, path)
     return RepairReport(backup=backup, kept=kept, dropped=dropped, lost_rows=lost)
 
 
