@@ -195,3 +195,42 @@ def test_repair_is_refused_while_another_process_writes(made: tuple[Path, Path],
     assert "in use by another process" in p.stderr
     assert _state(db) == before
     assert not db.with_name(db.name + ".repair").exists()
+
+
+def test_an_index_that_lost_entries_loses_no_item(made: tuple[Path, Path],
+                                                  tmp_path: Path) -> None:
+    """The index page of a 9-item archive put in place of the 110-item one's: well-formed
+    (SQLite's quick check passes), but 101 items missing from it. Before, export wrote 9
+    of 110 items with exit 0. Now the open check refuses it; and export, reading the table
+    rather than that index, loses no item even when the open check is skipped."""
+    from collections import Counter
+
+    from textsieve.archive import Archive
+    from textsieve.archive.export import export
+
+    src, built = made
+    small_src, small = tmp_path / "small", tmp_path / "small.db"
+    small_src.mkdir()
+    for f in sorted(src.iterdir())[:9]:
+        shutil.copyfile(f, small_src / f.name)
+    assert textsieve("run", small_src, "--archive", small, "-q", "-j", "1").returncode == 0
+    conn = sqlite3.connect(small)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    db = _copy(built, tmp_path)
+    (page,) = _pages(db, "items_parent")
+    assert _pages(small, "items_parent") == [page]
+    data = bytearray(db.read_bytes())
+    data[(page - 1) * 4096:page * 4096] = small.read_bytes()[(page - 1) * 4096:page * 4096]
+    db.write_bytes(bytes(data))
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    conn.close()
+    p = textsieve("export", "--to", tmp_path / "x", "--archive", db)
+    _one_line_error(p, db)
+    assert "missing from index items_parent" in p.stderr
+    counts: Counter[str] = Counter()
+    with Archive(db, readonly=True, check=False) as a:
+        assert export(a, tmp_path / "y", "txt", counts=counts) == N
+    assert len(list((tmp_path / "y").iterdir())) == N
+    _repair_and_rerun(src, db, tmp_path)

@@ -27,7 +27,7 @@ import zstandard
 
 from ..model import ErrorKind, Status
 from . import schema
-from .store import ArchiveError, check_file, quick_check
+from .store import ArchiveError, check_file, integrity_problems
 
 _MAX_PROBLEMS = 20  # damaged rows reported one a line; more only lengthen the message
 _CHUNK = 256  # rows copied per statement during a repair
@@ -83,7 +83,7 @@ def check(path: str | os.PathLike[str]) -> Report:
     report = Report()
     try:
         _check_ours(conn, path)
-        report.problems += quick_check(conn, full=True)
+        report.problems += integrity_problems(conn)
         try:
             report.items = conn.execute("SELECT count(*) FROM items").fetchone()[0]
             damaged, lines = _unreadable_rows(conn)
@@ -251,7 +251,7 @@ def _rebuild(path: Path, new_path: Path, version: int, backup: Path) -> RepairRe
         new.execute("DETACH DATABASE old")
         dropped = _drop_damaged(new)
         new.execute("INSERT INTO items_fts (items_fts) VALUES ('rebuild')")
-        left = quick_check(new, full=True) + _fts_out_of_step(new)
+        left = integrity_problems(new) + _fts_out_of_step(new)
         if left:
             raise ArchiveError(f"{path}: the rebuilt archive is still not whole "
                                f"({left[0]}); the original is unchanged")

@@ -69,9 +69,13 @@ def export(archive: Archive, to: str | os.PathLike[str], fmt: str = "txt", *,
 
 
 def _top_level(archive: Archive) -> Iterator[tuple[int, str, str | None]]:
-    """(id, key, status) of every top-level item, in archive order, from one cursor."""
+    """(id, key, status) of every top-level item, in archive order, from one cursor.
+
+    Read from the table itself, not through an index: an index that silently lost entries
+    (damage only an integrity check sees) must not make items vanish from an export.
+    """
     yield from archive.conn.execute(
-        "SELECT id, key, status FROM items WHERE parent_id IS NULL ORDER BY id")
+        "SELECT id, key, status FROM items NOT INDEXED WHERE parent_id IS NULL ORDER BY id")
 
 
 # -- txt: a mirrored tree of NAME.txt files ---------------------------------------------------
