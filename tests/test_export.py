@@ -205,6 +205,7 @@ def _hostile_archive(db: Path) -> dict[str, str]:
         "/base/docs/nul\x00name.txt": "a name with a NUL: plovers",
         "https://evil.example/../../escape": "a URL climbing out: avocets",
         "/base/docs/" + "ä" * 400 + ".txt": "a name too long for one part: godwits",
+        "/base/docs/" + "\U0001f426" * 59: "a name of 236 bytes, 4 per character: ruffs",
         "/base/docs/last.txt": "the last item, written all the same: stints",
     }
     with Archive(db) as a:

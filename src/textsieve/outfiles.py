@@ -68,11 +68,17 @@ def shorten(name: str, keep_suffix: str = "") -> str:
         return name
     tag = "~" + hashlib.sha256(raw).hexdigest()[:10]
     suffix = keep_suffix if keep_suffix and name.endswith(keep_suffix) else ""
-    stem = raw[: len(raw) - len(suffix.encode("utf-8", "surrogateescape"))]
+    stem = name[: len(name) - len(suffix)]
     budget = MAX_NAME_BYTES - len(tag) - len(suffix.encode("utf-8", "surrogateescape"))
-    while budget > 0 and budget < len(stem) and (stem[budget] & 0xC0) == 0x80:
-        budget -= 1  # not before a continuation byte: no half character
-    return stem[:budget].decode("utf-8", "surrogateescape") + tag + suffix
+    return _cut(stem, budget) + tag + suffix
+
+
+def _cut(name: str, nbytes: int) -> str:
+    """The longest start of ``name`` that is at most ``nbytes`` bytes, whole characters."""
+    raw = name.encode("utf-8", "surrogateescape")
+    while 0 < nbytes < len(raw) and (raw[nbytes] & 0xC0) == 0x80:
+        nbytes -= 1  # not before a continuation byte: no half character
+    return raw[:nbytes].decode("utf-8", "surrogateescape")
 
 
 def common_root(keys: Iterable[str]) -> str | None:
@@ -169,7 +175,7 @@ def write_under(root: str | os.PathLike[str], parts: Sequence[str],
 
 def _write_in(dir_fd: int, name: str, fill: Callable[[IO[bytes]], Any]) -> None:
     """Fill a fresh temporary file in ``dir_fd``, then rename it to ``name``."""
-    stem = shorten(name)[:60]
+    stem = _cut(name, 60)  # the temporary name must fit the limit too
     for _ in range(20):
         tmp = f".{stem}.{secrets.token_hex(6)}.partial"
         try:
