@@ -71,6 +71,7 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
         "missing_pages": [], "errors": {}, "rotated": {}, "ocr_seconds": 0.0}
     if not pending:  # nothing to add: the output is the input, byte for byte
         _write_atomically(out, lambda tmp: shutil.copyfile(src, tmp))
+        report["path"] = str(out)
         report["seconds"] = round(time.perf_counter() - t0, 3)
         return report
 
