@@ -86,7 +86,9 @@ class Archive:
             self._setup()
         except sqlite3.DatabaseError as exc:
             self.conn.close()
-            raise ArchiveError(f"{self.path}: not a usable archive ({exc})") from exc
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise ArchiveError(f"{self.path}: in use by another process ({exc})") from exc
+            raise ArchiveError(f"{self.path}: damaged ({exc}); {REPAIR_HINT}") from exc
 
     # -- opening ----------------------------------------------------------------------------
     def _setup(self) -> None:
