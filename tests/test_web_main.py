@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from textsieve.core import extract_source
 from textsieve.extractors.html import parse_html
 from textsieve.model import Document
@@ -243,3 +245,73 @@ def test_title_site_name_stripped() -> None:
     assert strip_site_name("Python: a practical guide", None) == "Python: a practical guide"
     long_title = "Cats – the complete illustrated guide to feline care and feeding"
     assert strip_site_name(long_title, None) == long_title
+
+
+# -- hidden content ----------------------------------------------------------------------
+_STORY = ("The lifeboat crew launched twice on Sunday, first to a yacht that had lost its "
+          "rudder off the point and then to a swimmer caught by the ebb near the pier. ")
+_PARA2 = ("Volunteers train every Tuesday evening in the bay, and the station is raising "
+          "money for a new tractor to haul the boat across the shingle at low water. ")
+
+HIDDEN_WRAPPER = f"""<!DOCTYPE html>
+<html lang="en"><head><title>Two rescues in one day | Coast News</title></head><body>
+<header><nav><a href="/">Home</a> <a href="/local">Local</a> <a href="/sport">Sport</a></nav>
+</header>
+<div class="layout">
+ <article class="story">
+  <h1>Two rescues in one day for the lifeboat crew</h1>
+  <p>{_STORY}</p>
+  <p>{_PARA2}</p>
+ </article>
+ <div class="paywall-full" style="display: none">
+  <h2>Premium archive</h2>
+  {''.join(f'<p>Archive story number {i}: {_STORY * 2}</p>' for i in range(12))}
+ </div>
+ <div class="offer" hidden>
+  {''.join(f'<p>Subscriber extra {i}. {_PARA2 * 2}</p>' for i in range(8))}</div>
+ <section aria-hidden="true"><p>{_PARA2 * 10}</p></section>
+</div>
+<footer><p>Coast News, 12 Quay Street. All rights reserved.</p></footer>
+</body></html>"""
+
+HIDDEN_MAIN = f"""<!DOCTYPE html>
+<html lang="en"><head><title>Two rescues in one day</title></head><body>
+<div class="site">
+ <main style="visibility:hidden"><h1>Loading the app</h1>
+   {''.join(f'<p>Template card {i}. {_STORY * 2}</p>' for i in range(10))}</main>
+ <div class="content"><article><h1>Two rescues in one day for the lifeboat crew</h1>
+  <p>{_STORY}</p><p>{_PARA2}</p></article></div>
+</div></body></html>"""
+
+
+
+@pytest.mark.parametrize("page", [
+    HIDDEN_WRAPPER,
+    HIDDEN_MAIN,
+    HIDDEN_MAIN.replace('<main style="visibility:hidden">', '<main style="display:none">'),
+    HIDDEN_MAIN.replace('<main style="visibility:hidden">', '<div style="display: none"><main>')
+    .replace("</main>", "</main></div>"),
+], ids=["hidden-wrappers", "hidden-main", "display-none-main", "main-in-hidden-div"])
+def test_hidden_text_neither_wins_nor_shows(page: str) -> None:
+    """Text a browser does not show (a paywall's display:none copy, a hidden template)
+    is in no candidate's count and not in the output; the visible story is, never empty."""
+    text = main_text(page)
+    assert "The lifeboat crew launched twice on Sunday" in text
+    assert "Volunteers train every Tuesday evening" in text
+    for hidden in ("Archive story", "Subscriber extra", "Template card", "Loading the app"):
+        assert hidden not in text
+    assert text.count("Volunteers train") == 1
+
+
+def test_candidate_that_renders_to_nothing_gives_way() -> None:
+    """Never empty: a candidate counted with words the renderer does not show (options
+    of a datalist, a town picker) gives way to the next candidate."""
+    from textsieve.web.main import _render_best
+
+    picker = parse_html("<html><body><main><datalist id='towns'>"
+                        + "".join(f"<option>Town number {i}</option>" for i in range(200))
+                        + "</datalist></main></body></html>").find(".//main")
+    story = parse_html(f"<html><body><article><p>{_STORY}</p></article></body></html>")
+    out = Builder()
+    _render_best([picker, story.find(".//article")], out)
+    assert out.text().startswith("The lifeboat crew launched twice")

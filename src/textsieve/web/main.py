@@ -84,22 +84,51 @@ def _words(el: etree._Element | None) -> int:
     return len(_WORD.findall(" ".join(el.itertext()))) if el is not None else 0
 
 
+# A candidate that renders to fewer words than this share of what it was counted with
+# lost its content somewhere between the count and the renderer: the next one is taken.
+RENDERED_SHARE = 0.5
+
+
 def _render(els: list[etree._Element], out: Builder) -> None:
     walker = HtmlWalker(out)
     for el in els:
         walker.render(el)
 
 
-def _select(root: etree._Element, url: str | None) -> list[etree._Element]:
-    """trafilatura's body, unless it is short next to the page's boilerplate-free region.
+def _render_best(candidates: list[etree._Element], out: Builder) -> None:
+    """Render the first candidate that renders to about what it was counted with; none
+    does: the one that rendered most. Never empty while any candidate has text."""
+    best: Builder | None = None
+    best_words = -1
+    for el in candidates:
+        trial = Builder()
+        _render([el], trial)
+        got = len(_WORD.findall(trial.text()))
+        if got and got >= RENDERED_SHARE * _words(el):
+            best = trial
+            break
+        if got > best_words:
+            best, best_words = trial, got
+    if best is not None:
+        out.extend(best)
 
-    trafilatura prunes comment sections and related-article blocks from ``root`` in
-    place first, so the region is taken from the pruned page."""
+
+def _select(root: etree._Element, url: str | None) -> list[etree._Element]:
+    """The candidates, best first: trafilatura's body, unless it is short next to the
+    page's boilerplate-free region.
+
+    What the browser hides is removed first, so no count includes it. trafilatura
+    prunes comment sections and related-article blocks from ``root`` in place, so the
+    region is taken from the pruned page."""
+    content_region.drop_hidden(root)
     traf = _trafilatura_body(root, url)
     region = content_region.landmark(root)
-    if traf is None or _words(traf) < SHORT_RATIO * _words(region):
+    if traf is None:
         return [region]
-    return [_as_html(traf)]
+    body = _as_html(traf)
+    if _words(traf) < SHORT_RATIO * _words(region):
+        return [region, body]
+    return [body, region]
 
 
 def _tree(html: str | bytes) -> etree._Element:
@@ -113,7 +142,7 @@ def main_text(html: str, url: str | None = None) -> str:
     if not html or not html.strip():
         return ""
     out = Builder()
-    _render(_select(_tree(html), url), out)
+    _render_best(_select(_tree(html), url), out)
     return out.text()
 
 
@@ -132,7 +161,7 @@ def extract_main(html: bytes | str, url: str | None, out: Builder, doc: Document
 def render_main(root: etree._Element, url: str | None, doc: Document, out: Builder) -> None:
     """``extract_main`` on an already parsed page (the HTML extractor's entry point)."""
     page_metadata(root, url, doc)
-    _render(_select(root, url), out)
+    _render_best(_select(root, url), out)
 
 
 def page_metadata(root: etree._Element, url: str | None, doc: Document) -> None:

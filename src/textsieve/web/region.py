@@ -18,6 +18,8 @@ import re
 
 from lxml import etree
 
+from ..extractors.html import _hidden
+
 _SKIP_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "select",
               "button", "form", "nav", "footer", "aside", "header", "dialog", "input",
               "textarea", "canvas", "video", "audio", "object", "embed", "map")
@@ -50,6 +52,19 @@ def _marks_boilerplate(value: etree._ElementUnicodeResult) -> bool:
         return value.strip().lower() == "true"
     return True  # hidden
 _MAIN = etree.XPath(".//main|.//*[@role='main']")
+# Elements a browser does not show, as HtmlWalker judges them (hidden attribute,
+# aria-hidden, display:none, visibility:hidden); the XPath preselects cheaply.
+_MAYBE_HIDDEN = etree.XPath(
+    ".//*[@hidden or @aria-hidden or contains(@style, 'none') or contains(@style, 'hidden')]")
+
+
+def drop_hidden(root: etree._Element) -> None:
+    """Remove what the renderer would not show (tails are kept), before any candidate is
+    counted: a paywall's display:none copy of the story must not win on word count and
+    then render to nothing, nor reach trafilatura, whose output loses the style."""
+    for el in _MAYBE_HIDDEN(root):
+        if el.getparent() is not None and el.tag not in ("html", "body") and _hidden(el):
+            el.drop_tree()
 _TEXT_LENGTH = etree.XPath("string-length(normalize-space(.))")
 
 
