@@ -303,3 +303,16 @@ def test_self_closed_script_neither_leaks_nor_swallows(tmp_path: Path, mode: str
     for kept in ("High water is at six", "Low water falls about six hours",
                  "Spring tides come two days"):
         assert kept in doc.text
+
+
+def test_full_mode_shows_a_page_behind_a_loading_guard(tmp_path: Path) -> None:
+    """--html full: a page hidden until its styles load, and a product tab, are text."""
+    page = (b"<html><body><div id='__next'><div style='visibility:hidden'>"
+            b"<h1>Opening hours</h1><p>The library opens at nine on weekdays.</p>"
+            b"<div class='tab-pane' style='display:none'><p>Closed on public holidays.</p>"
+            b"</div><div style='display:none'><p>PAYWALL COPY</p></div></div></div>"
+            b"</body></html>")
+    doc = textsieve.extract(page, name="hours.html", options=Options(html="full"))
+    assert "The library opens at nine" in doc.text
+    assert "Closed on public holidays" in doc.text
+    assert "PAYWALL COPY" not in doc.text

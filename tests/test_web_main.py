@@ -467,3 +467,18 @@ def test_main_text_of_a_whole_page_main_article() -> None:
     assert "Work can only happen between April" in text
     for chrome in _CHROME:
         assert chrome not in text, chrome
+
+
+def test_page_behind_a_loading_guard_is_not_empty() -> None:
+    """Next.js and other apps hide the whole page (visibility:hidden) until their styles
+    load; a browser shows it a moment later, so its text is the page's, not hidden."""
+    page = f"""<!DOCTYPE html><html lang="en"><head><title>Tides</title>
+<script>window.__NEXT_DATA__ = {{"props": {{"page": "tides"}}}};</script></head>
+<body><div id="__next"><div style="visibility:hidden;min-height:100vh">
+<header><nav><a href="/">Home</a> <a href="/tides">Tides</a></nav></header>
+<main><article><h1>Two rescues in one day</h1><p>{_STORY}</p><p>{_PARA2}</p></article></main>
+<footer><p>Coast News</p></footer></div></div>
+<script>self.__next_f.push([1, "hydrate"]);</script></body></html>"""
+    text = main_text(page)
+    assert "The lifeboat crew launched twice on Sunday" in text
+    assert "Volunteers train every Tuesday evening" in text

@@ -335,6 +335,11 @@ def extract_html(src: Source, ctx: Context, doc: Document, out: Builder) -> None
     if not text.strip():
         return
     root = parse_html(text)
+    # What a browser shows after a click or once its scripts run (tab panels, a page
+    # behind a loading guard, React's streamed blocks) is text; other hidden parts go.
+    from ..web.region import drop_hidden  # lazily: web.region imports this module
+
+    drop_hidden(root, aria_shown=False)
     if ctx.options.html == "sieve" and ctx.options.topic:
         from ..web.sieve import sieve_document  # lazily: web.sieve imports this module
 

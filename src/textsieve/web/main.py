@@ -125,8 +125,9 @@ def _render_best(candidates: list[Callable[[], etree._Element]], out: Builder) -
         out.extend(best)
 
 
-_PAGE_TEXT = etree.XPath("//body//text()[not(ancestor::script or ancestor::style "
-                         "or ancestor::noscript or ancestor::template)]")
+# All the text the region could hold: only scripts and styles, which it always drops,
+# are left out (a forum may sit whole in <noscript>, which the region does keep).
+_PAGE_TEXT = etree.XPath("//body//text()[not(ancestor::script or ancestor::style)]")
 
 
 def _select(root: etree._Element, url: str | None) -> list[Callable[[], etree._Element]]:
@@ -146,7 +147,8 @@ def _select(root: etree._Element, url: str | None) -> list[Callable[[], etree._E
     words = _words(traf)
     body = functools.cache(lambda: _as_html(traf))
     bar = SHORT_RATIO[kind]
-    if words >= bar * len(_WORD.findall(" ".join(_PAGE_TEXT(root)))):
+    page_words = len(_WORD.findall(" ".join(_PAGE_TEXT(root))))
+    if page_words and words >= bar * page_words:
         return [body, region]
     if words < bar * _words(region()):
         return [region, body]

@@ -66,6 +66,9 @@ _REVEALABLE = re.compile(
     r"(?:^|[\s_-])(?:tabs?|tab-?pane|tab-?panel|tab-?content|panel|accordion|collapse|"
     r"collapsible|expand|expandable|toggle|read-?more|more)(?:$|[\s_-])", re.I)
 
+# A hidden element with less than this share of its text outside it is the whole page
+# behind a loading guard, not hidden content.
+GUARD_OUTSIDE = 0.05
 # React's streamed server rendering sends the page's content in <div hidden id="S:0">
 # blocks that its script moves into place: the content a reader sees.
 _STREAMED = re.compile(r"S:(\d+)$")
@@ -87,25 +90,51 @@ def _move_to_placeholder(root: etree._Element, el: etree._Element, number: str) 
     host.replace(slot, el)
 
 
-def drop_hidden(root: etree._Element) -> None:
+def drop_hidden(root: etree._Element, aria_shown: bool = True) -> None:
     """Remove what the renderer would not show (tails are kept), before any candidate is
     counted: a paywall's display:none copy of the story must not win on word count and
     then render to nothing, nor reach trafilatura, whose output loses the style. Content
     behind a tab or an accordion is made visible instead, so every count still matches
-    what is rendered."""
+    what is rendered. ``aria_shown`` False leaves aria-hidden alone to the renderer,
+    which skips it (``--html full`` and the sieve keep their icon-free text)."""
+    page = None
     for el in _MAYBE_HIDDEN(root):
         if el.getparent() is None or el.tag in ("html", "body") or not _hidden(el):
             continue
+        if page is None:
+            page = _visible_length(root)
+        # string-length counts scripts too: an upper bound, checked first (cheap)
+        if (page and _TEXT_LENGTH(el) >= 0.5 * page
+                and page - (inside := _visible_length(el)) < GUARD_OUTSIDE * inside):
+            # The whole page hidden until its styles load (Next.js and others): a
+            # browser shows it a moment later.
+            _unhide(el)
+            continue
         aria_only = el.get("hidden") is None and not _HIDDEN_STYLE.search(el.get("style") or "")
+        if aria_only and not aria_shown:
+            continue
         streamed = _STREAMED.match(el.get("id") or "")
         if streamed:
             _move_to_placeholder(root, el, streamed.group(1))
         if (aria_only or streamed or el.get("role") == "tabpanel"
                 or _REVEALABLE.search(f"{el.get('class') or ''} {el.get('id') or ''}")):
-            for attr in ("hidden", "aria-hidden", "style"):
-                el.attrib.pop(attr, None)
+            _unhide(el)
         else:
             el.drop_tree()
+
+
+_CODE = etree.XPath(".//script|.//style")
+
+
+def _visible_length(el: etree._Element) -> int:
+    """About the characters of text under ``el``, scripts and styles left out (they can
+    outweigh the text: a framework's page data); XPath sums, no walk in Python."""
+    return int(_TEXT_LENGTH(el)) - sum(int(_TEXT_LENGTH(c)) for c in _CODE(el))
+
+
+def _unhide(el: etree._Element) -> None:
+    for attr in ("hidden", "aria-hidden", "style"):
+        el.attrib.pop(attr, None)
 _TEXT_LENGTH = etree.XPath("string-length(normalize-space(.))")
 
 
