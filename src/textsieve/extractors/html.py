@@ -22,8 +22,11 @@ from . import Context
 from ._xml import local, parse_xml
 
 # Output version (archives re-extract what an older one made): 2 = list numbers in the
-# text, picture alt text.
-VERSION = 2
+# text, picture alt text; 3 = self-closed scripts, hidden text, main-content choice.
+VERSION = 3
+
+# Imported on the first page (hidden-text handling), so preload() loads them up front.
+LAZY = ("textsieve.web.region",)
 
 # -- HTML -------------------------------------------------------------------------------
 _SKIP = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object",
