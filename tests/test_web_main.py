@@ -482,3 +482,24 @@ def test_page_behind_a_loading_guard_is_not_empty() -> None:
     text = main_text(page)
     assert "The lifeboat crew launched twice on Sunday" in text
     assert "Volunteers train every Tuesday evening" in text
+
+
+def test_code_is_emptied_before_trafilatura_but_json_ld_and_tails_stay() -> None:
+    """Script and style text is emptied before the candidates are built (speed: every
+    trafilatura copy carried it); JSON-LD, which trafilatura's fallbacks read, and the
+    text after a script, which a reader sees, must survive."""
+    from textsieve.web.main import _empty_code
+
+    root = parse_html(
+        "<html><head><style>p{color:red}</style>"
+        '<script type="application/LD+JSON">{"@type": "NewsArticle"}</script></head>'
+        "<body><p>Before <script>var bundle = 'x'.repeat(9);</script>after the script.</p>"
+        '<script type="module">import "./app.js";</script>'
+        '<script type="application/json" id="__DATA__">{"a": 1}</script></body></html>')
+    _empty_code(root)
+    scripts = {s.get("type"): s.text for s in root.iter("script")}
+    assert scripts[None] is None and scripts["module"] is None
+    assert scripts["application/LD+JSON"] == '{"@type": "NewsArticle"}'
+    assert scripts["application/json"] == '{"a": 1}'
+    assert next(root.iter("style")).text is None
+    assert "".join(root.find("body").itertext()).strip().startswith("Before after the script.")

@@ -127,7 +127,23 @@ def _render_best(candidates: list[Callable[[], etree._Element]], out: Builder) -
 
 # All the text the region could hold: only scripts and styles, which it always drops,
 # are left out (a forum may sit whole in <noscript>, which the region does keep).
-_PAGE_TEXT = etree.XPath("//body//text()[not(ancestor::script or ancestor::style)]")
+# Script and style text is only ever a direct child (the HTML parser reads it raw), so
+# ``parent::`` is enough, and plain strings spare a proxy object per text node.
+_PAGE_TEXT = etree.XPath("//body//text()[not(parent::script or parent::style)]",
+                         smart_strings=False)
+# Code no candidate renders: scripts but JSON data (JSON-LD is read by trafilatura's
+# fallbacks and forum test) and styles. Emptied before trafilatura, which copies the
+# tree four times and measures text several times: a framework's page bundle can outweigh
+# the page's text many times over, and every copy and count carried it.
+_CODE_TEXT = etree.XPath(
+    "//script[not(contains(translate(@type, 'JSON', 'json'), 'json'))][text()]|//style[text()]")
+
+
+def _empty_code(root: etree._Element) -> None:
+    """Drop the text of scripts and styles (see ``_CODE_TEXT``); the elements stay, so
+    trafilatura sees the same tree shape, tails included."""
+    for el in _CODE_TEXT(root):
+        el.text = None
 
 
 def _select(root: etree._Element, url: str | None) -> list[Callable[[], etree._Element]]:
@@ -139,6 +155,7 @@ def _select(root: etree._Element, url: str | None) -> list[Callable[[], etree._E
     page: when trafilatura's body already clears the bar against the whole page, the
     region is not built (it costs a third of trafilatura) unless it is needed."""
     kind = page_kind(root)
+    _empty_code(root)
     content_region.drop_hidden(root)
     traf = _trafilatura_body(root, url)
     region = functools.cache(lambda: content_region.landmark(root))
