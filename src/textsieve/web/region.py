@@ -40,10 +40,18 @@ _ATTRS = etree.XPath(".//@class|.//@id|.//@role|.//@hidden|.//@aria-hidden|.//@s
 _KEEP = frozenset({"main", "article", "body"})  # containers a class word never removes
 
 
-def _marks_boilerplate(value: etree._ElementUnicodeResult) -> bool:
+def _marks_boilerplate(value: etree._ElementUnicodeResult, seen: dict[str, bool]) -> bool:
+    """Whether this class/id/role/style/hidden attribute marks its element as boilerplate.
+
+    ``seen`` caches the class/id verdicts of one page: a page repeats the same class
+    strings on hundreds of elements, and the word search was a third of the region's cost.
+    """
     name = value.attrname
     if name in ("class", "id"):
-        return _BOILER_RE.search(value) is not None
+        verdict = seen.get(value)
+        if verdict is None:
+            verdict = seen[str(value)] = _BOILER_RE.search(value) is not None
+        return verdict
     if name == "role":
         return value.strip().lower() in _ROLES
     if name == "style":
@@ -180,8 +188,9 @@ def strip_boilerplate(el: etree._Element, max_share: float = 0.5) -> etree._Elem
     Link rails go too (``_rails``), measured after the marked containers are gone."""
     drop = list(_TAGS(el))
     total = None
+    seen: dict[str, bool] = {}
     for value in _ATTRS(el):
-        if _marks_boilerplate(value):
+        if _marks_boilerplate(value, seen):
             d = value.getparent()
             if value.attrname in ("class", "id"):
                 if d.tag in _KEEP:
