@@ -37,22 +37,90 @@ def fts_query(text: str) -> str:
     return text
 
 
-def search(archive: Archive, query: str, *, limit: int = 20, offset: int = 0) -> list[Hit]:
+@dataclass(frozen=True)
+class Filters:
+    """What a search may be narrowed to (the reading room's filters); None: any."""
+
+    type: str | None = None  # MIME type
+    status: str | None = None  # ok | empty | error
+    source: str | None = None  # a source spec, as the run was given it
+    mailbox: str | None = None  # a mail source spec or a mail label
+    site: str | None = None  # a web host
+    since: str | None = None  # YYYY-MM-DD, first seen on or after
+    until: str | None = None  # YYYY-MM-DD, first seen on or before
+    language: str | None = None
+
+
+# The host of a web item's key (children's keys start with their parent's): no column needed.
+SITE_SQL = ("CASE WHEN i.key LIKE 'http%://%' THEN substr(substr(i.key, instr(i.key, '://') + 3),"
+            " 1, instr(substr(i.key, instr(i.key, '://') + 3) || '/', '/') - 1) END")
+SORTS = {"relevance": "r", "read": "i.first_seen DESC, i.id DESC",
+         "published": "json_extract(i.metadata, '$.created') DESC, i.id DESC"}
+
+
+def _where(f: Filters) -> tuple[str, list[object]]:
+    sql, args = [], []
+    for col, value in (("i.mime_type", f.type), ("i.status", f.status),
+                       ("json_extract(i.metadata, '$.language')", f.language),
+                       (SITE_SQL, f.site)):
+        if value:
+            sql.append(f"{col} = ?")
+            args.append(value)
+    if f.since:
+        sql.append("i.first_seen >= CAST(strftime('%s', ?) AS REAL)")
+        args.append(f.since)
+    if f.until:
+        sql.append("i.first_seen < CAST(strftime('%s', ?, '+1 day') AS REAL)")
+        args.append(f.until)
+    if f.source:
+        sql.append("EXISTS (SELECT 1 FROM provenance p JOIN sources s ON s.id = p.source_id "
+                   "WHERE p.item_id = i.id AND s.spec = ?)")
+        args.append(f.source)
+    if f.mailbox:
+        sql.append("EXISTS (SELECT 1 FROM item_mails im JOIN mails m ON m.id = im.mail_id "
+                   "JOIN sources s ON s.id = m.source_id WHERE im.item_id = i.id AND "
+                   "(s.spec = ? OR EXISTS (SELECT 1 FROM json_each(m.labels) WHERE value = ?)))")
+        args += [f.mailbox, f.mailbox]
+    return "".join(f" AND {w}" for w in sql), args
+
+
+def find(archive: Archive, query: str, filters: Filters | None = None, *,
+         sort: str = "relevance", limit: int = 20, offset: int = 0,
+         marks: tuple[str, str] = ("[", "]"), count: bool = False
+         ) -> tuple[list[Hit], int | None]:
+    """The one search: FTS5 ranked by bm25 (or by date), narrowed by ``filters``, with
+    snippets whose matches are wrapped in ``marks``; and the number of hits when ``count``.
+    An empty query lists the items the filters keep, newest first."""
     q = fts_query(query)
-    if not q:
-        return []
-    sql = (
-        "SELECT f.rowid, i.title, i.mime_type, "
-        "snippet(items_fts, 1, '[', ']', ' … ', 12) AS snip, bm25(items_fts, 5.0, 1.0) AS r "
-        "FROM items_fts f JOIN items i ON i.id = f.rowid "
-        "WHERE items_fts MATCH ? ORDER BY r LIMIT ? OFFSET ?")
+    where, args = _where(filters or Filters())
+    order = SORTS.get(sort, "r")
+    if q:
+        base = ("FROM items_fts f JOIN items i ON i.id = f.rowid WHERE items_fts MATCH ?"
+                + where)
+        args = [q, *args]
+        cols = ("i.id, i.title, i.mime_type, snippet(items_fts, 1, ?, ?, ' … ', 12), "
+                "bm25(items_fts, 5.0, 1.0) AS r ")
+        cargs: list[object] = [*marks]
+    else:
+        base, cols, cargs = "FROM items i WHERE 1" + where, "i.id, i.title, i.mime_type, " \
+            "substr(ts_unzstd(i.text), 1, 200), 0 AS r ", []
+        order = order if order != "r" else SORTS["read"]
     try:
-        rows = archive.conn.execute(sql, (q, limit, offset)).fetchall()
+        rows = archive.conn.execute(f"SELECT {cols} {base} ORDER BY {order} LIMIT ? OFFSET ?",
+                                    (*cargs, *args, limit, offset)).fetchall()
+        total = archive.conn.execute(f"SELECT count(*) {base}", args).fetchone()[0] \
+            if count else None
     except sqlite3.OperationalError as exc:
         raise QueryError(f"cannot search for {query!r}: {exc}") from exc
     return [Hit(id=r[0], where=[w for _, w in archive.lineage(r[0])], title=r[1],
                 mime_type=r[2], snippet=" ".join((r[3] or "").split()), rank=r[4])
-            for r in rows]
+            for r in rows], total
+
+
+def search(archive: Archive, query: str, *, limit: int = 20, offset: int = 0) -> list[Hit]:
+    if not fts_query(query):
+        return []
+    return find(archive, query, limit=limit, offset=offset)[0]
 
 
 def format_hit(hit: Hit) -> str:
