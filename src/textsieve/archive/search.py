@@ -51,27 +51,24 @@ class Filters:
     language: str | None = None
 
 
-# The host of a web item's key (children's keys start with their parent's): no column needed.
-SITE_SQL = ("CASE WHEN i.key LIKE 'http%://%' THEN substr(substr(i.key, instr(i.key, '://') + 3),"
-            " 1, instr(substr(i.key, instr(i.key, '://') + 3) || '/', '/') - 1) END")
-SORTS = {"relevance": "r", "read": "i.first_seen DESC, i.id DESC",
-         "published": "json_extract(i.metadata, '$.created') DESC, i.id DESC"}
+SORTS = ("relevance", "read", "published")
+COUNT_CAP = 10_000  # past this many hits the count says "10,000+": counting costs a scan
 
 
 def _where(f: Filters) -> tuple[str, list[object]]:
+    """SQL conditions on ``items i`` for the filters. Each reads only columns stored before
+    the compressed texts in a row, or an index (schema version 4), never the texts."""
     sql, args = [], []
     for col, value in (("i.mime_type", f.type), ("i.status", f.status),
-                       ("json_extract(i.metadata, '$.language')", f.language),
-                       (SITE_SQL, f.site)):
+                       ("i.language", f.language), ("i.site", f.site)):
         if value:
             sql.append(f"{col} = ?")
             args.append(value)
-    if f.since:
-        sql.append("i.first_seen >= CAST(strftime('%s', ?) AS REAL)")
-        args.append(f.since)
-    if f.until:
-        sql.append("i.first_seen < CAST(strftime('%s', ?, '+1 day') AS REAL)")
-        args.append(f.until)
+    if f.since or f.until:  # by the first_seen index alone: the column sits after the texts
+        sql.append("i.id IN (SELECT id FROM items WHERE first_seen >= "
+                   "coalesce(CAST(strftime('%s', ?) AS REAL), 0) AND first_seen < "
+                   "coalesce(CAST(strftime('%s', ?, '+1 day') AS REAL), 1e18))")
+        args += [f.since, f.until]
     if f.source:
         sql.append("EXISTS (SELECT 1 FROM provenance p JOIN sources s ON s.id = p.source_id "
                    "WHERE p.item_id = i.id AND s.spec = ?)")
@@ -88,33 +85,49 @@ def find(archive: Archive, query: str, filters: Filters | None = None, *,
          sort: str = "relevance", limit: int = 20, offset: int = 0,
          marks: tuple[str, str] = ("[", "]"), count: bool = False
          ) -> tuple[list[Hit], int | None]:
-    """The one search: FTS5 ranked by bm25 (or by date), narrowed by ``filters``, with
-    snippets whose matches are wrapped in ``marks``; and the number of hits when ``count``.
-    An empty query lists the items the filters keep, newest first."""
+    """The one search: FTS5 ranked by bm25, or by date read (newest first) or published,
+    narrowed by ``filters``, with snippets whose matches are wrapped in ``marks``; and the
+    number of hits (at most COUNT_CAP + 1) when ``count``. An empty query lists the items
+    the filters keep. Only the page's hits get a snippet and a lineage: a snippet
+    decompresses its text, which for every match of a common word would take seconds."""
     q = fts_query(query)
     where, args = _where(filters or Filters())
-    order = SORTS.get(sort, "r")
+    sort = sort if sort in SORTS else "relevance"
+    # Rowids grow with first_seen (an item keeps its id when re-extracted), so "read" is
+    # the index order of either table, without a sort.
     if q:
         base = ("FROM items_fts f JOIN items i ON i.id = f.rowid WHERE items_fts MATCH ?"
-                + where)
+                + where) if where or sort == "published" else \
+            "FROM items_fts f WHERE items_fts MATCH ?"
         args = [q, *args]
-        cols = ("i.id, i.title, i.mime_type, snippet(items_fts, 1, ?, ?, ' … ', 12), "
-                "bm25(items_fts, 5.0, 1.0) AS r ")
-        cargs: list[object] = [*marks]
+        order = {"relevance": "r", "read": "f.rowid DESC",
+                 "published": "i.published DESC, f.rowid DESC"}[sort]
+        cols = "f.rowid, bm25(items_fts, 5.0, 1.0) AS r"
     else:
-        base, cols, cargs = "FROM items i WHERE 1" + where, "i.id, i.title, i.mime_type, " \
-            "substr(ts_unzstd(i.text), 1, 200), 0 AS r ", []
-        order = order if order != "r" else SORTS["read"]
+        base = "FROM items i WHERE 1" + where
+        order = "i.published DESC, i.id DESC" if sort == "published" else "i.id DESC"
+        cols = "i.id, 0 AS r"
+    c = archive.conn
     try:
-        rows = archive.conn.execute(f"SELECT {cols} {base} ORDER BY {order} LIMIT ? OFFSET ?",
-                                    (*cargs, *args, limit, offset)).fetchall()
-        total = archive.conn.execute(f"SELECT count(*) {base}", args).fetchone()[0] \
-            if count else None
+        rows = c.execute(f"SELECT {cols} {base} ORDER BY {order} LIMIT ? OFFSET ?",
+                         (*args, limit, offset)).fetchall()
+        total = c.execute(f"SELECT count(*) FROM (SELECT 1 {base} LIMIT {COUNT_CAP + 1})",
+                          args).fetchone()[0] if count else None
+        hits = []
+        for item_id, rank in rows:
+            title, mime = c.execute("SELECT title, mime_type FROM items WHERE id = ?",
+                                    (item_id,)).fetchone()
+            snip = c.execute(
+                "SELECT snippet(items_fts, 1, ?, ?, ' … ', 12) FROM items_fts "
+                "WHERE items_fts MATCH ? AND rowid = ?", (*marks, q, item_id)).fetchone() \
+                if q else c.execute("SELECT substr(ts_unzstd(text), 1, 200) FROM items "
+                                    "WHERE id = ?", (item_id,)).fetchone()
+            hits.append(Hit(id=item_id, where=[w for _, w in archive.lineage(item_id)],
+                            title=title, mime_type=mime,
+                            snippet=" ".join(((snip or [""])[0] or "").split()), rank=rank))
     except sqlite3.OperationalError as exc:
         raise QueryError(f"cannot search for {query!r}: {exc}") from exc
-    return [Hit(id=r[0], where=[w for _, w in archive.lineage(r[0])], title=r[1],
-                mime_type=r[2], snippet=" ".join((r[3] or "").split()), rank=r[4])
-            for r in rows], total
+    return hits, total
 
 
 def search(archive: Archive, query: str, *, limit: int = 20, offset: int = 0) -> list[Hit]:
