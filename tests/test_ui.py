@@ -356,3 +356,32 @@ def test_token_guards_every_page(archive_path: Path) -> None:
     assert client.get("/search", headers={"Authorization": "Bearer s3cret"}).status_code == 200
     r = client.get("/search?token=s3cret")  # a link with the token leaves a cookie
     assert r.status_code == 200 and client.get("/overview").status_code == 200
+
+
+def test_search_filters_sort_and_count(archive_path: Path) -> None:
+    """The filters keep only what they name; date read is newest first; the count is of
+    all hits, not of the page."""
+    from textsieve.archive.search import Filters, find
+
+    with Archive(archive_path, readonly=True) as a:
+        web = {r[0] for r in a.conn.execute(
+            "SELECT id FROM items WHERE key LIKE 'http://127.0.0.1:%'")}
+        site = a.conn.execute("SELECT site FROM items WHERE id = ?", (min(web),)).fetchone()[0]
+        hits, n = find(a, "", Filters(site=site), limit=100, count=True)
+        assert {h.id for h in hits} == web and n == len(web)
+        (mbox,) = [r[0] for r in a.conn.execute("SELECT spec FROM sources WHERE spec "
+                                                "LIKE 'mbox:%'")]
+        mailed = {r[0] for r in a.conn.execute("SELECT item_id FROM item_mails")}
+        hits, _ = find(a, "", Filters(mailbox=mbox), limit=100)
+        assert {h.id for h in hits} == mailed
+        hits, n = find(a, "herons", Filters(type="text/html"), count=True)
+        assert hits and all(h.mime_type == "text/html" for h in hits) and n == len(hits)
+        hits, n = find(a, "herons", sort="read", limit=2, count=True, marks=("<<", ">>"))
+        assert len(hits) == 2 and n is not None and n > 2  # the count is not the page's
+        assert hits[0].id > hits[1].id and "<<" in hits[0].snippet
+        hits, _ = find(a, "herons", Filters(status="error"))
+        assert hits == []
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        assert find(a, "herons", Filters(since=today), count=True)[1] == \
+            find(a, "herons", count=True)[1]
+        assert find(a, "herons", Filters(until="2001-01-01"))[0] == []

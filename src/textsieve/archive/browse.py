@@ -17,8 +17,8 @@ _ITEM_COLS = ("id", "key", "original", "parent_id", "name", "sha256", "size", "m
 
 
 def item(archive: Archive, item_id: int) -> dict[str, Any] | None:
-    """One item's row (without its texts), metadata and warnings decoded, and its pages
-    (which were OCRed); None when there is no such item."""
+    """One item's row (without its texts), metadata and warnings decoded, its page count,
+    the pages read by OCR and those missing; None when there is no such item."""
     row = archive.conn.execute(
         f"SELECT {', '.join(_ITEM_COLS)}, pages FROM items WHERE id = ?",
         (item_id,)).fetchone()
@@ -29,11 +29,11 @@ def item(archive: Archive, item_id: int) -> dict[str, Any] | None:
     out["warnings"] = _json(out["warnings"], [])
     pages = _json(archive.unzip(row[-1]), []) if row[-1] else []
     out["pages"] = len(pages)
-    out["ocr_pages"] = [p[0] for p in pages if len(p) > 3 and p[3]]
-    count = out["metadata"].get("page_count") if isinstance(out["metadata"], dict) else None
-    seen = {p[0] for p in pages}
-    out["missing_pages"] = ([n for n in range(1, int(count) + 1) if n not in seen]
-                            if pages and isinstance(count, int) and count <= 100_000 else [])
+    extra = out["metadata"].get("extra") if isinstance(out["metadata"], dict) else None
+    extra = extra if isinstance(extra, dict) else {}
+    ocr = [p[0] for p in pages if isinstance(p, list) and len(p) > 3 and p[3]]
+    out["ocr_pages"] = ocr or _numbers(extra.get("ocr_pages"))
+    out["missing_pages"] = _numbers(extra.get("missing_pages"))  # OCR failed or timed out
     return out
 
 
@@ -191,6 +191,13 @@ def overview(archive: Archive) -> dict[str, Any]:
             for r in c.execute("SELECT id, started, ended, status, sources, counts FROM runs "
                                "ORDER BY id DESC LIMIT 20")]
     return {"by": {k: [(str(a), int(b)) for a, b in v] for k, v in by.items()}, "runs": runs}
+
+
+def _numbers(value: Any) -> list[int]:
+    """A list of page numbers from stored metadata; anything else (damaged, hostile) is []."""
+    if isinstance(value, list) and all(isinstance(n, int) for n in value):
+        return value[:10_000]
+    return []
 
 
 def _json(value: str | None, default: Any) -> Any:
