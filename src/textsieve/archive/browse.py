@@ -116,22 +116,25 @@ def problems(archive: Archive, *, per_group: int = 20) -> list[dict[str, Any]]:
     groups: dict[tuple[str | None, str | None], dict[str, Any]] = {}
     for row in archive.conn.execute(
             "SELECT id, key, original, title, error_message, error_kind, site FROM items "
-            "WHERE status = 'error' AND parent_id IS NULL ORDER BY id"):
+            "INDEXED BY items_status WHERE status = 'error' AND parent_id IS NULL"):
         g = groups.setdefault((row[5], row[6]), {"kind": row[5], "site": row[6], "count": 0,
                                                  "items": []})
         g["count"] += 1
         if len(g["items"]) < per_group:
             g["items"].append(dict(zip(("id", "key", "original", "title", "error_message"),
                                        row[:5], strict=True)))
-    return sorted(groups.values(), key=lambda g: (-g["count"], g["kind"] or "",
-                                                  g["site"] or ""))
+    out = sorted(groups.values(), key=lambda g: (-g["count"], g["kind"] or "",
+                                                 g["site"] or ""))
+    for g in out:  # the index gives them in its own order: oldest first, as listed
+        g["items"].sort(key=lambda i: i["id"])
+    return out
 
 
 def failed_ids(archive: Archive, kind: str | None, site: str | None) -> list[int]:
     """The failed top-level items of one problems group."""
     return [r[0] for r in archive.conn.execute(
-        "SELECT id FROM items WHERE status = 'error' AND parent_id IS NULL "
-        "AND error_kind IS ? AND site IS ?", (kind, site))]
+        "SELECT id FROM items INDEXED BY items_status WHERE status = 'error' "
+        "AND parent_id IS NULL AND error_kind IS ? AND site IS ?", (kind, site))]
 
 
 def retry_targets(archive: Archive, ids: list[int]) -> list[tuple[str, str, str | None]]:

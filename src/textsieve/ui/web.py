@@ -37,7 +37,7 @@ except ImportError as exc:  # an optional extra: say which, not a bare traceback
                       "pip install 'textsieve[server]'") from exc
 
 from ..archive import browse
-from ..archive.search import COUNT_CAP, Filters, QueryError, find
+from ..archive.search import COUNT_CAP, RANK_WINDOW, Filters, QueryError, find
 from ..archive.store import Archive, ArchiveError
 from ..options import Options
 from . import render
@@ -206,10 +206,12 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
             error = ("This query is not valid search syntax. Use words, \"a phrase\", "
                      "OR, NOT, NEAR(a b), prefix*.")
         args = {k: v for k, v in request.query_params.items() if k not in ("page_no", "token")}
-        pages = max(1, math.ceil(min(total, COUNT_CAP) / PER_PAGE))
+        shown = min(total, RANK_WINDOW if q.strip() and sort == "relevance" else COUNT_CAP)
+        pages = max(1, math.ceil(shown / PER_PAGE))
         return page(request, "search.html", status=400 if error else 200, q=q, hits=hits,
-                    total=total, cap=COUNT_CAP, error=error, facets=facets(), f=filters, sort=sort,
-                    page_no=page_no, pages=pages, qs=lambda n: urlencode({**args, "page_no": n}))
+                    total=total, cap=COUNT_CAP, window=RANK_WINDOW, error=error,
+                    facets=facets(), f=filters, sort=sort, page_no=page_no, pages=pages,
+                    qs=lambda n: urlencode({**args, "page_no": n}))
 
     @r.get("/items/{item_id}.{fmt}")
     def item_as(item_id: int, fmt: str) -> Response:
