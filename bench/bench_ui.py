@@ -149,7 +149,8 @@ def _serve(path: Path, port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("the server did not start")
 
 
-def _measure(client: httpx.Client, urls: list[str], n: int) -> list[float]:
+def _measure(client: httpx.Client, urls: list[str], n: int,
+             per_url: dict[str, list[float]] | None = None) -> list[float]:
     for u in urls:  # warm-up: every page once (SQLite's cache, the facets)
         client.get(u).raise_for_status()
     times = []
@@ -159,6 +160,8 @@ def _measure(client: httpx.Client, urls: list[str], n: int) -> list[float]:
         r = client.get(u)
         times.append((time.perf_counter() - t0) * 1000)
         r.raise_for_status()
+        if per_url is not None:
+            per_url.setdefault(u, []).append(times[-1])
     return times
 
 
@@ -204,7 +207,9 @@ def main() -> None:
     try:
         base = f"http://127.0.0.1:{port}"
         with httpx.Client(timeout=30) as client:
-            search = _measure(client, [f"{base}/search?{q}" for q in queries], args.requests)
+            per_query: dict[str, list[float]] = {}
+            search = _measure(client, [f"{base}/search?{q}" for q in queries], args.requests,
+                              per_query)
             item_ids = [x for group in zip(plain, webs, zips, members, strict=False)
                         for x in group]
             items = _measure(client, [f"{base}/items/{i}" for i in item_ids], args.requests)
@@ -220,6 +225,9 @@ def main() -> None:
     print(_row("item", items, 50))
     for p, t in other.items():
         print(_row(p.strip("/")[:8], t, 1000))
+    print("\nsearch by query (median ms, slowest first):")
+    for u, t in sorted(per_query.items(), key=lambda kv: -statistics.median(kv[1])):
+        print(f"  {statistics.median(t):7.1f}  {u.split('/search?', 1)[1]}")
 
 
 if __name__ == "__main__":

@@ -385,3 +385,30 @@ def test_search_filters_sort_and_count(archive_path: Path) -> None:
         assert find(a, "herons", Filters(since=today), count=True)[1] == \
             find(a, "herons", count=True)[1]
         assert find(a, "herons", Filters(until="2001-01-01"))[0] == []
+
+
+def test_a_common_word_ranks_its_newest_hits(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past RANK_WINDOW matches only the newest are ranked (a word in every document would
+    cost seconds on a big archive), yet the count is of all of them; a rarer word is
+    ranked over all its matches."""
+    from textsieve.archive import search as search_mod
+    from textsieve.archive.store import Entry
+    from textsieve.model import Document, Item
+
+    with Archive(tmp_path / "a.db") as a:
+        run = a.begin_run(["dir:x"], {})
+        sid = {"dir:x": a.source_id("dir:x")}
+        # the oldest item is the best match for "heron" (said most often, shortest)
+        texts = ["heron heron heron heron"] + [f"heron and {n} other words of filler text"
+                                               for n in range(29)]
+        a.write([Entry(Item(key=f"/x/{n}", original=f"/x/{n}", source="dir:x"),
+                       Document(name=str(n), text=t, markdown=t))
+                 for n, t in enumerate(texts)], run, sid)
+        first = a.conn.execute("SELECT min(id) FROM items").fetchone()[0]
+        hits, n = search_mod.find(a, "heron", count=True)
+        assert hits[0].id == first and n == 30
+        monkeypatch.setattr(search_mod, "RANK_WINDOW", 10)
+        hits, n = search_mod.find(a, "heron", count=True, limit=50)
+        assert n == 30 and len(hits) == 10 and first not in {h.id for h in hits}
+        assert min(h.id for h in hits) == first + 20  # the ten newest
