@@ -412,3 +412,8 @@ def test_a_common_word_ranks_its_newest_hits(tmp_path: Path,
         hits, n = search_mod.find(a, "heron", count=True, limit=50)
         assert n == 30 and len(hits) == 10 and first not in {h.id for h in hits}
         assert min(h.id for h in hits) == first + 20  # the ten newest
+        # a phrase that common is not ranked at all (bm25 would read all its positions)
+        hits, n = search_mod.find(a, '"heron and"', count=True, limit=5)
+        assert n == 29 and [h.id for h in hits] == list(range(first + 29, first + 24, -1))
+        assert search_mod.ranks_past_window("heron winter")
+        assert not search_mod.ranks_past_window('"grey heron"')

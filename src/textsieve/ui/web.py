@@ -37,7 +37,14 @@ except ImportError as exc:  # an optional extra: say which, not a bare traceback
                       "pip install 'textsieve[server]'") from exc
 
 from ..archive import browse
-from ..archive.search import COUNT_CAP, RANK_WINDOW, Filters, QueryError, find
+from ..archive.search import (
+    COUNT_CAP,
+    RANK_WINDOW,
+    Filters,
+    QueryError,
+    find,
+    ranks_past_window,
+)
 from ..archive.store import Archive, ArchiveError
 from ..options import Options
 from . import render
@@ -210,6 +217,7 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
         pages = max(1, math.ceil(shown / PER_PAGE))
         return page(request, "search.html", status=400 if error else 200, q=q, hits=hits,
                     total=total, cap=COUNT_CAP, window=RANK_WINDOW, error=error,
+                    ranked=ranks_past_window(q),
                     facets=facets(), f=filters, sort=sort, page_no=page_no, pages=pages,
                     qs=lambda n: urlencode({**args, "page_no": n}))
 
