@@ -16,10 +16,9 @@ import glob
 import json
 import logging
 import os
-import sqlite3
 import sys
 import traceback
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from . import __version__
@@ -268,22 +267,31 @@ def _read_stdin() -> bytes:
     return sys.stdin.buffer.read()
 
 
-def cmd_extract(ns: argparse.Namespace) -> int:
-    from .run.pool import extract_many
+# `textsieve extract FILE` on one file up to this size skips the worker pool: it runs in
+# one forked child under the same deadline and memory cap (forking.call_alone).
+ALONE_MAX_BYTES = 16 * 1024 * 1024
 
+
+def cmd_extract(ns: argparse.Namespace) -> int:
     options: Options = ns.options
     paths = list(_expand(ns.inputs))
     if not paths:
         print("textsieve: no input files", file=sys.stderr)
         return EXIT_USAGE
-    objs = [_read_stdin() if p == "-" else p for p in paths]
-    names = ["<stdin>" if p == "-" else None for p in paths]
     many = len(paths) > 1
+    docs: Iterable[Document]
+    if not many and _alone(paths[0], options):
+        docs = [_extract_alone(paths[0], options)]
+    else:
+        from .run.pool import extract_many
+
+        objs = [_read_stdin() if p == "-" else p for p in paths]
+        names = ["<stdin>" if p == "-" else None for p in paths]
+        workers = options.worker_count  # all of them even for one file: its OCR pages spread
+        docs = extract_many(objs, options, names=names, workers=workers)
     failed = 0
     out = sys.stdout
-    workers = options.worker_count  # all of them even for one file: its OCR pages spread
-    for path, doc in zip(paths, extract_many(objs, options, names=names, workers=workers),
-                         strict=True):
+    for path, doc in zip(paths, docs, strict=True):
         if doc.status is Status.ERROR:
             failed += 1
             assert doc.error is not None
@@ -291,6 +299,57 @@ def cmd_extract(ns: argparse.Namespace) -> int:
         _emit(out, path, doc, ns.format, many, clean=out.isatty())
     out.flush()
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _alone(path: str, options: Options) -> bool:
+    """One small regular file, nothing asked of the pool (a searchable copy) and a
+    platform that forks: the start-up of a pool would cost more than the extraction."""
+    from .forking import can_fork
+
+    try:
+        small = os.path.isfile(path) and os.path.getsize(path) <= ALONE_MAX_BYTES
+    except OSError:
+        return False
+    return small and options.searchable_pdf_dir is None and can_fork()
+
+
+def _extract_alone(path: str, options: Options) -> Document:
+    """One file in one forked child: a hang, a native crash or a memory hog becomes that
+    file's typed error, as in the pool. Pages to OCR go to the pool afterwards, so a scan's
+    pages are still read by every core, each under its own page deadline."""
+    from .forking import CallDied, JobsTimeout, call_alone
+    from .model import ErrorKind
+
+    name = os.path.basename(path)
+    try:
+        doc: Document = call_alone(_extract_in_child, path, options, timeout=options.timeout,
+                                   memory=options.memory_limit)
+    except JobsTimeout:
+        return Document.failed(ErrorKind.TIMEOUT, f"extraction exceeded {options.timeout:g} s",
+                               name=name)
+    except CallDied as exc:
+        return Document.failed(ErrorKind.CRASHED, f"the extractor process died ({exc})",
+                               name=name)
+    except Exception as exc:  # a bug in the child, as the pool reports it
+        return Document.failed(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}", name=name)
+    pending = doc.metadata.extra.get("ocr_pending") if doc.ok else None
+    if pending:
+        from .core import finish_ocr
+        from .run.pool import WorkerPool
+
+        with WorkerPool(options) as pool:
+            finish_ocr(doc, pool.ocr(path, None, doc.mime_type, list(pending)))
+    return doc
+
+
+def _extract_in_child(path: str, options: Options) -> Document:
+    from . import _source
+    from .core import extract_source
+    from .forking import quiet_native_chatter
+
+    quiet_native_chatter()
+    return extract_source(_source(path, None, options), options, defer_ocr=True,
+                          page_workers=options.worker_count)
 
 
 def _say(message: str) -> None:
@@ -501,6 +560,17 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     return demo_main(ns.archive, ns.jobs)
 
 
+def _database_error() -> type[Exception]:
+    """sqlite3's error class, if an archive was opened: ``extract`` never imports sqlite3
+    (only the archive commands need it), so it is not imported for this ``except``."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return sqlite3.DatabaseError if sqlite3 is not None else _NoError
+
+
+class _NoError(Exception):
+    """Never raised: what ``_database_error`` catches when sqlite3 was never imported."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
@@ -521,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         _say(exc.message)
         return exc.exit_code
-    except sqlite3.DatabaseError as exc:  # damage the open checks cannot see (a bad page)
+    except _database_error() as exc:  # damage the open checks cannot see (a bad page)
         if debug:
             traceback.print_exc()
         _say(f"{getattr(ns, 'archive', 'archive')}: cannot use the archive ({exc})")

@@ -30,6 +30,7 @@ import pickle
 import select
 import signal
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -47,9 +48,10 @@ class JobsTimeout(Exception):
 def in_worker() -> bool:
     """In a pool worker (a daemon process): its siblings use the other cores, and its own
     memory cap and deadline already contain a runaway parser."""
-    import multiprocessing
-
-    return multiprocessing.current_process().daemon
+    # Not imported yet: no pool made this process (and `textsieve extract FILE` need not
+    # pay ~10 ms to import multiprocessing only to learn that).
+    multiprocessing = sys.modules.get("multiprocessing")
+    return multiprocessing is not None and multiprocessing.current_process().daemon
 
 
 def can_fork() -> bool:
@@ -235,6 +237,101 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
     if ok:
         return value
     raise value
+
+
+def call_alone(fn: Callable[..., Any], *args: Any, timeout: float, memory: int) -> Any:
+    """``fn(*args)`` once, in a forked child with the guarantees of a pool worker: its own
+    process group (killed whole, with any program it started), an address-space cap of
+    ``memory`` bytes (0: none), SIGINT left to the parent, a deadline it also enforces on
+    itself. Returns fn's result or raises its exception; ``JobsTimeout`` past the deadline,
+    ``CallDied`` if the child died or could not be made.
+
+    Why not the worker pool: for the one small file of ``textsieve extract FILE`` the pool
+    (multiprocessing, a worker, its pipes) costs more than the extraction; a fork costs
+    ~2 ms, and nothing is imported or pickled on the way in."""
+    made = _pipes_and_fork(1)
+    if made is None:
+        raise CallDied("no process could be started")
+    pid, (r, w) = made
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            with contextlib.suppress(OSError):
+                os.setpgid(0, 0)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(max(1, math.ceil(timeout)))
+            if memory > 0:
+                with contextlib.suppress(ValueError, OSError):
+                    import resource
+
+                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            try:
+                answer: tuple[bool, Any] = (True, fn(*args))
+            except Exception as exc:  # raised again in the parent
+                answer = (False, exc)
+            try:
+                payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # an unpicklable result or exception
+                payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            _send(w, payload)
+            code = 0
+        except BaseException:  # the parent sees a child that died
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    status: int | None = None
+    try:
+        got = _receive(r, time.monotonic() + timeout)
+        if got is None:  # died before answering: how?
+            status = os.waitpid(pid, 0)[1]
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # whatever it started, and itself if still there
+        if status is None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        os.close(r)
+    if got is None:
+        if status is not None and os.WIFSIGNALED(status) \
+                and os.WTERMSIG(status) == signal.SIGALRM:
+            raise JobsTimeout("the call did not finish in time")
+        raise CallDied(_death(status))
+    ok, value = got
+    if ok:
+        return value
+    raise value
+
+
+def _death(status: int | None) -> str:
+    """How a child ended, for a person: "killed by SIGSEGV", "exited with status 1"."""
+    if status is not None and os.WIFSIGNALED(status):
+        try:
+            return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+        except ValueError:
+            return f"killed by signal {os.WTERMSIG(status)}"
+    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+    return f"exited with status {code}"
+
+
+def quiet_native_chatter() -> None:
+    """In a child that reports every problem as a typed record: damaged files make native
+    libraries talk on stderr (leptonica, libtiff, Rust panics, PIL warnings), which only
+    buries the run's own output. TEXTSIEVE_DEBUG=1 keeps it. (The pool's workers do the
+    same in ``run.pool._quiet``.)"""
+    if os.environ.get("TEXTSIEVE_DEBUG"):
+        return
+    import faulthandler
+    import warnings
+
+    warnings.simplefilter("ignore")
+    faulthandler.disable()  # a native crash is reported as a typed record
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
 
 
 def _start_helper(memory: int) -> _Helper | None:

@@ -15,7 +15,6 @@ import functools
 import ipaddress
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -397,6 +396,8 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     written as on the command line (sizes in MiB or with a unit); relative paths are taken
     from the file's folder. A missing file, bad TOML, an unknown key or a bad value is a
     ``ConfigError`` naming the file (and the key)."""
+    import tomllib  # here: only a run with a config file pays for the parser
+
     from .errors import ConfigError
 
     file = Path(path)
