@@ -79,6 +79,8 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                 garbled.append(i + 1)
             elif page.text:
                 any_text = True
+                if page.stamped_scan:
+                    image_only.append(i + 1)
             elif page.has_images:
                 image_only.append(i + 1)
             fields = []
@@ -221,6 +223,7 @@ class _PageText:
     md: str = ""  # the text escaped for Markdown: done where the page is read, in parallel
     has_images: bool = False
     garbled: bool = False  # a text layer in fonts without a Unicode mapping
+    stamped_scan: bool = False  # a little text over a page-covering image: OCR it all
     fields: list[tuple[str, str]] = field(default_factory=list)  # (name, value) of form fields
     notes: list[str] = field(default_factory=list)  # text of annotations shown on the page
     warning: str | None = None
@@ -278,6 +281,9 @@ class _Reader:
         return [_page(pdf, i, forms, self.comments) for i in pages]
 
 
+_STAMP_CHARS = 120  # at most this much text on a scan is a stamp, not a text layer
+
+
 def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None,
           comments: bool = False) -> _PageText:
     """Text, images, garbling, form values and annotation text of one page.
@@ -293,6 +299,10 @@ def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None,
         # walking every object of a page of unmapped glyphs costs more than its text.
         result = _PageText(text, md_escape(text),
                            not text and not garbled and _has_images(page), garbled)
+        # A scan with a line of text drawn on it (a Bates number, a court's filing header,
+        # a page number added by the scanner) is still a scan: its text is in the picture.
+        result.stamped_scan = bool(text) and len(text) <= _STAMP_CHARS and not garbled \
+            and _covered_by_image(page)
         if forms is not None:  # values are read from the fields; no form-fill page events
             result.fields = _field_values(page, forms)
         result.notes = _annotation_texts(page, comments)
@@ -342,6 +352,28 @@ def _has_images(page: c.FPDF_PAGE) -> bool:
     """Image objects on the page, also inside form XObjects (a scan is often wrapped)."""
     return _any_image(c.FPDFPage_CountObjects(page),
                       lambda i: c.FPDFPage_GetObject(page, i), depth=0)
+
+
+def _covered_by_image(page: c.FPDF_PAGE) -> bool:
+    """Half the page or more is one picture (an image, or a form XObject holding one)."""
+    area = c.FPDF_GetPageWidthF(page) * c.FPDF_GetPageHeightF(page)
+    for i in range(max(c.FPDFPage_CountObjects(page), 0)):
+        obj = c.FPDFPage_GetObject(page, i)
+        if not obj:
+            continue
+        kind = c.FPDFPageObj_GetType(obj)
+        if kind == c.FPDF_PAGEOBJ_FORM:
+            if not _any_image(c.FPDFFormObj_CountObjects(obj),
+                              lambda j, o=obj: c.FPDFFormObj_GetObject(o, j), 1):
+                continue
+        elif kind != c.FPDF_PAGEOBJ_IMAGE:
+            continue
+        box = [ctypes.c_float() for _ in range(4)]
+        if c.FPDFPageObj_GetBounds(obj, *(ctypes.byref(v) for v in box)):
+            left, bottom, right, top = (v.value for v in box)
+            if (right - left) * (top - bottom) >= 0.5 * area:
+                return True
+    return False
 
 
 def _any_image(count: int, get: object, depth: int) -> bool:
