@@ -439,10 +439,12 @@ def run_per_file(python: str, files: list[tuple[str, Path]], timeout: float,
         subprocess.run(make(str(files[0][1])), capture_output=True, env=env, check=False,
                        timeout=timeout)
     best: dict[str, dict[str, float]] = {n: {} for n in names}
+    cpu: dict[str, float] = dict.fromkeys(names, 0.0)  # user + sys, all runs
     ok: dict[str, set[str]] = {n: set() for n in names}
     for _ in range(repeat):
         for rel, path in files:
             for name in names:
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 try:
                     proc = subprocess.run(commands[name](str(path)), capture_output=True,
@@ -451,15 +453,21 @@ def run_per_file(python: str, files: list[tuple[str, Path]], timeout: float,
                 except subprocess.TimeoutExpired:
                     good = False
                 took = time.perf_counter() - t0
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[name] += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
                 best[name][rel] = min(best[name].get(rel, float("inf")), took)
                 if good:
                     ok[name].add(rel)
     lines = [f"one process per file, {len(files)} files, best of {repeat}",
-             f"{'command':32s} | ok  | total s | median ms"]
+             f"{'command':32s} | ok  | total s | median ms | CPU s per pass"]
     for name in names:
         times = sorted(best[name].values())
         lines.append(f"{name:32s} | {len(ok[name]):3d} | {sum(times):7.2f} | "
-                     f"{1000 * times[len(times) // 2]:9.1f}")
+                     f"{1000 * times[len(times) // 2]:9.1f} | {cpu[name] / repeat:7.2f}")
+    formats = sorted({rel.split("/", 1)[0] for rel, _ in files})
+    lines.append("seconds by format: " + "; ".join(
+        f"{fmt} " + "/".join(f"{sum(t for r, t in best[n].items() if r.startswith(fmt + '/')):.2f}"
+                             for n in names) for fmt in formats))
     first, *others = names
     for other in others:
         both = ok[first] & ok[other]
