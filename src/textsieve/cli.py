@@ -29,12 +29,14 @@ from .options import (
     CONFIG_FILE,
     GROUPS,
     KNOBS,
+    MiB,
     Options,
     OptionsError,
     convert_value,
     field_names,
     flag_of,
     load_config,
+    parse_size,
 )
 from .terminal import for_terminal
 
@@ -253,6 +255,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder (txt) or file (jsonl, parquet)")
     p.add_argument("--format", choices=["txt", "jsonl", "parquet"], default="txt")
     _add_archive_option(p)
+
+    p = sub.add_parser("serve", help="extraction as a service: REST API, Tika-compatible "
+                       "endpoints (needs textsieve[server])")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on; beyond loopback a bearer token is required")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--archive", default=None, metavar="FILE",
+                   help="the archive for /v1/search, /v1/items, /v1/runs, /v1/stats")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="the bearer token clients must send (or TEXTSIEVE_TOKEN)")
+    p.add_argument("--max-upload", type=parse_size, default=100 * MiB, metavar="SIZE",
+                   help="request bodies above this are refused (MiB, or 2GiB)")
+    p.add_argument("--queue", type=int, default=None, metavar="N",
+                   help="requests admitted beyond the busy workers before 503 (default: "
+                   "2 per worker)")
+    p.add_argument("--recycle-after", type=int, default=200, metavar="N",
+                   help="replace a worker process after N documents")
+    p.add_argument("--file-root", action="append", default=[], metavar="DIR",
+                   help="file:// URIs of jobs may read and write under this folder only")
+    _add_config_option(p)
+    _add_option_flags(p, run=False)
     for p in sub.choices.values():  # `textsieve run ... --debug` works as well as before it
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show tracebacks and debug logging")
@@ -436,6 +459,30 @@ def cmd_show(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_serve(ns: argparse.Namespace) -> int:
+    try:
+        from .server import serve
+        from .server.app import ServerConfig
+    except ImportError as exc:
+        raise UsageError(f"serve needs the server extra: pip install 'textsieve[server]' "
+                         f"({exc})") from exc
+    token = os.environ.get("TEXTSIEVE_TOKEN")
+    if ns.token_file:
+        try:
+            with open(ns.token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as exc:
+            raise UsageError(f"--token-file: {exc}") from exc
+    config = ServerConfig(host=ns.host, port=ns.port, token=token or None, archive=ns.archive,
+                          max_upload=ns.max_upload,
+                          queue=None if ns.queue is None else max(0, ns.queue),
+                          recycle_after=max(1, ns.recycle_after),
+                          file_roots=tuple(os.path.abspath(r) for r in ns.file_root))
+    config.check()
+    serve(config, ns.options)
+    return EXIT_OK
+
+
 def cmd_stats(ns: argparse.Namespace) -> int:
     from .archive.stats import format_stats, stats
 
@@ -511,9 +558,9 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show,
-               "stats": cmd_stats, "export": cmd_export}[ns.command]
+               "stats": cmd_stats, "export": cmd_export, "serve": cmd_serve}[ns.command]
     try:
-        if ns.command in ("extract", "run", "ocr", "gmail-auth"):  # the commands with Options
+        if ns.command in ("extract", "run", "ocr", "gmail-auth", "serve"):  # those with Options
             ns.options = _check_sieve(_options(ns))
         return handler(ns)
     except TextsieveError as exc:  # options, config, archive, sources, mail servers
