@@ -35,7 +35,13 @@ def _filename(disposition: str | None) -> str | None:
     from urllib.parse import unquote
 
     m = _FILENAME.search(disposition)
-    return unquote(m.group(1)).rsplit("/", 1)[-1][:255] or None if m else None
+    if not m:
+        return None
+    name = unquote(m.group(1)).strip()
+    # tika-python without rfc6266 formats bytes into the header: filename=b'report.pdf'.
+    if len(name) > 3 and name[:2] in ("b'", 'b"') and name[-1] == name[1]:
+        name = name[2:-1]
+    return name.replace("\\", "/").rsplit("/", 1)[-1][:255] or None
 
 
 def tika_metadata(doc: Document, path: str | None = None) -> dict[str, Any]:
