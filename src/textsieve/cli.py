@@ -275,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file-root", action="append", default=[], metavar="DIR",
                    help="file:// URIs of jobs may read and write under this folder only")
     _add_config_option(p)
-    _add_option_flags(p, run=False)
+    _add_option_flags(p, run=True)  # jobs fetch http(s):// and s3:// URIs
     for p in sub.choices.values():  # `textsieve run ... --debug` works as well as before it
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show tracebacks and debug logging")

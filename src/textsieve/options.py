@@ -102,6 +102,9 @@ class Options:
     gmail_token_url: str = "https://oauth2.googleapis.com/token"
     gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
     imap_password: str | None = None  # None: ~/.netrc, else a prompt on a terminal
+    # s3:// URIs (textsieve.uris): any S3-compatible endpoint; None: boto3's own choice
+    # (AWS_ENDPOINT_URL when the command line or the environment of boto3 sets it, else AWS).
+    s3_endpoint: str | None = None
 
     def __post_init__(self) -> None:
         if self.ocr not in OCR_MODES:
@@ -216,6 +219,9 @@ GROUPS = {
 }
 
 KNOBS: dict[str, Knob] = {
+    "s3_endpoint": Knob("the S3-compatible endpoint of s3:// URIs (SeaweedFS, MinIO, R2; "
+                        "default: AWS)", "fetch", metavar="URL", run_only=True,
+                        env="AWS_ENDPOINT_URL"),
     "password": Knob("password for encrypted PDF/Office/OpenDocument files (shows in ps: "
                      "prefer --password-file or TEXTSIEVE_PASSWORD)", "documents", secret=True,
                      env="TEXTSIEVE_PASSWORD"),

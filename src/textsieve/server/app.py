@@ -13,7 +13,9 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import threading
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -121,6 +123,7 @@ class Service:
                                  ["status"], registry=self.registry)
         Gauge("textsieve_in_flight", "requests admitted now",
               registry=self.registry).set_function(lambda: self.pool.in_flight)
+        self.jobs = Jobs(self, limit=64 * self.pool.size)
         for key in self.pool.stats:
             Gauge(f"textsieve_pool_{key}", f"worker pool: {key} since start",
                   registry=self.registry).set_function(lambda k=key: self.pool.stats[k])
@@ -163,6 +166,67 @@ class Service:
         return b"".join(chunks)
 
 
+class Jobs:
+    """Events run in the background (``POST /v1/jobs``), their replies kept for
+    ``GET /v1/jobs/{id}``: at most ``limit`` pending (503 beyond), the last 10 000 kept."""
+
+    KEEP = 10_000
+
+    def __init__(self, service: Service, limit: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.service, self.limit = service, limit
+        self._runner = ThreadPoolExecutor(max_workers=service.pool.size,
+                                          thread_name_prefix="textsieve-job")
+        self._lock = threading.Lock()
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._pending = 0
+
+    def submit(self, event: dict[str, Any]) -> dict[str, Any]:
+        from ..events import Event
+
+        Event.parse(event)  # a bad event is a 400 now, not a failed job later
+        with self._lock:
+            if self._pending >= self.limit:
+                raise Busy(5)
+            self._pending += 1
+            job_id = uuid.uuid4().hex
+            job = self._jobs[job_id] = {"id": job_id, "status": "queued",
+                                        "created": time.time()}
+            while len(self._jobs) > self.KEEP:
+                del self._jobs[next(iter(self._jobs))]
+        self._runner.submit(self._run, job, event)
+        return dict(job)
+
+    def _run(self, job: dict[str, Any], event: dict[str, Any]) -> None:
+        from ..events import handle
+
+        service = self.service
+        job["status"] = "running"
+        try:
+            reply = handle(event, service.options,
+                           lambda data, name, options, mode: service.pool.extract(
+                               data, name, options, mode=mode),
+                           roots=service.config.file_roots)
+        except Exception as exc:  # a bug: the job says so, the server goes on
+            log.exception("job %s failed", job["id"])
+            reply = {"status": "error", "error": {"kind": "internal",
+                                                  "message": f"{type(exc).__name__}"}}
+        finally:
+            with self._lock:
+                self._pending -= 1
+        job.update(status="done", reply=reply, finished=time.time())
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise ApiError(404, "not_found", f"no job {job_id!r}")
+        return dict(job)
+
+    def close(self) -> None:
+        self._runner.shutdown(wait=False, cancel_futures=True)
+
+
 def service_of(request: Request) -> Service:
     return request.app.state.service
 
@@ -192,6 +256,7 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
         try:
             yield
         finally:
+            service.jobs.close()
             service.pool.close()
 
     app = FastAPI(title="textsieve", version=__version__, lifespan=lifespan,

@@ -1,11 +1,12 @@
-"""The /v1 API: extract and detect uploaded documents (jobs and archive routes follow)."""
+"""The /v1 API: extract and detect uploaded documents; URI-to-URI jobs (events)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import Status
 from .app import document_error, service_of
@@ -58,3 +59,31 @@ async def detect(request: Request,
     if doc.status is Status.ERROR:
         raise document_error(doc)
     return {"mime_type": doc.mime_type}
+
+
+class EventBody(BaseModel):
+    """An "extract this URI to that URI" event (``textsieve.events``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    document_uri: str = Field(min_length=1, max_length=4096)
+    text_uri: str | None = Field(None, max_length=4096)
+    temp_uri_prefix: str | None = Field(None, max_length=4096)
+    disable_ocr: bool = False
+    create_searchable_pdf: bool = False
+    searchable_pdf_uri: str | None = Field(None, max_length=4096)
+    page: int | None = Field(None, ge=1, le=10_000)
+    merge: int | None = Field(None, ge=1, le=10_000)
+
+
+@router.post("/jobs", tags=["jobs"], status_code=202)
+async def submit_job(request: Request, event: EventBody) -> dict[str, Any]:
+    """Queue an event; poll ``GET /v1/jobs/{id}`` for its reply."""
+    return service_of(request).jobs.submit(event.model_dump(exclude_none=True))
+
+
+@router.get("/jobs/{job_id}", tags=["jobs"])
+async def get_job(request: Request,
+                  job_id: Annotated[str, Path(max_length=64)]) -> dict[str, Any]:
+    """A job's status (queued, running, done) and, once done, the event's reply."""
+    return service_of(request).jobs.get(job_id)

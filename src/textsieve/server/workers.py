@@ -54,7 +54,7 @@ class Busy(Exception):
 
 
 def _worker_main(conn: Connection, memory_limit: int) -> None:
-    """A worker's loop: one (input, name, options, detect_only) job at a time."""
+    """A worker's loop: one (input, name, options, mode) job at a time."""
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # killing it kills the helpers it started too
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -135,10 +135,14 @@ class ExtractPool:
             self._leave()
 
     def extract(self, obj: bytes | str, name: str | None, options: Options, *,
-                detect_only: bool = False, deadline: float | None = None) -> Document:
+                detect_only: bool = False, mode: str = "extract",
+                deadline: float | None = None) -> Any:
         """Extract ``obj`` (bytes, or a path the worker can read) in a worker, within
         ``deadline`` seconds from now (default ``options.timeout``), waiting for a free
-        worker included. Always returns a Document (a timeout or crash is its error)."""
+        worker included. Returns a Document (a timeout or crash is its error); other
+        ``mode``s (see ``_job.run_job``) may return their own result."""
+        if detect_only:
+            mode = "detect"
         limit = options.timeout if deadline is None else deadline
         end = time.monotonic() + limit
         try:
@@ -149,7 +153,7 @@ class ExtractPool:
                                    name=name)
         try:
             w = w if w is not None and w.proc.is_alive() else self._spawn(w)
-            doc, w = self._run(w, (obj, name, options, detect_only), end, limit, name)
+            doc, w = self._run(w, (obj, name, options, mode), end, limit, name)
         except BaseException:
             self._idle.put(None)
             raise
@@ -157,7 +161,7 @@ class ExtractPool:
         return doc
 
     def _run(self, w: _Worker, job: tuple[Any, ...], end: float, limit: float,
-             name: str | None) -> tuple[Document, _Worker | None]:
+             name: str | None) -> tuple[Any, _Worker | None]:
         self.stats["jobs"] += 1
         try:
             w.conn.send(job)
@@ -172,7 +176,7 @@ class ExtractPool:
             return Document.failed(ErrorKind.TIMEOUT, f"extraction exceeded {limit:g} s",
                                    name=name), None
         try:
-            doc: Document = w.conn.recv()
+            doc = w.conn.recv()
         except (EOFError, OSError):
             self.stats["crashes"] += 1
             w.proc.join(1)
