@@ -36,7 +36,7 @@ from prometheus_client import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..errors import UsageError
+from ..errors import TextsieveError, UsageError
 from ..model import Document, ErrorKind
 from ..options import MiB, Options, OptionsError
 from .workers import Busy, ExtractPool
@@ -124,6 +124,9 @@ class Service:
         Gauge("textsieve_in_flight", "requests admitted now",
               registry=self.registry).set_function(lambda: self.pool.in_flight)
         self.jobs = Jobs(self, limit=64 * self.pool.size)
+        from .archive_routes import Runs
+
+        self.runs = Runs()
         for key in self.pool.stats:
             Gauge(f"textsieve_pool_{key}", f"worker pool: {key} since start",
                   registry=self.registry).set_function(lambda k=key: self.pool.stats[k])
@@ -274,6 +277,10 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
     async def _usage(request: Request, exc: UsageError) -> JSONResponse:
         return error_response(400, "bad_request", exc.message)
 
+    @app.exception_handler(TextsieveError)
+    async def _textsieve(request: Request, exc: TextsieveError) -> JSONResponse:
+        return error_response(503, "unavailable", exc.message)  # the archive is unusable
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
@@ -315,9 +322,10 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
         return Response(generate_latest(service_of(request).registry),
                         media_type=CONTENT_TYPE_LATEST)
 
-    from . import routes, tika
+    from . import archive_routes, routes, tika
 
     app.include_router(routes.router, dependencies=[_auth()])
+    app.include_router(archive_routes.router, dependencies=[_auth()])
     app.include_router(tika.router, dependencies=[_auth()])
     app.add_api_route("/version", tika.version, methods=["GET"], tags=["tika"],
                       response_class=Response)
