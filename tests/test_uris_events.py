@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import io
+import re
 import threading
 import time
 from pathlib import Path
@@ -224,3 +225,56 @@ def test_jobs_over_http(seaweed, tmp_path):
     assert (tmp_path / "note.txt.txt").read_text() == "a local note"
     assert replies[2]["error"]["kind"] == "blocked_address"
     assert replies[3]["error"]["kind"] == "blocked_address"
+
+
+def test_run_from_s3_incremental_by_etag_and_export_to_s3(seaweed, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    s3 = seaweed.client()
+    bucket = seaweed.bucket()
+    s3.put_object(Bucket=bucket, Key="docs/letter.docx",
+                  Body=(SAMPLES / "letter.docx").read_bytes())
+    s3.put_object(Bucket=bucket, Key="docs/notes.txt", Body=b"reed warbler nest")
+    s3.put_object(Bucket=bucket, Key="other/skip.txt", Body=b"not under the prefix")
+    env = {**os.environ, **seaweed.env}
+    archive = str(tmp_path / "a.db")
+
+    def textsieve(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "textsieve", *args], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    def run() -> dict:
+        r = textsieve("run", "-q", "--archive", archive, f"s3://{bucket}/docs/")
+        assert r.returncode == 0, r.stderr
+        import sqlite3
+
+        with sqlite3.connect(archive) as c:
+            return dict(c.execute("SELECT key, status FROM items WHERE parent_id IS NULL"))
+
+    first = run()
+    assert first == {f"s3://{bucket}/docs/letter.docx": "ok",
+                     f"s3://{bucket}/docs/notes.txt": "ok"}
+    stats = textsieve("stats", "--archive", archive)
+    assert stats.returncode == 0
+    # Unchanged objects are skipped from the listing; a changed ETag is extracted again.
+    # The same size: only the ETag tells the change.
+    s3.put_object(Bucket=bucket, Key="docs/notes.txt", Body=b"bittern booms now")
+    r = textsieve("run", "--archive", archive, f"s3://{bucket}/docs/")
+    assert r.returncode == 0
+    assert "bittern" in textsieve("search", "--archive", archive, "bittern").stdout
+    assert re.search(r"unchanged \(skipped\)\s+1\b", r.stderr), r.stderr
+    assert re.search(r"extracted\s+1\b", r.stderr), r.stderr
+    exported = textsieve("export", "--archive", archive, "--to", f"s3://{bucket}/out/")
+    assert exported.returncode == 0, exported.stderr
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="out/")
+                  ["Contents"])
+    assert len(keys) == 2 and all(k.endswith(".txt") for k in keys)
+    body = s3.get_object(Bucket=bucket, Key=next(k for k in keys if "notes" in k))["Body"]
+    assert body.read().decode().strip() == "bittern booms now"
+    jsonl = textsieve("export", "--archive", archive, "--format", "jsonl", "--to",
+                      f"s3://{bucket}/dump/all.jsonl")
+    assert jsonl.returncode == 0
+    rows = s3.get_object(Bucket=bucket, Key="dump/all.jsonl")["Body"].read().splitlines()
+    assert len(rows) >= 2

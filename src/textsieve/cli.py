@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export", help="write the archive out as files, JSONL or Parquet")
     p.add_argument("--to", required=True, metavar="PATH",
-                   help="folder (txt) or file (jsonl, parquet)")
+                   help="folder (txt) or file (jsonl, parquet); or s3://bucket/prefix")
     p.add_argument("--format", choices=["txt", "jsonl", "parquet"], default="txt")
     _add_archive_option(p)
 
@@ -491,6 +491,12 @@ def cmd_stats(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _s3_options() -> Options:
+    """Options for s3:// of a command without option flags: the endpoint from the
+    environment, as ``--s3-endpoint`` would take it."""
+    return Options(s3_endpoint=os.environ.get(KNOBS["s3_endpoint"].env) or None)
+
+
 def cmd_export(ns: argparse.Namespace) -> int:
     from collections import Counter
 
@@ -498,7 +504,13 @@ def cmd_export(ns: argparse.Namespace) -> int:
 
     counts: Counter[str] = Counter()
     with _open_archive(ns.archive, readonly=True) as archive:
-        n = export(archive, ns.to, ns.format, counts=counts)  # ExportError: exit 1
+        if ns.to.startswith("s3://"):  # written locally, then uploaded
+            from .uris import export_to_s3
+
+            n = export_to_s3(lambda to: export(archive, to, ns.format, counts=counts),
+                             ns.to, ns.format, _s3_options())
+        else:
+            n = export(archive, ns.to, ns.format, counts=counts)  # ExportError: exit 1
     more = "".join(f", {v:,} {k}" for k, v in sorted(counts.items()) if k != "items" and v)
     print(f"exported {n:,} items to {ns.to}{more}", file=sys.stderr)
     return EXIT_OK

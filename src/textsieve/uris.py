@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,3 +195,30 @@ def list_s3(uri: str, options: Options) -> Iterator[S3Object]:
                 yield S3Object(obj["Key"], obj.get("ETag", "").strip('"'), obj.get("Size", 0))
     except Exception as exc:
         raise _s3_error(uri, exc) from exc
+
+
+def export_to_s3(write_local: Callable[[str], int], uri: str, fmt: str,
+                 options: Options) -> int:
+    """An export to ``s3://``: ``write_local(path)`` writes it into a temporary folder
+    (a txt tree) or file (jsonl, parquet), which is then uploaded under ``uri`` (a txt
+    tree keeps its relative paths below the prefix). Returns what ``write_local`` did."""
+    from .archive.export import ExportError
+
+    bucket, key = split_s3(uri)
+    with tempfile.TemporaryDirectory(prefix="textsieve-export-") as tmp:
+        local = Path(tmp) / ("out" if fmt == "txt" else f"out.{fmt}")
+        n = write_local(str(local))
+        try:
+            if fmt == "txt":
+                prefix = key.rstrip("/")
+                for path in sorted(p for p in local.rglob("*") if p.is_file()):
+                    rel = path.relative_to(local).as_posix()
+                    write(f"s3://{bucket}/{prefix + '/' if prefix else ''}{rel}",
+                          path.read_bytes(), options, content_type="text/plain; charset=utf-8")
+            else:
+                if not key or key.endswith("/"):
+                    key = f"{key}textsieve.{fmt}"
+                write(f"s3://{bucket}/{key}", local.read_bytes(), options)
+        except UriError as exc:
+            raise ExportError(f"cannot export to {uri}: {exc}") from exc
+    return n

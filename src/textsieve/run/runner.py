@@ -227,6 +227,14 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
                             unchanged.append((k.id, item.size, item.mtime_ns, sha))
                         stats.skipped += 1
                         continue
+                    if item.path is None and item.data is None and item.remote:
+                        # An object-store item is downloaded only now that it needs work.
+                        obj = _download(item, options)
+                        if isinstance(obj, Document):
+                            record(Entry(item, obj))
+                            continue
+                        yield _Job(item, obj, why)
+                        continue
                     yield _Job(item, item.path if item.path is not None else item.data, why)
                 archive.touch(unchanged, run_id, source_ids[src.spec])
                 link()
@@ -272,6 +280,17 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
     link()
     stats.listing_done = True
     notify(stats, None)
+
+
+def _download(item: Item, options: Options) -> bytes | Document:
+    """The bytes of an object-store item, or a failed Document saying why not."""
+    from ..uris import UriError, read
+
+    assert item.remote is not None
+    try:
+        return read(item.remote, options).data
+    except UriError as exc:
+        return Document.failed(exc.kind, exc.message, name=item.name)
 
 
 def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | None] | None:
