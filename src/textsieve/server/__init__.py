@@ -10,7 +10,11 @@ from ..options import Options
 
 def serve(config: object, options: Options) -> None:
     """Run the service until interrupted (uvicorn, one process, the workers behind it)."""
-    import uvicorn
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ImportError("textsieve serve needs the server extra: pip install "
+                          "'textsieve[server]'") from exc
 
     from .app import ServerConfig, create_app
 

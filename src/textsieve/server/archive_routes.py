@@ -18,9 +18,13 @@ import time
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import PlainTextResponse
-from pydantic import BaseModel, ConfigDict, Field
+try:
+    from fastapi import APIRouter, Path, Query, Request
+    from fastapi.responses import PlainTextResponse
+    from pydantic import BaseModel, ConfigDict, Field
+except ImportError as exc:  # the optional extra: say which, not just the module
+    raise ImportError(f"textsieve serve needs the server extra: pip install "
+                      f"'textsieve[server]' ({exc})") from exc
 
 from ..archive import Archive
 from ..options import Options

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Path, Query, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+try:
+    from fastapi import APIRouter, Header, Path, Query, Request
+    from fastapi.responses import JSONResponse, PlainTextResponse, Response
+    from pydantic import BaseModel, ConfigDict, Field
+except ImportError as exc:  # the optional extra: say which, not just the module
+    raise ImportError(f"textsieve serve needs the server extra: pip install "
+                      f"'textsieve[server]' ({exc})") from exc
 
 from ..model import Status
 from .app import document_error, service_of

@@ -15,8 +15,12 @@ import html
 import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+try:
+    from fastapi import APIRouter, Header, Request
+    from fastapi.responses import JSONResponse, PlainTextResponse, Response
+except ImportError as exc:  # the optional extra: say which, not just the module
+    raise ImportError(f"textsieve serve needs the server extra: pip install "
+                      f"'textsieve[server]' ({exc})") from exc
 
 from .. import __version__
 from ..model import Document, Status
