@@ -135,6 +135,21 @@ def test_full_service_answers_503_with_retry_after():
             assert c.put("/v1/extract", content=b"again").text == "again"
 
 
+def test_a_trickled_body_times_out_and_frees_its_slot():
+    with running_server("-j", "1", "--queue", "0", "--timeout", "1") as s:
+        sock = socket.create_connection(("127.0.0.1", s.port))
+        try:
+            sock.settimeout(30)
+            sock.sendall(b"PUT /v1/extract HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhel")
+            reply = sock.recv(65536).decode()  # the server gives up, not the client
+        finally:
+            sock.close()
+        assert reply.startswith("HTTP/1.1 408")
+        assert '"kind":"timeout"' in reply
+        with s.client() as c:
+            assert c.put("/v1/extract", content=b"next").text == "next"
+
+
 def test_token_required_and_checked():
     with running_server("-j", "1", env={"TEXTSIEVE_TOKEN": "s3cret"}) as s, s.client() as c:
         none = c.put("/v1/extract", content=b"x")

@@ -158,18 +158,26 @@ class Service:
         return self.pool.slot()
 
     async def body(self, request: Request) -> bytes:
-        """The request body, refused with 413 as soon as it passes ``max_upload``."""
+        """The request body, refused with 413 as soon as it passes ``max_upload``, and with
+        408 when it has not all arrived by the request's deadline (``Options.timeout``)."""
         cap = self.config.max_upload
         length = request.headers.get("content-length")
         if length and length.isdigit() and int(length) > cap:
             raise ApiError(413, "too_large", f"body larger than {cap} bytes")
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > cap:
-                raise ApiError(413, "too_large", f"body larger than {cap} bytes")
-            chunks.append(chunk)
+        limit = self.options.timeout  # the request's deadline covers its upload too
+        try:
+            with anyio.fail_after(limit):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > cap:
+                        raise ApiError(413, "too_large", f"body larger than {cap} bytes")
+                    chunks.append(chunk)
+        except TimeoutError:
+            # A client trickling its body would hold an admission for ever (slowloris).
+            raise ApiError(408, "timeout", f"the body did not arrive within {limit:g} s"
+                           ) from None
         return b"".join(chunks)
 
 
