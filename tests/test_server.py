@@ -111,6 +111,26 @@ def test_a_killed_worker_costs_nothing_but_itself(server):
     assert after.status_code == 200 and after.text == "second"
 
 
+def _read_reply(sock: socket.socket) -> str:
+    """One whole HTTP response from a raw socket (headers, then Content-Length bytes)."""
+    sock.settimeout(30)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data.decode()
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return (head + b"\r\n\r\n" + body).decode()
+
+
 def test_full_service_answers_503_with_retry_after():
     with running_server("-j", "1", "--queue", "0") as s:
         # A client that sends its body slowly holds the one admission.
@@ -127,7 +147,7 @@ def test_full_service_answers_503_with_retry_after():
             assert busy.headers["retry-after"] == "1"
             assert busy.json()["error"]["kind"] == "busy"
             sock.sendall(b"world")
-            reply = sock.recv(65536).decode()
+            reply = _read_reply(sock)
             assert reply.startswith("HTTP/1.1 200") and reply.endswith("helloworld")
         finally:
             sock.close()
@@ -141,7 +161,7 @@ def test_a_trickled_body_times_out_and_frees_its_slot():
         try:
             sock.settimeout(30)
             sock.sendall(b"PUT /v1/extract HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhel")
-            reply = sock.recv(65536).decode()  # the server gives up, not the client
+            reply = _read_reply(sock)  # the server gives up, not the client
         finally:
             sock.close()
         assert reply.startswith("HTTP/1.1 408")
@@ -175,26 +195,40 @@ def test_non_loopback_without_token_refuses_to_start():
 # see it from any thread) ------------------------------------------------------------------
 
 
-def test_pool_deadline_and_crash_keep_the_pool_alive():
+def _reader_waiting(fifo: Path) -> int | None:
+    """A write end of ``fifo`` once a worker has opened it for reading (it is then inside
+    its job, blocked), else None."""
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+
+
+def test_pool_deadline_and_crash_keep_the_pool_alive(tmp_path):
     from textsieve.server.workers import ExtractPool
 
-    scan = str(SAMPLES / "notice-scan.png")
-    slow = Options(ocr="always", ocr_dpi=600)
+    # A named pipe nobody writes to: a job that never finishes on its own, by construction.
+    fifo = tmp_path / "stuck"
+    os.mkfifo(fifo)
     pool = ExtractPool(Options(), workers=1)
     try:
-        late = pool.extract(scan, None, slow, deadline=0.05)
+        late = pool.extract(str(fifo), None, Options(), deadline=0.5)
         assert late.error is not None and late.error.kind is ErrorKind.TIMEOUT
         out: dict[str, object] = {}
-        t = threading.Thread(target=lambda: out.update(doc=pool.extract(scan, None, slow)))
+        t = threading.Thread(target=lambda: out.update(doc=pool.extract(str(fifo), None,
+                                                                         Options())))
         t.start()
-        for _ in range(200):
-            if pool.worker_pids():
+        fd = None
+        for _ in range(1000):
+            fd = _reader_waiting(fifo)
+            if fd is not None:
                 break
             threading.Event().wait(0.02)
-        threading.Event().wait(0.2)
+        assert fd is not None
         for pid in pool.worker_pids():
             os.kill(pid, 9)
         t.join(60)
+        os.close(fd)
         doc = out["doc"]
         assert doc.error is not None and doc.error.kind is ErrorKind.CRASHED  # type: ignore[attr-defined]
         assert pool.extract(b"still here", None, Options()).text == "still here"
@@ -214,6 +248,18 @@ def test_pool_recycles_workers_after_n_jobs():
             pids.extend(p for p in pool.worker_pids() if p not in pids)
         assert pool.stats["recycled"] == 2
         assert len(pids) >= 2
+    finally:
+        pool.close()
+
+
+def test_pool_recycles_a_worker_whose_memory_grew():
+    from textsieve.server.workers import ExtractPool
+
+    pool = ExtractPool(Options(), workers=1, recycle_rss=1)  # any worker is "too big"
+    try:
+        for i in range(2):
+            assert pool.extract(f"doc {i}".encode(), None, Options()).text == f"doc {i}"
+        assert pool.stats["recycled"] == 2 and pool.stats["jobs"] == 2
     finally:
         pool.close()
 

@@ -118,6 +118,10 @@ class ExtractPool:
                 raise Busy(1)
             self._admitted += 1
 
+    def _count(self, key: str) -> None:
+        with self._lock:  # request threads count at once; the metrics must add up
+            self.stats[key] += 1
+
     def _leave(self) -> None:
         with self._lock:
             self._admitted -= 1
@@ -148,7 +152,7 @@ class ExtractPool:
         try:
             w = self._idle.get(timeout=limit)
         except queue.Empty:
-            self.stats["timeouts"] += 1
+            self._count("timeouts")
             return Document.failed(ErrorKind.TIMEOUT, f"no worker free within {limit:g} s",
                                    name=name)
         try:
@@ -162,7 +166,7 @@ class ExtractPool:
 
     def _run(self, w: _Worker, job: tuple[Any, ...], end: float, limit: float,
              name: str | None) -> tuple[Any, _Worker | None]:
-        self.stats["jobs"] += 1
+        self._count("jobs")
         try:
             w.conn.send(job)
         except (OSError, ValueError):  # it died between jobs: a fresh one takes the job
@@ -171,20 +175,20 @@ class ExtractPool:
             w.conn.send(job)
         w.jobs += 1
         if not w.conn.poll(max(0.0, end - time.monotonic())):
-            self.stats["timeouts"] += 1
+            self._count("timeouts")
             self._kill(w)
             return Document.failed(ErrorKind.TIMEOUT, f"extraction exceeded {limit:g} s",
                                    name=name), None
         try:
             doc = w.conn.recv()
         except (EOFError, OSError):
-            self.stats["crashes"] += 1
+            self._count("crashes")
             w.proc.join(1)
             code = w.proc.exitcode
             self._kill(w)
             return Document.failed(ErrorKind.CRASHED, _how(code), name=name), None
         if w.jobs >= self.recycle_after or _rss(w.proc.pid) > self.recycle_rss:
-            self.stats["recycled"] += 1
+            self._count("recycled")
             self._retire(w)
             return doc, None
         return doc, w
