@@ -107,9 +107,9 @@ def extract(source: Input, *, name: str | None = None, options: Options | None =
         from .run.pool import extract_many
 
         return next(iter(extract_many([source], opts, names=[name])))
-    from .core import extract_source
+    from .run.steps import extract_here
 
-    return extract_source(_source(source, name, opts), opts)
+    return extract_here(source, name, opts)
 
 
 def preload(mime_types: Iterable[str] | None = None) -> None:

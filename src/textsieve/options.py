@@ -30,6 +30,7 @@ OCR_MODES = ("auto", "always", "never")
 MIN_MEMORY = 64 * MiB  # a memory cap below this would stop Python itself
 UNPACK_SHARE = 6  # at most 1/6 of a worker's memory cap is unpacked per top-level file
 HTML_MODES = ("auto", "main", "full", "sieve")
+EXECUTORS = ("local", "ray")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
 # stop, or spin (a zero timeout, a zero memory cap, no members allowed in any container).
 _AT_LEAST: dict[str, float] = {
@@ -58,6 +59,10 @@ class Options:
     timeout: float = 120.0  # seconds per top-level file (isolated runs)
     memory_limit: int = 4 * GiB  # address-space cap per worker process (isolated runs); 0: none
     workers: int = 0  # 0: one per core
+    # Where tasks run: "local" (worker processes here) or "ray" (a Ray cluster at
+    # ``address``: "auto" an existing one, "ray://host:port" a remote one, "local" a new one).
+    executor: str = "local"
+    address: str = "auto"
     max_file_size: int = 2 * GiB  # larger inputs are refused with too_large
     # Containers (ZIP/TAR/GZ, mail attachments, embedded files).
     max_depth: int = 8  # nesting levels below the top file
@@ -111,6 +116,9 @@ class Options:
         if self.html not in HTML_MODES:
             raise OptionsError(
                 f"html must be one of {', '.join(HTML_MODES)}, not {self.html!r}", "html")
+        if self.executor not in EXECUTORS:
+            raise OptionsError(f"executor must be one of {', '.join(EXECUTORS)}, "
+                               f"not {self.executor!r}", "executor")
         if not self.ocr_lang or not isinstance(self.ocr_lang, str):
             raise OptionsError("ocr_lang must name at least one tesseract language",
                                "ocr_lang")
@@ -236,6 +244,11 @@ KNOBS: dict[str, Knob] = {
                          metavar="MiB", size=True),
     "workers": Knob("files extracted in parallel (0: one per core)", "documents",
                     flag="--jobs", short="-j", metavar="N"),
+    "executor": Knob("where files are extracted: local processes, or a Ray cluster "
+                     "(pip install textsieve[ray])", "documents", choices=EXECUTORS),
+    "address": Knob("the Ray cluster: auto (the one this machine belongs to), "
+                    "ray://host:port, or local (start one here)", "documents",
+                    metavar="ADDR"),
     "max_file_size": Knob("larger inputs are refused as too_large", "documents",
                           metavar="MiB", size=True),
     "comments": Knob("include document comments (DOCX, ODT)", "documents"),
