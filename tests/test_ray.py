@@ -130,3 +130,42 @@ def test_a_killed_ray_worker_loses_no_item(cluster, tmp_path: Path) -> None:
         assert snap[str(src / f"note{i}.txt")][5] == f"note number {i}"
         text = snap[str(src / f"scan{i}.pdf")][5]
         assert all(w in text for w in PAGES[-1][0].split()[:2])
+
+
+def test_deadlines_hold_on_ray_batches_included(cluster, tmp_path: Path) -> None:
+    """Every small file is batched; a batch past its deadline is not a verdict on its
+    files: each runs again alone under its own deadline. Here no file can make it (a
+    1 ms allowance): every one ends as a timeout record, none is lost, nothing hangs."""
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(12):
+        (src / f"n{i}.txt").write_text(f"number {i}")
+    stats = _run(src, tmp_path / "a.db", Options(executor="ray", workers=2, timeout=0.001,
+                                                  batch=5))
+    assert stats.done == 12 and stats.errors.get("timeout") == 12, stats.errors
+    ok = _run(src, tmp_path / "a.db", Options(executor="ray", workers=2, batch=5))
+    assert ok.done == 12 and ok.status.get("ok") == 12  # retried: timeouts are transient
+    snap = snapshot(tmp_path / "a.db")
+    assert {snap[str(src / f"n{i}.txt")][5] for i in range(12)} == {
+        f"number {i}" for i in range(12)}
+
+
+def test_small_files_share_ray_tasks(cluster, tmp_path: Path) -> None:
+    """Ray costs a few ms per task: small files go in batches (each CPU takes a whole
+    one), and the documents still come back in input order, each its own."""
+    from textsieve.run.ray_executor import RayExecutor
+    from textsieve.run.steps import extract
+
+    paths = []
+    for i in range(40):
+        p = tmp_path / f"s{i}.txt"
+        p.write_text(f"small file {i}")
+        paths.append(str(p))
+    opts = Options(executor="ray", workers=2, batch=20)
+    ex = RayExecutor(opts)
+    try:
+        docs = list(extract(ex, ((p, None) for p in paths), opts))
+    finally:
+        ex.close()
+    assert [d.text for d in docs] == [f"small file {i}" for i in range(40)]
+    assert ex.ray_tasks <= 3, ex.ray_tasks

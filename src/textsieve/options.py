@@ -34,7 +34,7 @@ EXECUTORS = ("local", "ray")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
 # stop, or spin (a zero timeout, a zero memory cap, no members allowed in any container).
 _AT_LEAST: dict[str, float] = {
-    "workers": 0, "max_depth": 0, "max_redirects": 0, "retries": 0, "backoff": 0,
+    "workers": 0, "batch": 1, "max_depth": 0, "max_redirects": 0, "retries": 0, "backoff": 0,
     "max_retry_after": 0, "per_host_delay": 0, "max_members": 1, "per_host_concurrency": 1,
     "max_ratio": 1, "ocr_dpi": 50, "max_file_size": 1,
     "max_unpacked": 1, "max_image_pixels": 1, "max_body": 1, "max_crawl_delay": 0,
@@ -63,6 +63,7 @@ class Options:
     # ``address``: "auto" an existing one, "ray://host:port" a remote one, "local" a new one).
     executor: str = "local"
     address: str = "auto"
+    batch: int = 32  # small files per Ray task (Ray's per-task overhead, shared); 1: none
     max_file_size: int = 2 * GiB  # larger inputs are refused with too_large
     # Containers (ZIP/TAR/GZ, mail attachments, embedded files).
     max_depth: int = 8  # nesting levels below the top file
@@ -249,6 +250,8 @@ KNOBS: dict[str, Knob] = {
     "address": Knob("the Ray cluster: auto (the one this machine belongs to), "
                     "ray://host:port, or local (start one here)", "documents",
                     metavar="ADDR"),
+    "batch": Knob("small files (under 256 KiB) per Ray task: shares Ray's few ms per "
+                  "task among them (1: one file per task)", "documents", metavar="N"),
     "max_file_size": Knob("larger inputs are refused as too_large", "documents",
                           metavar="MiB", size=True),
     "comments": Knob("include document comments (DOCX, ODT)", "documents"),

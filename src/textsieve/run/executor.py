@@ -44,6 +44,7 @@ class Task:
     # OCR pages too, however many there are, not only their extraction. Monotonic clock
     # of the driver; set by the executor when the whole input starts.
     deadline: float | None = None
+    alone: bool = False  # never batched with others (it failed in a batch once)
 
     def limit(self, options: Options) -> float:
         """Seconds this task may run by itself (before the document's deadline)."""
@@ -53,7 +54,8 @@ class Task:
 class Executor(Protocol):
     """Runs tasks in isolation, each under its deadline; results come back in any order."""
 
-    size: int  # tasks it runs at once (the window of work worth keeping queued)
+    size: int  # tasks it runs at once
+    window: int  # inputs worth keeping queued ahead (enough to keep ``size`` busy)
 
     def submit(self, tasks: Iterable[Task], *, first: bool = False) -> None:
         """Queue tasks (no waiting). ``first``: ahead of what is queued (the pages of a

@@ -139,6 +139,7 @@ class LocalExecutor:
     def __init__(self, options: Options, workers: int | None = None) -> None:
         self.options = options
         self.size = max(1, workers or options.worker_count)
+        self.window = self.size * 4
         self._ctx = mp.get_context("fork")
         self._workers: list[_Worker] = []
         self._backlog: deque[Task] = deque()

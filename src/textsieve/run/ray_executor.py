@@ -21,6 +21,7 @@ takes the node's memory, and the task ends as ``too_large``.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 RETRIES = 3  # a task whose worker or node died is run again at most this many times
 LOCAL_OBJECT_STORE = 256 * 1024 * 1024  # --address local: the cluster this run starts
 INLINE_BYTES = 64 * 1024  # smaller inputs travel inside the task; larger ones by reference
+SMALL_FILE = 256 * 1024  # files under this are batched (Options.batch per Ray task)
 
 
 class RayMissing(UsageError):
@@ -55,6 +57,25 @@ def _run_on_worker(task: Task, obj: Any, options: Options) -> Any:
     the object store before the call (fields of ``task`` would not be)."""
     task.obj = obj
     return run_task(task, options)
+
+
+def _run_batch(tasks: list[Task], options: Options) -> list[Any]:
+    """A batch of small inputs as one Ray task: Ray's per-task cost paid once."""
+    return [run_task(task, options) for task in tasks]
+
+
+def _small(task: Task) -> bool:
+    """Worth batching: a whole input small enough to be read in a few ms."""
+    if task.page is not None:
+        return False
+    obj = task.obj
+    if isinstance(obj, (str, os.PathLike)):
+        try:
+            return os.path.getsize(obj) < SMALL_FILE
+        except OSError:
+            return True  # not found: a quick error record
+    data = getattr(obj, "data_", obj)
+    return isinstance(data, (bytes, bytearray)) and len(data) < INLINE_BYTES
 
 
 class RayExecutor:
@@ -82,13 +103,19 @@ class RayExecutor:
             self._owned = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.size = max(1, workers or cpus)
+        # Enough queued that each free CPU can take a whole batch of small files.
+        self.window = self.size * max(4, 2 * options.batch)
         self._remote = ray.remote(_run_on_worker).options(
+            num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
+        self._remote_batch = ray.remote(_run_batch).options(
             num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
         self._options_ref = ray.put(options)
         self._backlog: deque[Task] = deque()
-        self._running: dict[Any, tuple[Task, float]] = {}  # ObjectRef -> (task, deadline)
+        # ObjectRef -> (the task, or a batch of them; deadline)
+        self._running: dict[Any, tuple[Task | list[Task], float]] = {}
         # Inputs put in the object store, by task key: the pages of a document share it.
         self._refs: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
+        self.ray_tasks = 0  # Ray tasks started (a batch is one): for stats and tests
 
     def __enter__(self) -> RayExecutor:
         return self
@@ -149,6 +176,9 @@ class RayExecutor:
                 out.append((task, failed(task, ErrorKind.TIMEOUT,
                                          late_message(task, self.options))))
                 continue
+            if self.options.batch > 1 and not task.alone and _small(task):
+                self._start_batch(task, now)
+                continue
             deadline = now + task.limit(self.options)
             if task.deadline is not None:
                 deadline = min(deadline, task.deadline)
@@ -157,6 +187,7 @@ class RayExecutor:
             wire = Task(task.key, None, task.name, task.page, task.mime, task.want_pdf)
             ref = self._remote.remote(wire, self._wire(task), self._options_ref)
             self._running[ref] = (task, deadline)
+            self.ray_tasks += 1
         if out or not self._running:
             return out
         left = min(d for _, d in self._running.values()) - time.monotonic()
@@ -168,19 +199,59 @@ class RayExecutor:
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in ready:
             task, _deadline = self._running.pop(ref)
-            out.append((task, self._result(ref, task)))
+            if isinstance(task, list):
+                out.extend(self._batch_result(ref, task))
+            else:
+                out.append((task, self._result(ref, task)))
         now = time.monotonic()
         for ref, (task, deadline) in list(self._running.items()):
             if now < deadline:
                 continue
             del self._running[ref]
             self._cancel(ref)
+            if isinstance(task, list):
+                self._unbatch(task)
+                continue
             what = "extraction" if task.page is None else f"OCR of page {task.page}"
             message = late_message(task, self.options) if task.page is not None and \
                 task.deadline is not None and deadline >= task.deadline \
                 else f"{what} exceeded {task.limit(self.options):g} s"
             out.append((task, failed(task, ErrorKind.TIMEOUT, message)))
         return out
+
+    def _start_batch(self, first: Task, now: float) -> None:
+        """``first`` and the small inputs queued right behind it, as one Ray task. Its
+        deadline is one input's: a batch that overruns or dies is not judged as a whole,
+        its inputs are run again one by one, each under its own deadline."""
+        batch = [first]
+        while self._backlog and len(batch) < self.options.batch:
+            nxt = self._backlog[0]
+            if nxt.alone or not _small(nxt):
+                break
+            batch.append(self._backlog.popleft())
+        if len(batch) == 1:
+            first.alone = True
+            self._backlog.appendleft(first)
+            return
+        ref = self._remote_batch.remote(batch, self._options_ref)
+        self._running[ref] = (batch, now + self.options.timeout)
+        self.ray_tasks += 1
+
+    def _unbatch(self, batch: list[Task]) -> None:
+        for task in batch:
+            task.alone = True
+        self.submit(batch, first=True)
+
+    def _batch_result(self, ref: Any, batch: list[Task]) -> list[tuple[Task, Any]]:
+        try:
+            results = self._ray.get(ref)
+        except self._ray.exceptions.RayError:  # lost after its retries: one by one
+            self._unbatch(batch)
+            return []
+        now = time.monotonic()
+        for task in batch:  # their OCR pages (a small image) get a deadline from now
+            task.deadline = now + self.options.timeout
+        return list(zip(batch, results, strict=True))
 
     def _result(self, ref: Any, task: Task) -> Any:
         """The task's result; a Ray failure (after its retries) as a typed failure."""

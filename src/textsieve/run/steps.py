@@ -124,7 +124,7 @@ def extract(executor: Executor, pairs: Iterable[tuple[Any, str | None]],
     flow = DocumentFlow(executor, options)
     order: deque[int] = deque()
     done: dict[Hashable, Document] = {}
-    window = executor.size * 4
+    window = executor.window
     exhausted, n = False, 0
     while True:
         while not exhausted and len(order) < window:
