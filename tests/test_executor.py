@@ -4,6 +4,7 @@ submits from many threads and gets one Future per document, isolation included."
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -113,3 +114,21 @@ def test_service_submits_from_many_threads(tmp_path: Path, monkeypatch) -> None:
         assert doc.status is Status.OK and str(i * 7) in doc.text  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError):
         service.submit(str(csvs[0]))
+
+
+def test_no_ray_cluster_is_a_one_line_error(tmp_path: Path) -> None:
+    """--executor ray --address auto with no cluster running: the run says so in one
+    line and exits with the 'unreachable' code, no traceback."""
+    import subprocess
+    import sys
+
+    from textsieve.errors import ExitCode
+
+    (tmp_path / "a.txt").write_text("hello")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    res = subprocess.run([sys.executable, "-m", "textsieve.cli", "run", "--archive",
+                          str(tmp_path / "a.db"), str(tmp_path / "a.txt"), "--executor",
+                          "ray", "--address", "auto"], capture_output=True, text=True,
+                         timeout=120, env=env, check=False)
+    assert res.returncode == ExitCode.UNREACHABLE, res.stderr
+    assert "no Ray cluster at auto" in res.stderr and "Traceback" not in res.stderr

@@ -27,7 +27,7 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UnreachableError, UsageError
 from ..model import ErrorKind
 from ..options import Options
 from .executor import Task, failed, late_message, run_task
@@ -98,8 +98,12 @@ class RayExecutor:
                 kwargs.pop("include_dashboard")  # the cluster's, not ours to decide
                 try:
                     ray.init(address=address, **kwargs)
-                except ConnectionError as exc:
-                    raise UsageError(f"no Ray cluster at {address}: {exc}") from exc
+                except ConnectionError as exc:  # nobody there, or not answering
+                    raise UnreachableError(f"no Ray cluster at {address}: "
+                                           f"{_first_line(exc)}") from exc
+                except (ValueError, RuntimeError) as exc:  # a malformed address
+                    raise UsageError(f"cannot use the Ray cluster at {address}: "
+                                     f"{_first_line(exc)}") from exc
             self._owned = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.size = max(1, workers or cpus)
