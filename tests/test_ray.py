@@ -169,3 +169,39 @@ def test_small_files_share_ray_tasks(cluster, tmp_path: Path) -> None:
         ex.close()
     assert [d.text for d in docs] == [f"small file {i}" for i in range(40)]
     assert ex.ray_tasks <= 3, ex.ray_tasks
+
+
+def test_a_killed_ray_driver_resumes_like_a_local_run(cluster, tmp_path: Path) -> None:
+    """SIGKILL `textsieve run --executor ray` part way; the same command again finishes
+    the job (nothing committed is redone), and the archive equals a local run's."""
+    import subprocess
+
+    from test_archive_run import make_mixed_tree, run_cmd, runs, top_level_count, wait_for
+
+    n = 384  # several 64-item commits: the kill lands between two
+    tree = tmp_path / "tree"
+    make_mixed_tree(tree, n, pdf_pages=3)
+    a, b = tmp_path / "ray.db", tmp_path / "local.db"
+    on_ray = ("--executor", "ray", "--address", cluster.address, "--batch", "4")
+    proc = subprocess.Popen(run_cmd(tree, a, "-q", *on_ray), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: (top_level_count(a) or 0) >= 1, proc, "an item was committed")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    first = top_level_count(a)
+    assert first is not None and 1 <= first < n, first
+    done = subprocess.run(run_cmd(tree, a, "-q", *on_ray), capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    clean = subprocess.run(run_cmd(tree, b, "-q"), capture_output=True, text=True,
+                           timeout=300, check=False)
+    assert clean.returncode == 0, clean.stderr
+    assert snapshot(a) == snapshot(b)
+    statuses = runs(a)
+    assert [s for s, _ in statuses] == ["interrupted", "completed"]
+    assert statuses[-1][1]["extracted"] == n - first and statuses[-1][1]["skipped"] == first
