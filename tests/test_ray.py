@@ -94,7 +94,7 @@ def _task_workers() -> list[int]:
                 cmd = f.read()
         except OSError:
             continue
-        if cmd.startswith(b"ray::_run_on_worker"):
+        if cmd.startswith((b"ray::_run_on_worker", b"ray::_run_batch")):
             pids.append(int(entry))
     return pids
 
