@@ -153,6 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
     _add_archive_option(p)
 
+    p = sub.add_parser("topics", help="find the topics of the archive's texts (fitted once, "
+                       "new items placed in them on later runs)")
+    p.add_argument("-k", type=int, metavar="N",
+                   help="number of topics (default: chosen by coherence)")
+    p.add_argument("--refit", action="store_true", help="fit the topics again from scratch")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    _add_selection_options(p)
+    _add_archive_option(p)
+
     p = sub.add_parser("stats", help="summarise the archive by status, type and error")
     _add_archive_option(p)
 
@@ -167,6 +176,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_archive_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--archive", default="textsieve.db", metavar="FILE",
                    help="the archive file (default: textsieve.db here)")
+
+
+def _add_selection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--type", dest="mime", metavar="MIME",
+                   help="only items of this MIME type or prefix (text/html, application/)")
+    p.add_argument("--since", metavar="DATE", help="only items first seen on or after it")
+    p.add_argument("--until", metavar="DATE", help="only items first seen up to that day")
+    p.add_argument("--label", help="only items mailed with this mail label")
 
 
 def _read_stdin() -> bytes:
@@ -342,6 +359,44 @@ def cmd_show(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _enrich_progress(quiet: bool = False):
+    """A one-line progress report on stderr for long enrichment work (a terminal only)."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def show(kind: str, done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(f"\r{kind}: {done:,}/{total:,}", end=end, file=sys.stderr, flush=True)
+    return show
+
+
+def cmd_topics(ns: argparse.Namespace) -> int:
+    from .enrich import items, require, topics
+
+    require()
+    if ns.k is not None and ns.k < 1:
+        print("textsieve: -k must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    selection = items.Selection(mime=ns.mime, since=ns.since, until=ns.until, label=ns.label)
+    with _open_archive(ns.archive, readonly=False) as archive:
+        report = topics.update(archive, k=ns.k, refit=ns.refit, selection=selection,
+                               progress=_enrich_progress())
+        found = topics.list_topics(archive)
+    if ns.format == "json":
+        sys.stdout.write(json.dumps([t.to_dict() for t in found], ensure_ascii=False,
+                                    indent=2) + "\n")
+    else:
+        for t in found:
+            coh = f"{t.coherence:+.2f}" if t.coherence is not None else "   ?"
+            print(f"{t.id:>3}  {t.size:>6,}  {coh}  {t.label}\n"
+                  f"     {', '.join(term for term, _ in t.terms)}")
+            for it in t.items:
+                print(f"     [{it['id']}] {it['title'] or it['key']}")
+    how = "fitted" if report.refitted else "placed in the existing topics"
+    print(f"{report.k} topics; {report.placed:,} item(s) {how}", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_stats(ns: argparse.Namespace) -> int:
     from .archive.stats import format_stats, stats
 
@@ -422,12 +477,16 @@ def main(argv: list[str] | None = None) -> int:
         _check_sieve(parser, ns)
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
-               "show": cmd_show,
+               "show": cmd_show, "topics": cmd_topics,
                "stats": cmd_stats, "export": cmd_export}[ns.command]
     from .archive.store import ArchiveError
+    from .enrich import EnrichError
 
     try:
         return handler(ns)
+    except EnrichError as exc:
+        print(f"textsieve: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except OptionsError as exc:  # a value argparse could not check (--memory-limit 1)
         print(f"textsieve: {exc}", file=sys.stderr)
         return EXIT_USAGE
