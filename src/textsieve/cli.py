@@ -162,6 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection_options(p)
     _add_archive_option(p)
 
+    p = sub.add_parser("summarize", help="write an extractive summary of items into the "
+                       "archive (shown by show, search and exports)")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID")
+    p.add_argument("--all", action="store_true", help="every item without a summary yet")
+    p.add_argument("-n", "--sentences", type=int, default=3, metavar="N",
+                   help="sentences per summary (default 3)")
+    p.add_argument("--force", action="store_true", help="summarise again (with --all)")
+    _add_archive_option(p)
+
     p = sub.add_parser("stats", help="summarise the archive by status, type and error")
     _add_archive_option(p)
 
@@ -329,10 +338,13 @@ def cmd_search(ns: argparse.Namespace) -> int:
         except QueryError as exc:
             print(f"textsieve: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        summaries = {h.id: _enriched(archive, h.id)["summary"] for h in hits}
     for h in hits:
         where = " › ".join(h.where)
         title = f"  {h.title}" if h.title else ""
         print(f"[{h.id}] {where}{title}\n    {h.snippet}")
+        if summaries.get(h.id):
+            print(f"    = {summaries[h.id]}")
     if not hits:
         print("no match", file=sys.stderr)
         return EXIT_FAILED
@@ -345,18 +357,28 @@ def cmd_show(ns: argparse.Namespace) -> int:
         lineage = archive.lineage(ns.id)
         where = " › ".join(w for _, w in lineage)
         mails = archive.mails_of(lineage[0][0]) if lineage else []
+        enriched = _enriched(archive, ns.id)
     if doc is None:
         print(f"textsieve: no item {ns.id}", file=sys.stderr)
         return EXIT_FAILED
     if ns.format == "json":
-        record = {"path": where, **doc.to_dict(), "mails": mails}
+        record = {"path": where, **doc.to_dict(), "mails": mails, **enriched}
         sys.stdout.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     for m in mails:  # which mails named it: provenance a reader wants to see first
         print(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  «{m['subject'] or ''}»",
               file=sys.stderr)
+    if enriched["summary"]:
+        print(f"summary: {enriched['summary']}", file=sys.stderr)
     _emit(sys.stdout, where, doc, ns.format, many=False)
     return EXIT_OK
+
+
+def _enriched(archive, item_id: int) -> dict:
+    """What enrichment knows about an item (for show): its summary, None when none."""
+    from .enrich.items import summary_of
+
+    return {"summary": summary_of(archive, item_id)}
 
 
 def _enrich_progress(quiet: bool = False):
@@ -394,6 +416,25 @@ def cmd_topics(ns: argparse.Namespace) -> int:
                 print(f"     [{it['id']}] {it['title'] or it['key']}")
     how = "fitted" if report.refitted else "placed in the existing topics"
     print(f"{report.k} topics; {report.placed:,} item(s) {how}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_summarize(ns: argparse.Namespace) -> int:
+    from .enrich import require, summary
+
+    require()
+    if bool(ns.ids) == bool(ns.all) or ns.sentences < 1:
+        print("textsieve: summarize takes item ids or --all (and -n of at least 1)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    with _open_archive(ns.archive, readonly=False) as archive:
+        n = summary.update(archive, ns.ids or None, n=ns.sentences,
+                           force=ns.force or bool(ns.ids), progress=_enrich_progress())
+        for item_id in ns.ids:
+            text = summary.summary_of(archive, item_id)
+            print(f"[{item_id}] {text}" if text else
+                  f"[{item_id}] (no summary: no such item or too little text)")
+    print(f"{n:,} item(s) summarised", file=sys.stderr)
     return EXIT_OK
 
 
@@ -478,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show, "topics": cmd_topics,
+               "summarize": cmd_summarize,
                "stats": cmd_stats, "export": cmd_export}[ns.command]
     from .archive.store import ArchiveError
     from .enrich import EnrichError

@@ -119,3 +119,12 @@ def _language(meta: str | None) -> str | None:
     except (ValueError, AttributeError):
         return None
     return lang.lower() if isinstance(lang, str) and lang else None
+
+
+def summary_of(archive: Archive, item_id: int) -> str | None:
+    """The stored summary of an item's current text, or None (here, not in summary.py, so
+    that show and search can read it without the optional extra)."""
+    row = archive.conn.execute(
+        "SELECT e.summary FROM enrichment e JOIN items i ON i.id = e.item_id "
+        "WHERE e.item_id = ? AND e.extracted_at IS i.extracted_at", (item_id,)).fetchone()
+    return row[0] if row and row[0] else None
