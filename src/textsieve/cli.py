@@ -171,6 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="summarise again (with --all)")
     _add_archive_option(p)
 
+    p = sub.add_parser("keyphrases", help="find the keyphrases of items (stored in the "
+                       "archive, shown by show)")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID")
+    p.add_argument("--all", action="store_true", help="every item without keyphrases yet")
+    p.add_argument("--force", action="store_true", help="find them again (with --all)")
+    _add_archive_option(p)
+
+    p = sub.add_parser("related", help="items most like an item (nearest neighbours, kept "
+                       "up to date in the archive)")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID")
+    p.add_argument("--all", action="store_true", help="compute the neighbours of every item")
+    _add_archive_option(p)
+
     p = sub.add_parser("stats", help="summarise the archive by status, type and error")
     _add_archive_option(p)
 
@@ -338,7 +351,9 @@ def cmd_search(ns: argparse.Namespace) -> int:
         except QueryError as exc:
             print(f"textsieve: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        summaries = {h.id: _enriched(archive, h.id)["summary"] for h in hits}
+        from .enrich.items import summary_of
+
+        summaries = {h.id: summary_of(archive, h.id) for h in hits}
     for h in hits:
         where = " › ".join(h.where)
         title = f"  {h.title}" if h.title else ""
@@ -375,10 +390,10 @@ def cmd_show(ns: argparse.Namespace) -> int:
 
 
 def _enriched(archive, item_id: int) -> dict:
-    """What enrichment knows about an item (for show): its summary, None when none."""
-    from .enrich.items import summary_of
+    """What enrichment knows about an item (for show): summary, keyphrases, topics..."""
+    from .enrich.items import enriched
 
-    return {"summary": summary_of(archive, item_id)}
+    return enriched(archive, item_id)
 
 
 def _enrich_progress(quiet: bool = False):
@@ -435,6 +450,39 @@ def cmd_summarize(ns: argparse.Namespace) -> int:
             print(f"[{item_id}] {text}" if text else
                   f"[{item_id}] (no summary: no such item or too little text)")
     print(f"{n:,} item(s) summarised", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_keyphrases(ns: argparse.Namespace) -> int:
+    from .enrich import items, keyphrases, require
+
+    require()
+    if bool(ns.ids) == bool(ns.all):
+        print("textsieve: keyphrases takes item ids or --all", file=sys.stderr)
+        return EXIT_USAGE
+    with _open_archive(ns.archive, readonly=False) as archive:
+        n = keyphrases.update(archive, ns.ids or None, force=ns.force or bool(ns.ids),
+                              progress=_enrich_progress())
+        for item_id in ns.ids:
+            print(f"[{item_id}] " + ", ".join(items.keyphrases_of(archive, item_id)))
+    print(f"{n:,} item(s) given keyphrases", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_related(ns: argparse.Namespace) -> int:
+    from .enrich import items, related, require
+
+    require()
+    if bool(ns.ids) == bool(ns.all):
+        print("textsieve: related takes item ids or --all", file=sys.stderr)
+        return EXIT_USAGE
+    with _open_archive(ns.archive, readonly=False) as archive:
+        n = related.update(archive, progress=_enrich_progress())
+        for item_id in ns.ids:
+            print(f"[{item_id}]")
+            for r in items.related_of(archive, item_id):
+                print(f"  {r['score']:.2f}  [{r['id']}] {r['title'] or r['key']}")
+    print(f"{n:,} item(s) given neighbours", file=sys.stderr)
     return EXIT_OK
 
 
@@ -519,7 +567,8 @@ def main(argv: list[str] | None = None) -> int:
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show, "topics": cmd_topics,
-               "summarize": cmd_summarize,
+               "summarize": cmd_summarize, "keyphrases": cmd_keyphrases,
+               "related": cmd_related,
                "stats": cmd_stats, "export": cmd_export}[ns.command]
     from .archive.store import ArchiveError
     from .enrich import EnrichError

@@ -121,10 +121,59 @@ def _language(meta: str | None) -> str | None:
     return lang.lower() if isinstance(lang, str) and lang else None
 
 
-def summary_of(archive: Archive, item_id: int) -> str | None:
-    """The stored summary of an item's current text, or None (here, not in summary.py, so
-    that show and search can read it without the optional extra)."""
+# -- reading results (here, not in the capability modules, so that show, search and exports
+# read them without the optional extra) --------------------------------------------------
+def _current(archive: Archive, item_id: int, column: str) -> object | None:
     row = archive.conn.execute(
-        "SELECT e.summary FROM enrichment e JOIN items i ON i.id = e.item_id "
+        f"SELECT e.{column} FROM enrichment e JOIN items i ON i.id = e.item_id "
         "WHERE e.item_id = ? AND e.extracted_at IS i.extracted_at", (item_id,)).fetchone()
-    return row[0] if row and row[0] else None
+    return row[0] if row and row[0] is not None else None
+
+
+def summary_of(archive: Archive, item_id: int) -> str | None:
+    """The stored summary of an item's current text, or None."""
+    return _current(archive, item_id, "summary") or None  # type: ignore[return-value]
+
+
+def keyphrases_of(archive: Archive, item_id: int) -> list[str]:
+    """The item's keyphrases, best first."""
+    raw = _current(archive, item_id, "keyphrases")
+    return [p for p, _ in json.loads(raw)] if isinstance(raw, str) else []
+
+
+def related_of(archive: Archive, item_id: int) -> list[dict[str, object]]:
+    """An item's nearest neighbours, closest first."""
+    return [{"id": r[0], "score": round(r[1], 3), "title": r[2], "key": r[3]}
+            for r in archive.conn.execute(
+                "SELECT r.other_id, r.score, i.title, i.key FROM related r "
+                "JOIN items i ON i.id = r.other_id WHERE r.item_id = ? "
+                "ORDER BY r.score DESC, r.other_id", (item_id,))]
+
+
+def topics_of(archive: Archive, item_id: int) -> list[dict[str, object]]:
+    """An item's mixture in the active topic model, largest share first."""
+    return [{"topic": r[0], "label": r[1], "weight": round(r[2], 3)}
+            for r in archive.conn.execute(
+                "SELECT it.topic, t.label, it.weight FROM item_topics it "
+                "JOIN topic_models m ON m.id = it.model_id AND m.active = 1 "
+                "JOIN topics t ON t.model_id = it.model_id AND t.topic = it.topic "
+                "WHERE it.item_id = ? ORDER BY it.weight DESC", (item_id,))]
+
+
+def duplicates_of(archive: Archive, item_id: int) -> list[int]:
+    """The other items of the item's near-duplicate group."""
+    group = _current(archive, item_id, "dup_group")
+    if group is None:
+        return []
+    return [r[0] for r in archive.conn.execute(
+        "SELECT item_id FROM enrichment WHERE dup_group = ? AND item_id != ? ORDER BY item_id",
+        (group, item_id))]
+
+
+def enriched(archive: Archive, item_id: int) -> dict[str, object]:
+    """Everything enrichment knows about one item, for show --format json."""
+    return {"summary": summary_of(archive, item_id),
+            "keyphrases": keyphrases_of(archive, item_id),
+            "topics": topics_of(archive, item_id),
+            "related": related_of(archive, item_id),
+            "duplicates": duplicates_of(archive, item_id)}

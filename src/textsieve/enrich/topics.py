@@ -340,13 +340,3 @@ def list_topics(archive: Archive, *, items: int = 3) -> list[Topic]:
                        "AND it.topic = ? ORDER BY it.weight DESC, it.item_id LIMIT ?",
                        (model_id, t.id, items))]
     return out
-
-
-def item_topics(archive: Archive, item_id: int) -> list[dict[str, Any]]:
-    """An item's mixture in the active model, largest share first."""
-    return [{"topic": r[0], "label": r[1], "weight": round(r[2], 3)}
-            for r in archive.conn.execute(
-                "SELECT it.topic, t.label, it.weight FROM item_topics it "
-                "JOIN topic_models m ON m.id = it.model_id AND m.active = 1 "
-                "JOIN topics t ON t.model_id = it.model_id AND t.topic = it.topic "
-                "WHERE it.item_id = ? ORDER BY it.weight DESC", (item_id,))]
