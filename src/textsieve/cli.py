@@ -146,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="full-text search of the archive")
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
     p.add_argument("-n", "--limit", type=int, default=20)
+    p.add_argument("--all-duplicates", action="store_true",
+                   help="list near-duplicates of a hit as hits of their own")
     _add_archive_option(p)
 
     p = sub.add_parser("show", help="print an archived item")
@@ -182,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "up to date in the archive)")
     p.add_argument("ids", nargs="*", type=int, metavar="ID")
     p.add_argument("--all", action="store_true", help="compute the neighbours of every item")
+    _add_archive_option(p)
+
+    p = sub.add_parser("duplicates", help="group near-duplicate items (the same text under "
+                       "two URLs...): search shows each group once")
+    p.add_argument("--format", choices=["table", "json"], default="table")
     _add_archive_option(p)
 
     p = sub.add_parser("stats", help="summarise the archive by status, type and error")
@@ -351,15 +358,30 @@ def cmd_search(ns: argparse.Namespace) -> int:
         except QueryError as exc:
             print(f"textsieve: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        from .enrich.items import summary_of
+        from .enrich.items import duplicates_of, summary_of
 
         summaries = {h.id: summary_of(archive, h.id) for h in hits}
+        if not ns.all_duplicates:  # one hit per near-duplicate group (textsieve duplicates)
+            seen: set[int] = set()
+            kept = []
+            for h in hits:
+                if h.id in seen:
+                    continue
+                dups = duplicates_of(archive, h.id)
+                seen.update(dups)
+                kept.append((h, dups))
+            collapsed = dict((h.id, d) for h, d in kept)
+            hits = [h for h, _ in kept]
+        else:
+            collapsed = {}
     for h in hits:
         where = " › ".join(h.where)
         title = f"  {h.title}" if h.title else ""
         print(f"[{h.id}] {where}{title}\n    {h.snippet}")
         if summaries.get(h.id):
             print(f"    = {summaries[h.id]}")
+        if collapsed.get(h.id):
+            print("    + near-duplicates: " + " ".join(f"[{d}]" for d in collapsed[h.id]))
     if not hits:
         print("no match", file=sys.stderr)
         return EXIT_FAILED
@@ -486,6 +508,26 @@ def cmd_related(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_duplicates(ns: argparse.Namespace) -> int:
+    from .enrich import neardup, require
+
+    require()
+    with _open_archive(ns.archive, readonly=False) as archive:
+        n = neardup.update(archive, progress=_enrich_progress())
+        found = neardup.groups(archive)
+        where = {g: [(i, archive.lineage(i)[0][1] if archive.lineage(i) else "?")
+                     for i in group] for g, group in enumerate(found)}
+    if ns.format == "json":
+        sys.stdout.write(json.dumps([[{"id": i, "key": k} for i, k in where[g]]
+                                     for g in where], ensure_ascii=False, indent=2) + "\n")
+    else:
+        for g in where:
+            print("  ".join(f"[{i}] {k}" for i, k in where[g]))
+    print(f"{len(found):,} group(s) of near-duplicates; {n:,} item(s) hashed",
+          file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_stats(ns: argparse.Namespace) -> int:
     from .archive.stats import format_stats, stats
 
@@ -568,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show, "topics": cmd_topics,
                "summarize": cmd_summarize, "keyphrases": cmd_keyphrases,
-               "related": cmd_related,
+               "related": cmd_related, "duplicates": cmd_duplicates,
                "stats": cmd_stats, "export": cmd_export}[ns.command]
     from .archive.store import ArchiveError
     from .enrich import EnrichError
