@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "192.168.1.0/24 (repeatable)")
     p.add_argument("--searchable-pdf", metavar="DIR",
                    help="also write every OCRed PDF here, with an invisible text layer")
+    p.add_argument("--enrich", nargs="?", const="all", metavar="KINDS",
+                   help="then bring topics, summaries, keyphrases, related items and "
+                        "near-duplicates up to date (only new items; KINDS: a comma list "
+                        "of those, default all; needs textsieve[topics])")
     _add_extract_options(p)
 
     p = sub.add_parser("ocr", help="make a scanned PDF searchable: the same pages with an "
@@ -311,6 +315,13 @@ def cmd_run(ns: argparse.Namespace) -> int:
     if ns.searchable_pdf:
         os.makedirs(ns.searchable_pdf, exist_ok=True)
         options = options.with_(searchable_pdf_dir=os.path.abspath(ns.searchable_pdf))
+    if ns.enrich:
+        from .enrich import require
+
+        require()  # before the extraction, not after an hour of it
+        kinds = () if ns.enrich == "all" else tuple(
+            k.strip() for k in ns.enrich.split(",") if k.strip())
+        options = options.with_(enrich=kinds)
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
         Mode.INCREMENTAL
     progress = Progress(quiet=ns.quiet)
@@ -319,6 +330,13 @@ def cmd_run(ns: argparse.Namespace) -> int:
                     run_options={"mode": str(mode), "timeout": options.timeout,
                                  "workers": options.worker_count})
         progress.finish(stats, totals(archive))  # on Ctrl-C, the summary so far
+        if ns.enrich:
+            from .enrich.driver import enrich
+
+            done = enrich(archive, options, progress=_enrich_progress(ns.quiet))
+            if not ns.quiet:
+                print("enriched: " + ", ".join(f"{k} {v}" for k, v in done.items()),
+                      file=sys.stderr)
     return EXIT_FAILED if stats.status.get("error") else EXIT_OK
 
 

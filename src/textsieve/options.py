@@ -18,6 +18,8 @@ GiB = 1024 * MiB
 OCR_MODES = ("auto", "always", "never")
 MIN_MEMORY = 64 * MiB  # a memory cap below this would stop Python itself
 HTML_MODES = ("auto", "main", "full", "sieve")
+# What `textsieve run --enrich` may keep up to date (textsieve.enrich), in the order it runs.
+ENRICH_KINDS = ("topics", "summaries", "keyphrases", "related", "duplicates")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
 # stop, or spin (a zero timeout, a zero memory cap, no members allowed in any container).
 _AT_LEAST: dict[str, float] = {
@@ -25,6 +27,7 @@ _AT_LEAST: dict[str, float] = {
     "max_retry_after": 0, "per_host_delay": 0, "max_members": 1, "per_host_concurrency": 1,
     "max_ratio": 1, "ocr_dpi": 50, "max_file_size": 1,
     "max_unpacked": 1, "max_image_pixels": 1, "max_body": 1, "max_crawl_delay": 0,
+    "topics_k": 0, "summary_sentences": 1,
 }
 _POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "read_timeout",
              "fetch_timeout")
@@ -85,6 +88,12 @@ class Options:
     gmail_api_base: str = "https://gmail.googleapis.com"
     gmail_token_url: str = "https://oauth2.googleapis.com/token"
     gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
+    # Enrichment after a run (textsieve.enrich): which capabilities (empty: all of
+    # ENRICH_KINDS when enrichment is asked for), the number of topics (0: chosen by
+    # coherence) and the sentences per summary.
+    enrich: tuple[str, ...] = ()
+    topics_k: int = 0
+    summary_sentences: int = 3
 
     def __post_init__(self) -> None:
         if self.ocr not in OCR_MODES:
@@ -102,6 +111,11 @@ class Options:
                 self.memory_limit != 0 and self.memory_limit < MIN_MEMORY):
             raise OptionsError(f"memory_limit must be 0 (no cap) or at least {MIN_MEMORY:,} "
                                f"bytes, not {self.memory_limit!r}")
+        unknown = [k for k in self.enrich if k not in ENRICH_KINDS] if not isinstance(
+            self.enrich, str) else [self.enrich]
+        if unknown:
+            raise OptionsError(f"enrich: {', '.join(map(repr, unknown))} is not one of "
+                               f"{', '.join(ENRICH_KINDS)} (a tuple of them)")
         if isinstance(self.allow_cidrs, str):  # one string would be read char by char
             raise OptionsError("allow_cidrs must be a tuple of networks, not one string")
         for cidr in self.allow_cidrs:

@@ -19,6 +19,10 @@ class EnrichError(Exception):
     for the user, never a traceback."""
 
 
+class NotEnoughText(EnrichError):
+    """Too few texts (or words) to fit a model on: a young archive, not a failure."""
+
+
 def require() -> None:
     """Fail with a one-line message naming the extra when its libraries are missing."""
     try:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..archive.store import Archive
-from . import EnrichError, require
+from . import NotEnoughText, require
 from .items import Selection, candidate_ids, refresh, texts
 
 log = logging.getLogger(__name__)
@@ -173,18 +173,18 @@ def fit(docs: Sequence[str], k: int | None = None, *, seed: int = 0
 
     n = len(docs)
     if n < 2:
-        raise EnrichError(f"{n} text(s) with enough words: too few to find topics in")
+        raise NotEnoughText(f"{n} text(s) with enough words: too few to find topics in")
     vec = _vectorizer(n)
     try:
         full = vec.fit_transform(docs)
     except ValueError:  # only stop words, numbers or one-letter tokens
-        raise EnrichError("the texts have no words to model topics with") from None
+        raise NotEnoughText("the texts have no words to model topics with") from None
     vocabulary = [str(t) for t in vec.get_feature_names_out()]
     binary = (full > 0).astype(np.float32).tocsc()
     df = np.asarray(binary.sum(axis=0)).ravel()
     topical = df <= MAX_DF * n
     if topical.sum() < 2:
-        raise EnrichError("the texts share too few distinctive words to find topics in")
+        raise NotEnoughText("the texts share too few distinctive words to find topics in")
     x = normalize(full[:, np.flatnonzero(topical)])
     bin_topical = binary[:, np.flatnonzero(topical)]
     limit = max(2, min(n // 5, int(topical.sum()) // 2, max(K_CANDIDATES)))
