@@ -116,6 +116,9 @@ def test_cli_topics_of_a_type_subset(tmp_path: Path, records, capsys) -> None:
     assert main(["topics", "--archive", str(path), "-k", "3", "--type", "application/pdf",
                  "--format", "json"]) == 0
     assert sum(t["size"] for t in json.loads(capsys.readouterr().out)) == 40
+    with Archive(path) as a:  # run --enrich keeps the subset: no refit over everything
+        report = topics.update(a)
+        assert not report.refitted and report.placed == 0
 
 
 def test_missing_extra_is_one_line_naming_it(tmp_path: Path, records) -> None:

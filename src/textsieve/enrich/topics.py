@@ -274,12 +274,15 @@ def _store_mixtures(archive: Archive, model_id: int, ids: Sequence[int],
 def update(archive: Archive, *, k: int | None = None, refit: bool = False,
            selection: Selection | None = None, progress: Progress | None = None,
            batch: int = 500) -> TopicsReport:
-    """Fit a model when there is none (or on ``refit``, or when ``k`` or the selection
-    differ from the stored model's), else place only the items not placed yet."""
+    """Fit a model when there is none (or on ``refit``, or when ``k`` or a given selection
+    differ from the stored model's), else place only the items not placed yet. No
+    ``selection`` means the stored model's own."""
     require()
-    selection = selection or Selection()
     refresh(archive)
     model = load_model(archive)
+    if selection is None:  # run --enrich: keep the subset the user fitted the model on
+        stored = model.params.get("selection", {}) if model is not None else {}
+        selection = Selection(**stored)
     if model is not None and ((k and k != model.k)
                               or model.params.get("selection", {}) != selection.to_dict()):
         refit = True
