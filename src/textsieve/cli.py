@@ -1,24 +1,74 @@
 """The ``textsieve`` command.
 
-Exit codes: 0 every input extracted (``ok`` or ``empty``); 1 at least one input failed
-(its error is printed to stderr and, with ``--format json``, in its record); 2 usage error.
+Exit codes (``errors.ExitCode``): 0 every input extracted (``ok`` or ``empty``); 1 at least
+one input failed (its error is printed to stderr and, with ``--format json``, in its record),
+or the archive could not be used; 2 usage error (arguments, options, config, source spec);
+3 a mail server or API unreachable; 4 credentials refused or missing; 70 internal error.
+Anything but an extraction failure is a ``TextsieveError`` printed as one line; a traceback
+only with ``--debug``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import json
+import logging
 import os
+import signal
 import sqlite3
 import sys
-from collections.abc import Iterator
+import traceback
+from collections.abc import Collection, Iterator
+from typing import Any
 
 from . import __version__
+from .errors import ExitCode, TextsieveError, UsageError
 from .model import Document, Status
-from .options import MIN_MEMORY, MiB, Options, OptionsError
+from .options import (
+    CONFIG_FILE,
+    GROUPS,
+    KNOBS,
+    Options,
+    OptionsError,
+    convert_value,
+    field_names,
+    flag_of,
+    load_config,
+)
+from .terminal import for_terminal
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE
+SOURCES_HELP = """\
+sources:
+  FILE, FOLDER, 'GLOB'          documents (folders walked, hidden entries skipped)
+  https://...                   a web page, fetched politely
+  urls:FILE                     a list of URLs, one a line (a file of URLs or a CSV with a
+                                url column is recognised without the prefix)
+  mbox:FILE  maildir:DIR  eml:DIR
+                                every link mailed in a local mailbox
+  imap://user@host[:port]/Folder[?tls=ssl|starttls|none]
+                                an IMAP folder (password: --imap-password-file,
+                                TEXTSIEVE_IMAP_PASSWORD, ~/.netrc or a prompt)
+  gmail:LABEL                   a Gmail label (after `textsieve gmail-auth`)
+
+options: sizes (MiB) also take a unit: 512MiB, 2GiB. Every option can also be set in a
+config file, textsieve.toml in the working folder or --config FILE, as `name = value` with
+the option's name (max_body = 50, ocr_lang = "eng+deu", hn_hosts = ["news.ycombinator.com"]);
+flags override it."""
+EXIT_TERMINATED = 128 + signal.SIGTERM  # what a shell reports for a process SIGTERM ended
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during ``run``, raised where Ctrl-C's KeyboardInterrupt would be, so the run
+    stops the same clean way: the batch in hand is committed, the run marked interrupted,
+    the workers stopped."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once
+    raise Terminated()
 
 
 def _expand(args: list[str]) -> Iterator[str]:
@@ -39,103 +89,155 @@ def _expand(args: list[str]) -> Iterator[str]:
 
 
 def _options(ns: argparse.Namespace) -> Options:
-    return Options(
-        password=ns.password,
-        timeout=ns.timeout,
-        memory_limit=ns.memory_limit * MiB,
-        workers=ns.jobs,
-        comments=ns.comments,
-        libreoffice=not ns.no_libreoffice,
-        ocr=ns.ocr,
-        ocr_lang=ns.lang,
-        html=ns.html,
-        topic=ns.topic,
-    )
+    """The run's Options: the defaults, then the config file, then TEXTSIEVE_PASSWORD and
+    --password-file, then the flags given (a flag not given is None and changes nothing)."""
+    values: dict[str, Any] = {}
+    config = getattr(ns, "config", None) or (CONFIG_FILE if os.path.isfile(CONFIG_FILE)
+                                              else None)
+    if config:
+        values.update(load_config(config))
+    for name, knob in KNOBS.items():  # secrets: read here, never by the library
+        if knob.env and os.environ.get(knob.env):
+            values[name] = os.environ[knob.env]
+        if knob.secret and getattr(ns, f"{name}_file", None):
+            values[name] = _read_secret(flag_of(name) + "-file", getattr(ns, f"{name}_file"))
+    given = {name: tuple(v) if isinstance(v, list) else v for name in field_names()
+             if (v := getattr(ns, name, None)) is not None}
+    values.update(given)
+    try:
+        return Options(**values)
+    except OptionsError as exc:  # name what the user wrote: the flag, or the config key
+        if exc.field in given:
+            raise OptionsError(f"{flag_of(exc.field)}: {exc}", exc.field) from None
+        if exc.field and config:
+            raise OptionsError(f"config {config}: {exc}", exc.field) from None
+        raise
 
 
-def _add_extract_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-j", "--jobs", type=int, default=0,
-                   help="files extracted in parallel (default: number of cores)")
-    p.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds allowed per file before it is stopped (default 120)")
-    p.add_argument("--memory-limit", type=int, default=4096, metavar="MB",
-                   help="memory cap per worker process in MiB (default 4096; 0: no cap)")
-    p.add_argument("--password", help="password for encrypted PDF/Office files")
-    p.add_argument("--comments", action="store_true", help="include document comments")
-    p.add_argument("--no-libreoffice", action="store_true",
-                   help="never fall back to LibreOffice for legacy formats")
-    p.add_argument("--html", choices=["auto", "main", "full", "sieve"], default="auto",
-                   help="HTML: main content, all visible text, or only the part about "
-                        "--topic (sieve); auto: main for web pages, full for files")
-    p.add_argument("--topic", metavar="WORDS|FILE",
-                   help="for --html sieve: a preset (recipe-directions, recipe-ingredients), "
-                        "a file of words/phrases one a line, or words")
-    _add_ocr_options(p)
+def _read_secret(flag: str, path: str) -> str:
+    """The first line of a file (a password kept out of ``ps`` and shell history)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise UsageError(f"{flag} {path}: cannot read it ({why})") from None
 
 
-def _add_ocr_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ocr", choices=["auto", "always", "never"], default="auto",
-                   help="auto: OCR pages without usable text (default); always; never")
-    p.add_argument("--lang", default="eng", metavar="LANGS",
-                   help="OCR languages, tesseract codes joined by + (default: eng)")
+def _sqlite_int(text: str) -> int:
+    """A whole number SQLite can take (an item id, a limit): a larger one was an
+    OverflowError deep in the query, reported as an internal error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"out of range: {text}")
+    return value
+
+
+def _flag_value(name: str, text: str) -> Any:
+    try:
+        return convert_value(name, text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_option_flags(p: argparse.ArgumentParser, *, run: bool,
+                      only: Collection[str] | None = None,
+                      choices: dict[str, tuple[str, ...]] | None = None) -> None:
+    """The flags of the Options fields, made from ``options.KNOBS`` (help, unit, group),
+    with the defaults shown from ``Options`` itself; ``run``: also the fetching and mail
+    ones. Every flag defaults to None, so that only what is given overrides the config."""
+    defaults = Options()
+    groups: dict[str, Any] = {}
+    for name in field_names():
+        knob = KNOBS.get(name)
+        if knob is None or (only is not None and name not in only) or (
+                knob.run_only and not run):
+            continue
+        if knob.group not in groups:
+            groups[knob.group] = p.add_argument_group(GROUPS[knob.group])
+        g = groups[knob.group]
+        default = getattr(defaults, name)
+        flags = [f for f in (knob.short, flag_of(name)) if f]
+        if isinstance(default, bool):
+            g.add_argument(*flags, dest=name, default=None,
+                           action=argparse.BooleanOptionalAction,
+                           help=f"{knob.help} (default: {'yes' if default else 'no'})")
+            if knob.off_flag:
+                g.add_argument(knob.off_flag, dest=name, default=None, action="store_false",
+                               help=f"the same as --no-{flag_of(name)[2:]}")
+            continue
+        if knob.size:
+            shown = f"{default // (1024 * 1024)} MiB"
+        elif isinstance(default, tuple):
+            shown = ",".join(default)
+        else:
+            shown = "" if default is None else str(default)
+        help_text = (f"{knob.help} (default: {shown})" if shown else knob.help
+                     ).replace("%", "%%")
+        options = (choices or {}).get(name) or knob.choices or None
+        g.add_argument(*flags, dest=name, default=None, metavar=knob.metavar or None,
+                       choices=options, type=functools.partial(_flag_value, name),
+                       action="extend" if isinstance(default, tuple) else "store",
+                       help=help_text)  # a list (tuple field): repeatable, items add up
+        if knob.secret:
+            g.add_argument(f"{flag_of(name)}-file", dest=f"{name}_file", metavar="FILE",
+                           help=f"read the {name.replace('_', ' ')} from the first line of "
+                                f"FILE" + (f" (or set {knob.env})" if knob.env else ""))
+
+
+def _add_config_option(p: argparse.ArgumentParser, *, top: bool = False) -> None:
+    p.add_argument("--config", metavar="FILE", default=None if top else argparse.SUPPRESS,
+                   help=f"settings file (default: ./{CONFIG_FILE} when it exists)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="textsieve", description="Clean, searchable text from any pile of documents.")
     parser.add_argument("--version", action="version", version=f"textsieve {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks and debug logging (also after the command)")
+    _add_config_option(parser, top=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("extract", help="print the text of files (folders and globs expand)")
     p.add_argument("inputs", nargs="+", metavar="FILE", help="files, folders, globs, or -")
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
-    _add_extract_options(p)
+    _add_config_option(p)
+    _add_option_flags(p, run=False)
 
     p = sub.add_parser("detect", help="print the MIME type of files, decided by content")
     p.add_argument("inputs", nargs="+", metavar="FILE")
 
-    p = sub.add_parser("run", help="extract sources into the archive (incremental, resumable)")
-    p.add_argument("sources", nargs="+", metavar="SOURCE", help="files, folders or globs")
+    p = sub.add_parser("run", help="extract sources into the archive (incremental, resumable)",
+                       epilog=SOURCES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="files, folders, globs, URLs, urls:FILE, mbox:FILE, maildir:DIR, "
+                        "eml:DIR, imap://user@host/Folder, gmail:LABEL (see below)")
     _add_archive_option(p)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--force", action="store_true", help="extract every item again")
     g.add_argument("--retry-errors", action="store_true",
                    help="only retry items that failed before")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
-    p.add_argument("--fetch-timeout", type=float, default=120.0, metavar="S",
-                   help="seconds allowed per URL, redirects and retries included (120)")
-    p.add_argument("--host-delay", type=float, default=0.5, metavar="S",
-                   help="minimum seconds between requests to one host (0.5)")
-    p.add_argument("--user-agent", help="the User-Agent header sent when fetching")
-    p.add_argument("--contact-url", metavar="URL",
-                   help="named in the User-Agent, so site owners can reach you")
-    p.add_argument("--ignore-robots", action="store_true",
-                   help="do not read robots.txt (only for sites that are yours)")
-    p.add_argument("--allow-private", action="store_true",
-                   help="also fetch loopback, private, link-local and metadata addresses "
-                        "(refused by default: links in mail and pages are not trusted)")
-    p.add_argument("--allow-cidr", action="append", default=[], metavar="CIDR",
-                   help="fetch from this network although it is not public, e.g. "
-                        "192.168.1.0/24 (repeatable)")
-    p.add_argument("--searchable-pdf", metavar="DIR",
-                   help="also write every OCRed PDF here, with an invisible text layer")
+    _add_config_option(p)
     p.add_argument("--enrich", nargs="?", const="all", metavar="KINDS",
                    help="then bring topics, summaries, keyphrases, related items and "
                         "near-duplicates up to date (only new items; KINDS: a comma list "
                         "of those, default all; needs textsieve[topics])")
-    _add_extract_options(p)
+    _add_option_flags(p, run=True)
 
     p = sub.add_parser("ocr", help="make a scanned PDF searchable: the same pages with an "
                        "invisible OCR text layer")
     p.add_argument("input", metavar="IN.pdf")
     p.add_argument("-o", "--output", required=True, metavar="OUT.pdf",
                    help="the searchable PDF to write (the input is never modified)")
-    p.add_argument("--lang", default="eng", help="tesseract languages, e.g. eng+deu")
-    p.add_argument("--ocr", choices=["auto", "always"], default="auto",
-                   help="auto: only pages without a usable text layer (default); always: all")
-    p.add_argument("-j", "--jobs", type=int, default=0,
-                   help="pages OCRed in parallel (default: number of cores)")
-    p.add_argument("--password", help="password for an encrypted PDF")
+    _add_config_option(p)
+    _add_option_flags(p, run=False, only={"password", "workers", "ocr", "ocr_lang", "ocr_dpi",
+                                          "ocr_page_timeout", "max_image_pixels"},
+                      choices={"ocr": ("auto", "always")})
 
     p = sub.add_parser("demo", help="the whole job on the bundled samples (documents, a "
                        "mailbox of links served from a local site), then searches")
@@ -146,16 +248,19 @@ def build_parser() -> argparse.ArgumentParser:
                        "opens Google's consent page and stores the token for gmail:LABEL")
     p.add_argument("--client-id", required=True, help="OAuth client id (installed app)")
     p.add_argument("--client-secret", help="OAuth client secret, if your client has one")
+    _add_config_option(p)
+    _add_option_flags(p, run=True, only={"gmail_token_file", "gmail_token_url",
+                                         "connect_timeout", "read_timeout"})
 
     p = sub.add_parser("search", help="full-text search of the archive")
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
-    p.add_argument("-n", "--limit", type=int, default=20)
+    p.add_argument("-n", "--limit", type=_sqlite_int, default=20)
     p.add_argument("--all-duplicates", action="store_true",
                    help="list near-duplicates of a hit as hits of their own")
     _add_archive_option(p)
 
     p = sub.add_parser("show", help="print an archived item")
-    p.add_argument("id", type=int)
+    p.add_argument("id", type=_sqlite_int)
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
     _add_archive_option(p)
 
@@ -198,11 +303,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="summarise the archive by status, type and error")
     _add_archive_option(p)
 
+    p = sub.add_parser("check", help="check the archive is whole (every page, index and "
+                       "stored text); --repair rebuilds a damaged one, keeping a backup")
+    p.add_argument("--repair", action="store_true",
+                   help="rebuild indexes and full-text index from the readable rows; items "
+                        "with damaged rows are dropped (the next run extracts them again); "
+                        "the original is kept as FILE.bak")
+    _add_archive_option(p)
+
     p = sub.add_parser("export", help="write the archive out as files, JSONL or Parquet")
     p.add_argument("--to", required=True, metavar="PATH",
                    help="folder (txt) or file (jsonl, parquet)")
     p.add_argument("--format", choices=["txt", "jsonl", "parquet"], default="txt")
     _add_archive_option(p)
+    for p in sub.choices.values():  # `textsieve run ... --debug` works as well as before it
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks and debug logging")
     return parser
 
 
@@ -219,41 +335,73 @@ def _add_selection_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--label", help="only items mailed with this mail label")
 
 
-def _read_stdin() -> bytes:
-    return sys.stdin.buffer.read()
+def _read_stdin(options: Options, name: str) -> bytes | Document:
+    """Standard input, read once and capped while reading (``< /dev/zero`` ends at the
+    limit); past it, the input's ``too_large`` record, made here: nothing to send on."""
+    from .model import ExtractionError
+    from .source import read_capped
+
+    try:
+        return read_capped(sys.stdin.buffer, options.max_file_size)
+    except ExtractionError as exc:
+        return Document.failed(exc.kind, exc.message, name=name)
 
 
 def cmd_extract(ns: argparse.Namespace) -> int:
     from .run.pool import extract_many
 
-    options = _options(ns)
+    options: Options = ns.options
     paths = list(_expand(ns.inputs))
     if not paths:
         print("textsieve: no input files", file=sys.stderr)
         return EXIT_USAGE
-    objs = [_read_stdin() if p == "-" else p for p in paths]
-    names = ["<stdin>" if p == "-" else None for p in paths]
+    objs = [_read_stdin(options, "<stdin>") if p == "-" else p for p in paths]
+    todo = [(o, "<stdin>" if p == "-" else None) for p, o in zip(paths, objs, strict=True)
+            if not isinstance(o, Document)]
     many = len(paths) > 1
     failed = 0
     out = sys.stdout
     workers = options.worker_count  # all of them even for one file: its OCR pages spread
-    for path, doc in zip(paths, extract_many(objs, options, names=names, workers=workers),
-                         strict=True):
+    docs = extract_many([o for o, _ in todo], options, names=[n for _, n in todo],
+                        workers=workers)
+    for path, obj in zip(paths, objs, strict=True):
+        doc = obj if isinstance(obj, Document) else next(docs)
         if doc.status is Status.ERROR:
             failed += 1
             assert doc.error is not None
-            print(f"textsieve: {path}: {doc.error.kind}: {doc.error.message}", file=sys.stderr)
-        _emit(out, path, doc, ns.format, many)
+            _say(f"{path}: {doc.error.kind}: {doc.error.message}")
+        else:
+            _warn_failed_parts(path, doc)
+        _emit(out, path, doc, ns.format, many, clean=out.isatty())
     out.flush()
     return EXIT_FAILED if failed else EXIT_OK
 
 
-def _emit(out, path: str, doc: Document, fmt: str, many: bool) -> None:
+def _say(message: str) -> None:
+    """One line on stderr: ``textsieve: message``, with the escape sequences and line
+    breaks a hostile path, title or server answer may carry taken out."""
+    print(f"textsieve: {for_terminal(message, one_line=True)}", file=sys.stderr)
+
+
+def _warn_failed_parts(path: str, doc: Document) -> None:
+    """A readable container with parts that are not (an encrypted ZIP member, a damaged
+    attachment) is still a success, but the loss must not be visible in JSON only."""
+    for part in doc.walk()[1:]:
+        if part.status is Status.ERROR and part.error is not None:
+            _say(f"{path}: warning: {part.name or part.mime_type}: "
+                 f"{part.error.kind}: {part.error.message}")
+
+
+def _emit(out, path: str, doc: Document, fmt: str, many: bool, *, clean: bool) -> None:
+    """One document in ``fmt``; ``clean``: the text goes to a person's terminal, so its
+    control characters and escape sequences go (JSON is exact: json escapes them)."""
     if fmt == "json":
         record = {"path": path, **doc.to_dict()}
         out.write(json.dumps(record, ensure_ascii=False, indent=None if many else 2) + "\n")
         return
     body = doc.full_text(markdown=fmt == "markdown")
+    if clean:
+        body, path = for_terminal(body), for_terminal(path, one_line=True)
     if many:
         header = f"# {path}" if fmt == "markdown" else f"==> {path} <=="
         out.write(f"{header}\n\n")
@@ -266,19 +414,24 @@ def _emit(out, path: str, doc: Document, fmt: str, many: bool) -> None:
 def cmd_detect(ns: argparse.Namespace) -> int:
     from . import _source
     from .detection import detect
+    from .model import ExtractionError
 
     failed = 0
     for path in _expand(ns.inputs):
         try:
-            with _source(sys.stdin.buffer.read() if path == "-" else path, None,
+            with _source(sys.stdin.buffer if path == "-" else path, None,
                          Options()) as src:
                 det = detect(src)
         except OSError as exc:
-            print(f"textsieve: {path}: {exc.strerror or exc}", file=sys.stderr)
+            _say(f"{path}: {exc.strerror or exc}")
+            failed += 1
+            continue
+        except ExtractionError as exc:  # stdin past the size limit
+            print(f"textsieve: {path}: {exc.kind}: {exc.message}", file=sys.stderr)
             failed += 1
             continue
         note = f"  ({det.note})" if det.note else ""
-        print(f"{path}: {det.mime}  [{det.how}]{note}")
+        print(for_terminal(f"{path}: {det.mime}  [{det.how}]{note}", one_line=True))
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -294,37 +447,36 @@ def cmd_run(ns: argparse.Namespace) -> int:
     from .archive.stats import totals
     from .run.progress import Progress
     from .run.runner import Mode, run
-    from .sources import SourceError, open_source
+    from .sources import open_source
 
     archive_path = os.path.abspath(ns.archive)
     exclude = frozenset({archive_path, archive_path + "-wal", archive_path + "-shm",
                          archive_path + "-journal"})
-    try:
-        sources = [open_source(spec, exclude=exclude, options=_options(ns))
-                   for spec in ns.sources]
-    except SourceError as exc:
-        print(f"textsieve: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    options = _options(ns).with_(fetch_timeout=ns.fetch_timeout,
-                                 per_host_delay=max(ns.host_delay, 0.0))
-    if ns.user_agent:
-        options = options.with_(user_agent=ns.user_agent)
-    options = options.with_(contact_url=ns.contact_url, obey_robots=not ns.ignore_robots,
-                            allow_private=ns.allow_private,
-                            allow_cidrs=tuple(ns.allow_cidr))
-    if ns.searchable_pdf:
-        os.makedirs(ns.searchable_pdf, exist_ok=True)
-        options = options.with_(searchable_pdf_dir=os.path.abspath(ns.searchable_pdf))
+    options: Options = ns.options
+    if options.searchable_pdf_dir:
+        try:
+            os.makedirs(options.searchable_pdf_dir, exist_ok=True)
+        except OSError as exc:  # a file of that name, no permission: the user's to fix
+            raise UsageError(f"--searchable-pdf {options.searchable_pdf_dir}: cannot create "
+                             f"the folder ({exc.strerror or exc})") from None
+        options = options.with_(searchable_pdf_dir=os.path.abspath(options.searchable_pdf_dir))
+    enrich_kinds: tuple[str, ...] = ()
     if ns.enrich:
         from .enrich import require
+        from .options import ENRICH_KINDS
 
-        require()  # before the extraction, not after an hour of it
-        kinds = () if ns.enrich == "all" else tuple(
+        enrich_kinds = ENRICH_KINDS if ns.enrich == "all" else tuple(
             k.strip() for k in ns.enrich.split(",") if k.strip())
-        options = options.with_(enrich=kinds)
+        unknown = [k for k in enrich_kinds if k not in ENRICH_KINDS]
+        if unknown or not enrich_kinds:
+            raise UsageError(f"--enrich: {', '.join(map(repr, unknown)) or 'nothing'} is not "
+                             f"one of {', '.join(ENRICH_KINDS)} (comma-separated) or all")
+        require()  # before the extraction, not after an hour of it
+    sources = [open_source(spec, exclude=exclude, options=options) for spec in ns.sources]
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
         Mode.INCREMENTAL
     progress = Progress(quiet=ns.quiet)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     with _open_archive(ns.archive, readonly=False) as archive, progress:
         stats = run(sources, archive, options, mode=mode, progress=progress,
                     run_options={"mode": str(mode), "timeout": options.timeout,
@@ -333,7 +485,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
         if ns.enrich:
             from .enrich.driver import enrich
 
-            done = enrich(archive, options, progress=_enrich_progress(ns.quiet))
+            done = enrich(archive, options, kinds=enrich_kinds,
+                          progress=_enrich_progress(ns.quiet))
             if not ns.quiet:
                 print("enriched: " + ", ".join(f"{k} {v}" for k, v in done.items()),
                       file=sys.stderr)
@@ -345,40 +498,39 @@ def cmd_ocr(ns: argparse.Namespace) -> int:
     from .ocr.searchable import make_searchable
     from .run.pool import WorkerPool
 
-    options = Options(password=ns.password, workers=ns.jobs, ocr=ns.ocr, ocr_lang=ns.lang)
+    options: Options = ns.options
+    if options.ocr == "never":  # a config file's ocr = "never" has no meaning here
+        raise UsageError("textsieve ocr needs ocr auto or always, not never")
     if not os.path.isfile(ns.input):
-        print(f"textsieve: {ns.input}: no such file", file=sys.stderr)
+        _say(f"{ns.input}: no such file")
         return EXIT_FAILED
     try:
         with WorkerPool(options) as pool:  # the pages of the scan spread over all cores
             report = make_searchable(ns.input, ns.output, options, pool=pool)
     except (ExtractionError, OSError) as exc:
         what = f"{exc.kind}: {exc.message}" if isinstance(exc, ExtractionError) else str(exc)
-        print(f"textsieve: {ns.input}: cannot make it searchable: {what}", file=sys.stderr)
+        _say(f"{ns.input}: cannot make it searchable: {what}")
         return EXIT_FAILED
     ocred, kept, missing = report["ocr_pages"], report["kept_pages"], report["missing_pages"]
     print(f"{ns.output}: {len(ocred)} page(s) OCRed, {len(kept)} kept their text layer "
           f"({report['seconds']:.1f} s)", file=sys.stderr)
     if missing:
         reasons = "; ".join(f"page {n}: {report['errors'][n]}" for n in missing[:10])
-        print(f"textsieve: {ns.input}: OCR failed on {len(missing)} page(s), left without "
-              f"text in {ns.output}: {reasons}", file=sys.stderr)
+        _say(f"{ns.input}: OCR failed on {len(missing)} page(s), left without text in "
+             f"{ns.output}: {reasons}")
         return EXIT_FAILED
     return EXIT_OK
 
 
 def cmd_search(ns: argparse.Namespace) -> int:
-    from .archive.search import QueryError, search
+    from .archive.search import format_hit, search
 
     with _open_archive(ns.archive, readonly=True) as archive:
-        try:
-            hits = search(archive, ns.query, limit=ns.limit)
-        except QueryError as exc:
-            print(f"textsieve: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        hits = search(archive, ns.query, limit=ns.limit)  # QueryError: a usage error
         from .enrich.items import duplicates_of, summary_of
 
         summaries = {h.id: summary_of(archive, h.id) for h in hits}
+        collapsed: dict[int, list[int]] = {}
         if not ns.all_duplicates:  # one hit per near-duplicate group (textsieve duplicates)
             seen: set[int] = set()
             kept = []
@@ -387,17 +539,13 @@ def cmd_search(ns: argparse.Namespace) -> int:
                     continue
                 dups = duplicates_of(archive, h.id)
                 seen.update(dups)
-                kept.append((h, dups))
-            collapsed = dict((h.id, d) for h, d in kept)
-            hits = [h for h, _ in kept]
-        else:
-            collapsed = {}
+                kept.append(h)
+                collapsed[h.id] = dups
+            hits = kept
     for h in hits:
-        where = " › ".join(h.where)
-        title = f"  {h.title}" if h.title else ""
-        print(f"[{h.id}] {where}{title}\n    {h.snippet}")
+        print(format_hit(h))
         if summaries.get(h.id):
-            print(f"    = {summaries[h.id]}")
+            print("    = " + for_terminal(summaries[h.id], one_line=True))
         if collapsed.get(h.id):
             print("    + near-duplicates: " + " ".join(f"[{d}]" for d in collapsed[h.id]))
     if not hits:
@@ -414,18 +562,18 @@ def cmd_show(ns: argparse.Namespace) -> int:
         mails = archive.mails_of(lineage[0][0]) if lineage else []
         enriched = _enriched(archive, ns.id)
     if doc is None:
-        print(f"textsieve: no item {ns.id}", file=sys.stderr)
+        _say(f"no item {ns.id}")
         return EXIT_FAILED
     if ns.format == "json":
         record = {"path": where, **doc.to_dict(), "mails": mails, **enriched}
         sys.stdout.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     for m in mails:  # which mails named it: provenance a reader wants to see first
-        print(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  «{m['subject'] or ''}»",
-              file=sys.stderr)
+        print(for_terminal(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  "
+                           f"«{m['subject'] or ''}»", one_line=True), file=sys.stderr)
     if enriched["summary"]:
-        print(f"summary: {enriched['summary']}", file=sys.stderr)
-    _emit(sys.stdout, where, doc, ns.format, many=False)
+        print(for_terminal(f"summary: {enriched['summary']}", one_line=True), file=sys.stderr)
+    _emit(sys.stdout, where, doc, ns.format, many=False, clean=True)
     return EXIT_OK
 
 
@@ -550,46 +698,65 @@ def cmd_stats(ns: argparse.Namespace) -> int:
     from .archive.stats import format_stats, stats
 
     with _open_archive(ns.archive, readonly=True) as archive:
-        print(format_stats(stats(archive)))
+        print(for_terminal(format_stats(stats(archive))))
     return EXIT_OK
 
 
 def cmd_export(ns: argparse.Namespace) -> int:
     from collections import Counter
 
-    from .archive.export import ExportError, export
+    from .archive.export import export
 
     counts: Counter[str] = Counter()
     with _open_archive(ns.archive, readonly=True) as archive:
-        try:
-            n = export(archive, ns.to, ns.format, counts=counts)
-        except ExportError as exc:
-            print(f"textsieve: {exc}", file=sys.stderr)
-            return EXIT_FAILED
+        n = export(archive, ns.to, ns.format, counts=counts,  # ExportError: exit 1
+                   on_error=_say)
     more = "".join(f", {v:,} {k}" for k, v in sorted(counts.items()) if k != "items" and v)
     print(f"exported {n:,} items to {ns.to}{more}", file=sys.stderr)
+    return EXIT_FAILED if counts["failed"] else EXIT_OK
+
+
+def cmd_check(ns: argparse.Namespace) -> int:
+    from .archive.check import check, repair
+
+    report = check(ns.archive)
+    if report.ok:
+        print(f"{ns.archive}: whole ({report.items:,} items; pages, indexes, full-text "
+              "index and every stored text checked)", file=sys.stderr)
+        return EXIT_OK
+    for line in report.problems:
+        _say(f"{ns.archive}: {line}")
+    if not ns.repair:
+        _say(f"{ns.archive}: damaged; `textsieve check --repair` rebuilds it from what is "
+             "readable, keeping a backup")
+        return EXIT_FAILED
+    fixed = repair(ns.archive)
+    print(f"{ns.archive}: repaired: {fixed.kept:,} items kept, {fixed.dropped:,} dropped "
+          f"(the next run extracts them again), {fixed.lost_rows:,} unreadable rows lost; "
+          f"the damaged original is {fixed.backup}", file=sys.stderr)
     return EXIT_OK
 
 
-def _check_sieve(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+def _check_sieve(options: Options) -> Options:
     """--topic implies --html sieve; sieve needs a topic that loads (checked here once, not
     in every worker); a topic file is made absolute for workers and re-runs."""
-    if ns.topic and ns.html == "auto":
-        ns.html = "sieve"
-    if ns.html != "sieve":
-        if ns.topic:
-            parser.error("--topic only applies to --html sieve")
-        return
-    if not ns.topic:
-        parser.error("--html sieve needs --topic WORDS|FILE")
+    if options.topic and options.html == "auto":
+        options = options.with_(html="sieve")
+    if options.html != "sieve":
+        if options.topic:
+            raise UsageError("--topic only applies to --html sieve")
+        return options
+    if not options.topic:
+        raise UsageError("--html sieve needs --topic WORDS|FILE")
     from .web.sieve import load_topic
 
     try:
-        load_topic(ns.topic)
+        load_topic(options.topic)
     except (ValueError, OSError) as exc:
-        parser.error(f"--topic: {exc}")
-    if not _is_preset(ns.topic) and os.path.isfile(ns.topic):
-        ns.topic = os.path.abspath(ns.topic)
+        raise UsageError(f"--topic: {exc}") from None
+    if not _is_preset(options.topic) and os.path.isfile(options.topic):
+        options = options.with_(topic=os.path.abspath(options.topic))
+    return options
 
 
 def _is_preset(name: str) -> bool:
@@ -601,7 +768,7 @@ def _is_preset(name: str) -> bool:
 def cmd_gmail_auth(ns: argparse.Namespace) -> int:
     from .mailsrc.gmail import authorize
 
-    path = authorize(ns.client_id, ns.client_secret, Options(),
+    path = authorize(ns.client_id, ns.client_secret, ns.options,
                      show=lambda url: print(f"Open this page to allow access:\n{url}",
                                             file=sys.stderr))
     print(f"token stored in {path}", file=sys.stderr)
@@ -617,42 +784,47 @@ def cmd_demo(ns: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
-    if getattr(ns, "jobs", 0) < 0 or getattr(ns, "timeout", 1) <= 0:
-        parser.error("--jobs must be >= 0 and --timeout > 0")
-    memory, floor = getattr(ns, "memory_limit", 0), MIN_MEMORY // MiB  # said in MiB here
-    if memory < 0 or 0 < memory < floor:
-        parser.error(f"--memory-limit must be 0 (no cap) or at least {floor} (MiB)")
-    if getattr(ns, "html", None) is not None:
-        _check_sieve(parser, ns)
+    debug = bool(getattr(ns, "debug", False))
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+        os.environ["TEXTSIEVE_DEBUG"] = "1"  # workers keep native libraries' warnings too
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show, "topics": cmd_topics,
                "summarize": cmd_summarize, "keyphrases": cmd_keyphrases,
                "related": cmd_related, "duplicates": cmd_duplicates,
-               "stats": cmd_stats, "export": cmd_export}[ns.command]
-    from .archive.store import ArchiveError
-    from .enrich import EnrichError
-
+               "stats": cmd_stats, "export": cmd_export, "check": cmd_check}[ns.command]
     try:
+        if ns.command in ("extract", "run", "ocr", "gmail-auth"):  # the commands with Options
+            ns.options = _check_sieve(_options(ns))
         return handler(ns)
-    except EnrichError as exc:
-        print(f"textsieve: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except OptionsError as exc:  # a value argparse could not check (--memory-limit 1)
-        print(f"textsieve: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ArchiveError as exc:
-        print(f"textsieve: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    except TextsieveError as exc:  # options, config, archive, sources, mail servers
+        if debug:
+            traceback.print_exc()
+        _say(exc.message)
+        return exc.exit_code
     except sqlite3.DatabaseError as exc:  # damage the open checks cannot see (a bad page)
-        where = getattr(ns, "archive", "archive")
-        print(f"textsieve: {where}: cannot use the archive ({exc})", file=sys.stderr)
+        if debug:
+            traceback.print_exc()
+        _say(f"{getattr(ns, 'archive', 'archive')}: cannot use the archive ({exc})")
         return EXIT_FAILED
     except BrokenPipeError:  # `textsieve extract ... | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except Terminated:
+        print("textsieve: terminated (SIGTERM): what was committed is kept; run again to "
+              "resume", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
-        return 130
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # a bug outside extraction: one line, the details on demand
+        if debug:
+            traceback.print_exc()
+            _say(f"internal error: {type(exc).__name__}: {exc}")
+        else:
+            _say(f"internal error: {type(exc).__name__}: {exc} "
+                 "(run with --debug for the traceback)")
+        return ExitCode.INTERNAL
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ on the fork; a child still running at the deadline is killed and ``JobsTimeout``
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import pickle
@@ -38,6 +39,38 @@ from typing import Any
 
 _TOKEN = struct.Struct("<I")
 MAX_JOBS = 8192  # 32 KB of tokens: always fits the pipe buffer, so filling never blocks
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2), linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """In a freshly forked child: be SIGKILLed by the kernel when ``parent`` dies.
+
+    Without it a child outlives a parent killed by SIGKILL or SIGTERM (no cleanup code
+    runs there), spinning on a hostile page and holding the parent's pipes, stdout (``|
+    head`` never ends) and files open. The parent may already have died between the fork
+    and the prctl (the signal is then never sent): ``getppid()`` tells, and the child
+    leaves. The kernel sends it when the parent's forking *thread* exits, so fork only from
+    a thread that lives as long as the child is wanted. Linux only; elsewhere nothing."""
+    prctl = libc_prctl()
+    if prctl is None:
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+@functools.cache
+def libc_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, None without one (not Linux). Looked up once, in the parent before
+    it forks (so no child loads ctypes itself)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
 
 
 class JobsTimeout(Exception):
@@ -127,6 +160,7 @@ def _close(fds: list[int]) -> None:
 def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
     """A child that runs ``work()``, sends its pickled result through a pipe and leaves
     with ``os._exit`` (no parent cleanup runs); None if no child could be made."""
+    parent, _ = os.getpid(), libc_prctl()
     made = _pipes_and_fork(1)
     if made is None:
         return None
@@ -134,6 +168,7 @@ def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
     if pid == 0:
         code = 1
         try:
+            die_with_parent(parent)
             # Dies by itself at the deadline, even if its parent was killed meanwhile (a
             # pool worker past its own deadline): no orphan spins on a hostile page.
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -239,12 +274,16 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
 
 def _start_helper(memory: int) -> _Helper | None:
     """Fork the helper; None if no process could be made."""
+    parent, _ = os.getpid(), libc_prctl()
     made = _pipes_and_fork(2)
     if made is None:
         return None
     pid, (req_r, req_w, ans_r, ans_w) = made
     if pid == 0:
         try:
+            # The request pipe's EOF ends it too, but only once every process holding the
+            # write end is gone: children forked later by the parent inherit that end.
+            die_with_parent(parent)
             os.close(req_w)
             os.close(ans_r)
             _serve(req_r, ans_w, memory)

@@ -6,10 +6,12 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
+from ..errors import UsageError
+from ..terminal import for_terminal
 from .store import Archive
 
 
-class QueryError(ValueError):
+class QueryError(UsageError, ValueError):
     """A search query FTS5 cannot parse."""
 
 
@@ -51,3 +53,14 @@ def search(archive: Archive, query: str, *, limit: int = 20, offset: int = 0) ->
     return [Hit(id=r[0], where=[w for _, w in archive.lineage(r[0])], title=r[1],
                 mime_type=r[2], snippet=" ".join((r[3] or "").split()), rank=r[4])
             for r in rows]
+
+
+def format_hit(hit: Hit) -> str:
+    """A hit as the two lines ``textsieve search`` prints: where it is and its title, then
+    the snippet. Titles, paths and texts come from hostile documents and pages: their
+    escape sequences and control characters are dropped so they cannot drive the terminal
+    (clear it, retitle it, forge lines)."""
+    where = " › ".join(hit.where)
+    title = f"  {hit.title}" if hit.title else ""
+    head = for_terminal(f"[{hit.id}] {where}{title}", one_line=True)
+    return f"{head}\n    {for_terminal(hit.snippet, one_line=True)}"

@@ -11,10 +11,12 @@ The heavy parts (scikit-learn, datasketch) are the optional extra ``textsieve[to
 
 from __future__ import annotations
 
+from ..errors import TextsieveError
+
 EXTRA_HINT = "pip install 'textsieve[topics]'"
 
 
-class EnrichError(Exception):
+class EnrichError(TextsieveError):
     """An enrichment cannot run (missing extra, nothing to work on, bad filter): one line
     for the user, never a traceback."""
 

@@ -20,14 +20,15 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str, int, int], None]
 
 
-def enrich(archive: Archive, options: Options, *, progress: Progress | None = None
-           ) -> dict[str, int | str]:
-    """Run the capabilities named by ``options.enrich`` (all when empty) in dependency
-    order; returns per capability how many items it did, or why it was skipped."""
+def enrich(archive: Archive, options: Options, *, kinds: tuple[str, ...] = (),
+           progress: Progress | None = None) -> dict[str, int | str]:
+    """Run the capabilities named by ``kinds`` (all when empty) in dependency order, with
+    ``options.topics_k`` and ``options.summary_sentences``; returns per capability how
+    many items it did, or why it was skipped."""
     from . import keyphrases, neardup, related, summary, topics
 
     require()
-    kinds = options.enrich or ENRICH_KINDS
+    kinds = kinds or ENRICH_KINDS
     done: dict[str, int | str] = {}
     model_ok = True
     if "topics" in kinds or "keyphrases" in kinds or "related" in kinds:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from email.message import Message
 from typing import Protocol
 
+from ..errors import ExitCode
 from ..extractors.mail import _header, _iso_date
 from ..model import MailRef, RawMail
 from ..options import Options
@@ -33,6 +34,15 @@ class MailSourceError(SourceError):
 
 class MailAuthError(MailSourceError):
     """The server refused our credentials, or none could be found (no prompt possible)."""
+
+    exit_code = ExitCode.AUTH
+
+
+class MailConnectionError(MailSourceError):
+    """The mail server or API could not be reached or answered with an error: not a usage
+    error (the spec was fine), so its own exit code."""
+
+    exit_code = ExitCode.UNREACHABLE
 
 
 class MailSource(Protocol):
@@ -119,4 +129,5 @@ def open_mail_source(spec: str, options: Options | None = None) -> MailSource | 
     return None
 
 
-__all__ = ["MailAuthError", "MailSource", "MailSourceError", "mail_ref", "open_mail_source"]
+__all__ = ["MailAuthError", "MailConnectionError", "MailSource", "MailSourceError", "mail_ref",
+           "open_mail_source"]

@@ -38,7 +38,7 @@ import httpx
 from ..fetch import parse_retry_after
 from ..model import RawMail
 from ..options import Options
-from . import MailAuthError, MailSourceError, iso_from_epoch_ms, mail_ref
+from . import MailAuthError, MailConnectionError, MailSourceError, iso_from_epoch_ms, mail_ref
 
 SCOPE = "https://www.googleapis.com/auth/gmail.readonly"
 AUTH_URL = "https://accounts.google.com/o/oauth2/v2/auth"
@@ -55,7 +55,7 @@ class HistoryExpired(Exception):
     """The stored history id is older than what Gmail keeps: sync in full."""
 
 
-class GmailApiError(MailSourceError):
+class GmailApiError(MailConnectionError):
     """An API call that failed for good; ``status`` is the HTTP status (0: no answer)."""
 
     def __init__(self, message: str, status: int = 0) -> None:
@@ -136,7 +136,7 @@ def _token_request(client: httpx.Client, url: str, form: dict[str, str]) -> dict
     try:
         r = client.post(url, data=form)
     except httpx.HTTPError as exc:
-        raise MailSourceError(f"cannot reach the OAuth token endpoint {url}: {exc}") from None
+        raise MailConnectionError(f"cannot reach the OAuth token endpoint {url}: {exc}") from None
     if r.status_code != 200:
         raise MailAuthError(f"the OAuth token endpoint refused ({r.status_code}): "
                             f"{r.text[:200]}")

@@ -6,8 +6,10 @@ password in clear, unless ``?tls=none`` says so explicitly. ``?insecure=1`` skip
 certificate verification (a self-signed test server), never implied.
 
 The password is never part of the spec (the spec is stored in the archive): it comes from
-``TEXTSIEVE_IMAP_PASSWORD``, else ``~/.netrc`` (``machine HOST``), else a prompt when
-stdin is a terminal; with none of those the error says what to set.
+``Options.imap_password`` (the command line fills it from ``TEXTSIEVE_IMAP_PASSWORD`` or
+``--imap-password-file``; this module reads no environment), else ``~/.netrc``
+(``machine HOST``), else a prompt when stdin is a terminal; with none of those the error
+says what to set.
 
 Incremental: the folder is selected read-only (nothing is marked seen) and its UIDVALIDITY
 read; when it equals the stored one only UIDs above the stored last UID are fetched,
@@ -22,7 +24,6 @@ import contextlib
 import getpass
 import imaplib
 import netrc
-import os
 import re
 import ssl
 import sys
@@ -31,10 +32,10 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..model import RawMail
-from ..options import Options
-from . import MailAuthError, MailSourceError, mail_ref
+from ..options import KNOBS, Options
+from . import MailAuthError, MailConnectionError, MailSourceError, mail_ref
 
-PASSWORD_ENV = "TEXTSIEVE_IMAP_PASSWORD"
+PASSWORD_ENV = KNOBS["imap_password"].env  # read by the command line only; named in messages
 BATCH = 50  # UIDs per FETCH command: few round trips, bounded memory
 _UID = re.compile(rb"\bUID (\d+)")
 
@@ -83,11 +84,11 @@ def parse_imap_spec(spec: str) -> ImapSpec:
                     tls=tls, insecure=query.get("insecure") in ("1", "true", "yes"))
 
 
-def find_password(user: str, host: str) -> str:
-    """Environment, then ~/.netrc, then a prompt (only on a terminal)."""
-    pw = os.environ.get(PASSWORD_ENV)
-    if pw:
-        return pw
+def find_password(user: str, host: str, given: str | None = None) -> str:
+    """The password given (Options.imap_password), then ~/.netrc, then a prompt (only on a
+    terminal)."""
+    if given:
+        return given
     try:
         auth = netrc.netrc().authenticators(host)
     except (FileNotFoundError, netrc.NetrcParseError, OSError):
@@ -96,7 +97,8 @@ def find_password(user: str, host: str) -> str:
         return auth[2]
     if sys.stdin is not None and sys.stdin.isatty():
         return getpass.getpass(f"IMAP password for {user}@{host}: ")
-    raise MailAuthError(f"no IMAP password for {user}@{host}: set {PASSWORD_ENV} or add "
+    raise MailAuthError(f"no IMAP password for {user}@{host}: set {PASSWORD_ENV}, use "
+                        "--imap-password-file (API: imap_password=) or add "
                         f"'machine {host} login {user} password ...' to ~/.netrc")
 
 
@@ -125,7 +127,7 @@ def quote_mailbox(name: str) -> str:
 def _check(typ: str, data: list, what: str) -> list:
     if typ != "OK":
         detail = b" ".join(d for d in data if isinstance(d, bytes)).decode("utf-8", "replace")
-        raise MailSourceError(f"IMAP {what} failed: {detail or typ}")
+        raise MailConnectionError(f"IMAP {what} failed: {detail or typ}")
     return data
 
 
@@ -161,15 +163,15 @@ class ImapSource:
             if t.tls == "starttls":
                 if "STARTTLS" not in conn.capabilities:
                     conn.shutdown()
-                    raise MailSourceError(
+                    raise MailConnectionError(
                         f"{where} does not offer STARTTLS: refusing to send the password in "
                         "clear (add ?tls=none to the URL to allow it, e.g. on localhost)")
                 conn.starttls(ssl_context=self._context())
         except ssl.SSLError as exc:
-            raise MailSourceError(f"TLS with {where} failed: {exc}") from None
+            raise MailConnectionError(f"TLS with {where} failed: {exc}") from None
         except (OSError, imaplib.IMAP4.error) as exc:
-            raise MailSourceError(f"cannot connect to IMAP server {where}: {exc}") from None
-        password = find_password(t.user, t.host)
+            raise MailConnectionError(f"cannot connect to IMAP server {where}: {exc}") from None
+        password = find_password(t.user, t.host, o.imap_password)
         try:
             conn.login(t.user, password)
         except imaplib.IMAP4.error as exc:

@@ -16,13 +16,17 @@ import multiprocessing as mp
 import os
 import resource
 import signal
+import threading
 import time
+import weakref
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
+from ..forking import die_with_parent, libc_prctl
 from ..model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from ..options import Options
 
@@ -37,16 +41,25 @@ class _Task:
     page: int | None = None  # set: OCR this page (1-based) of ``obj`` (a PDF or an image)
     mime: str | None = None
     want_pdf: bool = False  # OCR pages: also return tesseract's text-only PDF page
+    out: list[str] | None = None  # where its searchable copy goes (safe parts), if not by name
     page_workers: int = 1  # whole inputs: processes it may fork for its pages (idle cores)
+    # When the document's time is up (``Options.timeout`` from its start): it bounds its
+    # OCR pages too, however many there are, not only their extraction.
+    deadline: float | None = None
 
 
-def _worker_main(conn: Connection, options: Options) -> None:
+def _worker_main(conn: Connection, options: Options, parent: int) -> None:
     # Its own process group: killing a worker kills what it started too (an external tool
     # spinning on a damaged file, forked page readers), not only the worker.
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)
     # The parent handles Ctrl-C; a worker must not die mid-file on the same signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the driver's clean-stop handler
+    # A parent killed outright (SIGKILL, SIGTERM) runs no cleanup: the kernel ends the
+    # worker, and the group's guard then ends what the worker started.
+    die_with_parent(parent)
+    _guard_group()
     if not os.environ.get("TEXTSIEVE_DEBUG"):
         _quiet()
     # A native crash is reported as a typed record; a C traceback on stderr is noise.
@@ -90,6 +103,42 @@ def _worker_main(conn: Connection, options: Options) -> None:
                 ErrorKind.TOO_LARGE, "result too large", name=task.name)))
 
 
+def _guard_group() -> None:
+    """Fork the worker's group guard: a tiny process that waits for the worker to die
+    (end of file on a pipe only the worker holds) and then SIGKILLs the whole group.
+
+    The helper programs a worker starts (antiword, the tesseract command, LibreOffice)
+    are in its group but are not its forked copies, so they cannot ask the kernel to end
+    them with it; the guard does, however the worker died (killed with its parent, a
+    native crash). When the pool kills the group itself, the guard goes with it."""
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to spare: the worker still dies with its parent
+        _close_fds([r, w])
+        return
+    if pid:
+        os.close(r)
+        return  # ``w`` stays open for the worker's whole life, on purpose
+    try:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # never hold the run's stdout (``| head``) or stdin
+            os.dup2(devnull, fd)
+        os.closerange(3, r)  # nor the worker's socket: the parent must see it die
+        os.closerange(r + 1, os.sysconf("SC_OPEN_MAX"))
+        while os.read(r, 1):
+            pass
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(0)
+
+
+def _close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _quiet() -> None:
     """Damaged files make native libraries talk on stderr (leptonica's "Error in
     boxClipToRectangle", libtiff's "Fax4Decode: Bad code word", Rust panic backtraces,
@@ -130,9 +179,14 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(target=_worker_main, args=(child, self.options), daemon=True)
-        proc.start()
-        child.close()
+        _PARENT_ENDS.add(parent)  # closed in every child, this worker's own included
+        libc_prctl()  # looked up here, once, not in every child
+        proc = self._ctx.Process(target=_worker_main, args=(child, self.options, os.getpid()),
+                                 daemon=True)
+        try:
+            _in_long_lived_thread(proc.start)
+        finally:
+            child.close()
         return _Worker(proc, parent)
 
     def _kill(self, w: _Worker) -> None:
@@ -150,6 +204,7 @@ class WorkerPool:
             w.proc.join(1)
             if w.proc.is_alive():
                 self._kill(w)
+            w.conn.close()
         self._workers.clear()
 
     def map(self, inputs: Iterable[Any], names: Iterable[str | None] | None = None,
@@ -159,9 +214,11 @@ class WorkerPool:
             return self.map_pairs((obj, None) for obj in inputs)
         return self.map_pairs(zip(inputs, names, strict=False))
 
-    def map_pairs(self, pairs: Iterable[tuple[Any, str | None]]) -> Iterator[Document]:
+    def map_pairs(self, pairs: Iterable[tuple[Any, ...]]) -> Iterator[Document]:
         """Like ``map``, for (input, name) pairs; the iterable is consumed lazily, a
-        bounded window ahead of the results, so it may be an endless stream.
+        bounded window ahead of the results, so it may be an endless stream. A third
+        element, when given, is where the input's searchable PDF copy goes below
+        ``Options.searchable_pdf_dir`` (safe path parts; ``textsieve run`` mirrors the tree).
 
         A document that comes back with pages to OCR is not finished: its pages go to the
         front of the queue as one task each, so a long scan keeps every worker busy, and
@@ -181,14 +238,14 @@ class WorkerPool:
         def refill() -> None:
             while not state["exhausted"] and len(order) < window:
                 try:
-                    obj, name = next(items)
+                    obj, name, *out = next(items)
                 except StopIteration:
                     state["exhausted"] = True
                     return
                 key = state["next"]
                 state["next"] += 1
                 order.append(key)
-                backlog.append(_Task(key, obj, name))
+                backlog.append(_Task(key, obj, name, out=out[0] if out else None))
 
         def finished(task: _Task, result: Any) -> None:
             if task.page is None:
@@ -202,7 +259,8 @@ class WorkerPool:
                     doc.mime_type == "application/pdf"
                 backlog.extendleft(reversed([
                     _Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type,
-                          want_pdf=want_pdf) for p in pages]))
+                          want_pdf=want_pdf, deadline=task.deadline, out=task.out)
+                    for p in pages]))
                 return
             doc, left, results = waiting[task.key]
             results.append(result)
@@ -213,6 +271,7 @@ class WorkerPool:
                 if task.want_pdf:
                     self._searchable_copy(task, doc, results)
                 finish_ocr(doc, results)
+                self._overran(task, doc, results)
                 done[task.key] = doc
 
         def failed(task: _Task, kind: ErrorKind, message: str) -> Any:
@@ -228,22 +287,31 @@ class WorkerPool:
                 return
             self._step(backlog, finished, failed)
 
+    def _overran(self, task: _Task, doc: Document, results: list[Any]) -> None:
+        """A document whose pages ran past its deadline is a ``timeout``: the pages read in
+        time are kept, the others are in ``missing_pages``."""
+        if task.deadline is None or time.monotonic() < task.deadline:
+            return
+        late = [r.number for r in results if r.error and r.error.startswith("timeout")]
+        if late:
+            doc.status = Status.ERROR
+            doc.error = ErrorInfo(ErrorKind.TIMEOUT, (
+                f"extraction exceeded {self.options.timeout:g} s: {len(late)} of "
+                f"{len(results)} page(s) to OCR not read in time (missing_pages)"))
+
     def _searchable_copy(self, task: _Task, doc: Document, results: list[Any]) -> None:
         """Lay the pages' text-only PDFs over the original: a searchable copy in
-        ``searchable_pdf_dir``, named like the input (its path is in the metadata)."""
-        from pathlib import Path
-
+        ``searchable_pdf_dir`` at ``task.out``, else named like the input (its path is in
+        the metadata), written only through ``outfiles`` (safe names, no symlink followed)."""
         from .. import _source
-        from ..ocr.searchable import write_overlay
+        from ..ocr.searchable import pdf_parts, write_overlay
 
         assert self.options.searchable_pdf_dir is not None
-        name = Path(doc.name or task.name or f"document-{task.key}").name
-        out = Path(self.options.searchable_pdf_dir) / (
-            name if name.lower().endswith(".pdf") else f"{name}.pdf")
+        parts = task.out or pdf_parts([doc.name or task.name or f"document-{task.key}"])
         try:
-            write_overlay(_source(task.obj, task.name, self.options), results, out,
-                          self.options)
-            doc.metadata.extra["searchable_pdf"] = str(out)
+            report = write_overlay(_source(task.obj, task.name, self.options), results,
+                                   (self.options.searchable_pdf_dir, parts), self.options)
+            doc.metadata.extra["searchable_pdf"] = report["path"]
         except Exception as exc:  # the text is what matters; the copy is a bonus
             doc.warnings.append(f"searchable PDF not written: {type(exc).__name__}: {exc}")
         for r in results:
@@ -277,8 +345,12 @@ class WorkerPool:
         while len(self._workers) < self.size:
             self._workers.append(self._spawn())
         for i, w in enumerate(self._workers):
-            if w.task is None and backlog:
+            while w.task is None and backlog:
                 task = backlog.popleft()
+                if task.deadline is not None and time.monotonic() >= task.deadline:
+                    # A page of a document out of time: not started at all.
+                    finished(task, failed(task, ErrorKind.TIMEOUT, self._late(task)))
+                    continue
                 if task.page is None:
                     # The last input in sight may use the idle workers' cores for its
                     # pages (one long PDF given to the CLI); otherwise they are needed.
@@ -293,6 +365,10 @@ class WorkerPool:
                 limit = self.options.timeout if task.page is None else \
                     self.options.ocr_page_timeout
                 w.task, w.deadline = task, time.monotonic() + limit
+                if task.deadline is not None:
+                    w.deadline = min(w.deadline, task.deadline)
+                elif task.page is None:
+                    task.deadline = w.deadline  # its pages inherit it
         busy = [w for w in self._workers if w.task is not None]
         if not busy:
             return
@@ -317,11 +393,18 @@ class WorkerPool:
                 what = "extraction" if task.page is None else f"OCR of page {task.page}"
                 limit = self.options.timeout if task.page is None else \
                     self.options.ocr_page_timeout
-                finished(task, failed(task, ErrorKind.TIMEOUT, f"{what} exceeded {limit:g} s"))
+                message = self._late(task) if task.page is not None and \
+                    task.deadline is not None and w.deadline >= task.deadline \
+                    else f"{what} exceeded {limit:g} s"
+                finished(task, failed(task, ErrorKind.TIMEOUT, message))
             else:
                 continue
             self._kill(w)
             self._workers[i] = self._spawn()
+
+    def _late(self, task: _Task) -> str:
+        return f"the document's {self.options.timeout:g} s were over before page " \
+               f"{task.page} was read"
 
     def ocr(self, obj: Any, name: str | None, mime: str, pages: list[int], *,
             want_pdf: bool = False) -> list[Any]:
@@ -341,6 +424,51 @@ class WorkerPool:
         while len(results) < len(pages):
             self._step(backlog, finished, failed)
         return [results[p] for p in pages]
+
+
+# The driver's ends of its workers' sockets. A forked child (a worker, a page reader) must
+# not keep them: a worker holding its own socket's other end never sees end of file when
+# the driver dies, and one holding a sibling's keeps that sibling waiting.
+_PARENT_ENDS: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+def _close_parent_ends() -> None:
+    for conn in list(_PARENT_ENDS):
+        with contextlib.suppress(OSError):
+            conn.close()
+    _PARENT_ENDS.clear()
+
+
+_forker: ThreadPoolExecutor | None = None
+_forker_lock = threading.Lock()
+
+
+def _in_long_lived_thread(fn: Callable[[], None]) -> None:
+    """Run ``fn`` (a fork) in the main thread or in one thread kept for the process's life.
+
+    The kernel's parent-death signal follows the forking *thread*: a worker forked by a
+    short-lived thread (a request handler that made a pool another thread uses) would be
+    killed when that thread ends, mid-run."""
+    global _forker
+    if threading.current_thread() is threading.main_thread():
+        fn()
+        return
+    with _forker_lock:
+        if _forker is None:
+            _forker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="textsieve-fork")
+        forker = _forker
+    forker.submit(fn).result()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has neither the parent's sockets nor its (copied, dead) threads."""
+    global _forker, _forker_lock
+    _close_parent_ends()
+    _forker, _forker_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _kill_group(proc: Any) -> None:

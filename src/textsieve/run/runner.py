@@ -11,6 +11,9 @@ running the same command again.
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -25,6 +28,8 @@ from ..model import Document, Item, MailRef, Status
 from ..options import Options
 from ..sources import ItemSource
 from .pool import WorkerPool
+
+logger = logging.getLogger(__name__)
 
 
 class Mode(StrEnum):
@@ -53,6 +58,9 @@ class RunStats:
     why: Counter[str] = field(default_factory=Counter)  # new / changed / failed ...
     started: float = field(default_factory=time.monotonic)
     listing_done: bool = False
+    # Items the sources will list, counted ahead of the listing (None: not known, or not
+    # countable): the listing itself only runs a small window ahead of the extraction.
+    expected: int | None = None
 
     def as_dict(self) -> dict[str, int]:
         return {"total": self.total, "skipped": self.skipped, "extracted": self.done,
@@ -127,6 +135,7 @@ def run(sources: list[ItemSource], archive: Archive, options: Options, *,
         if bind is not None:
             bind(archive.source_state(s.spec))
     status = "interrupted"
+    _count_ahead(sources, stats)
     try:
         _run(sources, archive, options, mode, stats, run_id, source_ids, progress)
         for s in sources:  # only now: every item of this sync is committed
@@ -137,6 +146,22 @@ def run(sources: list[ItemSource], archive: Archive, options: Options, *,
     finally:
         archive.end_run(run_id, stats.as_dict(), status)
     return stats
+
+
+def _count_ahead(sources: list[ItemSource], stats: RunStats) -> None:
+    """Count the items in a background thread when every source can (files, folders and
+    globs: names only), so the progress has a total, and an ETA, from the start."""
+    counters = [getattr(s, "count", None) for s in sources]
+    if not counters or None in counters:
+        return
+
+    def count() -> None:
+        try:
+            stats.expected = sum(c() for c in counters)  # type: ignore[misc]
+        except Exception:  # an estimate only: without it there is no ETA, nothing worse
+            logger.debug("counting the items ahead failed", exc_info=True)
+
+    threading.Thread(target=count, name="textsieve-count", daemon=True).start()
 
 
 @dataclass
@@ -249,11 +274,18 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
             k = archive.known([item.key]).get(item.key)
             yield from fetched(web.submit(item, k))
 
-    def queued() -> Iterator[tuple[object, str | None]]:
+    copies_root = _copies_root(sources) if options.searchable_pdf_dir else None
+    if options.searchable_pdf_dir is not None:
+        from ..ocr.searchable import searchable_parts
+
+    def queued() -> Iterator[tuple[object, ...]]:
         for job in todo():
             stats.why[job.why] += 1
             pending.append(job)
-            yield job.obj, job.item.name
+            if options.searchable_pdf_dir is None:
+                yield job.obj, job.item.name
+            else:  # where its searchable copy would go: the tree mirrored, never by name
+                yield job.obj, job.item.name, searchable_parts(job.item.key, copies_root)
 
     try:
         with WorkerPool(options) as pool, web:
@@ -272,6 +304,13 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
     link()
     stats.listing_done = True
     notify(stats, None)
+
+
+def _copies_root(sources: list[ItemSource]) -> str | None:
+    """The folder the searchable copies mirror: the deepest one holding every file source's
+    root, so files of one run never share a copy (``a/scan.pdf``, ``b/scan.pdf``)."""
+    roots = [r for r in (getattr(s, "root", None) for s in sources) if r]
+    return os.path.commonpath(roots) if roots else None
 
 
 def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | None] | None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
+from ..errors import UsageError
 from ..model import Item
 from ..options import Options
 
 
-class SourceError(Exception):
+class SourceError(UsageError):
     """A source that cannot be read at all (missing folder, bad spec): a usage error."""
 
 
