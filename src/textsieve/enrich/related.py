@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as exc:  # the optional extra: say which, not just the module
+    raise ImportError("enrichment needs the topics extra: pip install "
+                      "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
 from .items import candidate_ids, refresh, texts

@@ -19,7 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as exc:  # the optional extra: say which, not just the module
+    raise ImportError("enrichment needs the topics extra: pip install "
+                      "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
 from . import NotEnoughText, require
