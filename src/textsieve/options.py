@@ -31,6 +31,8 @@ MIN_MEMORY = 64 * MiB  # a memory cap below this would stop Python itself
 UNPACK_SHARE = 6  # at most 1/6 of a worker's memory cap is unpacked per top-level file
 HTML_MODES = ("auto", "main", "full", "sieve")
 EXECUTORS = ("local", "ray")
+# What `textsieve run --enrich` may keep up to date (textsieve.enrich), in the order it runs.
+ENRICH_KINDS = ("topics", "summaries", "keyphrases", "related", "duplicates")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
 # stop, or spin (a zero timeout, a zero memory cap, no members allowed in any container).
 _AT_LEAST: dict[str, float] = {
@@ -38,6 +40,7 @@ _AT_LEAST: dict[str, float] = {
     "max_retry_after": 0, "per_host_delay": 0, "max_members": 1, "per_host_concurrency": 1,
     "max_ratio": 1, "ocr_dpi": 50, "max_file_size": 1,
     "max_unpacked": 1, "max_image_pixels": 1, "max_body": 1, "max_crawl_delay": 0,
+    "topics_k": 0, "summary_sentences": 1,
 }
 _POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "read_timeout",
              "fetch_timeout")
@@ -109,6 +112,10 @@ class Options:
     gmail_token_url: str = "https://oauth2.googleapis.com/token"
     gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
     imap_password: str | None = None  # None: ~/.netrc, else a prompt on a terminal
+    # Enrichment (textsieve.enrich: `run --enrich`, `topics`, `summarize`): the number of
+    # topics (0: chosen by coherence) and the sentences per summary.
+    topics_k: int = 0
+    summary_sentences: int = 3
 
     def __post_init__(self) -> None:
         if self.ocr not in OCR_MODES:
@@ -234,6 +241,7 @@ GROUPS = {
     "html": "HTML and web pages",
     "fetch": "fetching web pages (run)",
     "mail": "mail sources (run)",
+    "enrich": "enrichment (run --enrich, topics, summarize)",
 }
 
 KNOBS: dict[str, Knob] = {
@@ -325,6 +333,9 @@ KNOBS: dict[str, Knob] = {
                           "--imap-password-file or TEXTSIEVE_IMAP_PASSWORD; default: ~/.netrc, "
                           "else a prompt)", "mail", run_only=True, secret=True,
                           env="TEXTSIEVE_IMAP_PASSWORD"),
+    "topics_k": Knob("number of topics (0: chosen by coherence)", "enrich", flag="--topics-k",
+                     metavar="K", run_only=True),
+    "summary_sentences": Knob("sentences per summary", "enrich", metavar="N", run_only=True),
 }
 
 CONFIG_FILE = "textsieve.toml"  # looked for in the working folder when --config is not given

@@ -39,6 +39,7 @@ class Task:
     page: int | None = None  # set: OCR this page (1-based) of ``obj`` (a PDF or an image)
     mime: str | None = None
     want_pdf: bool = False  # OCR pages: also return tesseract's text-only PDF page
+    out: list[str] | None = None  # where its searchable copy goes (safe parts), if not by name
     page_workers: int = 1  # whole inputs: processes it may fork for its pages (idle cores)
     # When the document's time is up (``Options.timeout`` from its start): it bounds its
     # OCR pages too, however many there are, not only their extraction. Monotonic clock

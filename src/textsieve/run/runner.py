@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 import time
 from collections import Counter, deque
@@ -261,11 +262,18 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
     with _WebStage(options, policy) as web:
         decider = _Decider(archive, policy, stats, writer, web)
 
-        def queued() -> Iterator[tuple[object, str | None]]:
+        copies_root = _copies_root(sources) if options.searchable_pdf_dir else None
+        if options.searchable_pdf_dir is not None:
+            from ..ocr.searchable import searchable_parts
+
+        def queued() -> Iterator[tuple[object, ...]]:
             for job in decider.jobs(list_items(sources)):
                 stats.why[job.why] += 1
                 pending.append(job)
-                yield job.obj, job.item.name
+                if options.searchable_pdf_dir is None:
+                    yield job.obj, job.item.name
+                else:  # where its searchable copy would go: the tree mirrored, never by name
+                    yield job.obj, job.item.name, searchable_parts(job.item.key, copies_root)
 
         executor = make_executor(options)
         try:
@@ -279,6 +287,13 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
     writer.flush()
     stats.listing_done = True
     writer.notify(stats, None)
+
+
+def _copies_root(sources: list[ItemSource]) -> str | None:
+    """The folder the searchable copies mirror: the deepest one holding every file source's
+    root, so files of one run never share a copy (``a/scan.pdf``, ``b/scan.pdf``)."""
+    roots = [r for r in (getattr(s, "root", None) for s in sources) if r]
+    return os.path.commonpath(roots) if roots else None
 
 
 def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | None] | None:

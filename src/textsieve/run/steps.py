@@ -16,7 +16,6 @@ import time
 from collections import deque
 from collections.abc import Hashable, Iterable, Iterator
 from concurrent.futures import Future
-from pathlib import Path
 from typing import Any
 
 from ..model import Document, ErrorInfo, ErrorKind, Status
@@ -35,12 +34,14 @@ class DocumentFlow:
         self._keys: dict[int, Hashable] = {}  # task key -> the caller's key
         self._waiting: dict[int, tuple[Document, set[int], list[Any]]] = {}
 
-    def add(self, key: Hashable, obj: Any, name: str | None) -> None:
-        """Queue one input; ``key`` comes back with its Document."""
+    def add(self, key: Hashable, obj: Any, name: str | None,
+            out: list[str] | None = None) -> None:
+        """Queue one input; ``key`` comes back with its Document; ``out``: where its
+        searchable copy goes below ``searchable_pdf_dir`` (safe parts), if not by name."""
         k = self._next
         self._next += 1
         self._keys[k] = key
-        self.executor.submit([Task(k, obj, name)])
+        self.executor.submit([Task(k, obj, name, out=out)])
 
     def in_flight(self) -> int:
         """Inputs added and not yet finished."""
@@ -66,7 +67,8 @@ class DocumentFlow:
                 doc.mime_type == "application/pdf"
             self.executor.submit([
                 Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type,
-                     want_pdf=want_pdf, deadline=task.deadline) for p in pages], first=True)
+                     want_pdf=want_pdf, deadline=task.deadline, out=task.out)
+                for p in pages], first=True)
             return None
         doc, left, results = self._waiting[task.key]
         results.append(result)
@@ -99,27 +101,29 @@ def finish_pages(doc: Document, task: Task, results: list[Any], options: Options
 
 def searchable_copy(task: Task, doc: Document, results: list[Any], options: Options) -> None:
     """Lay the pages' text-only PDFs over the original: a searchable copy in
-    ``searchable_pdf_dir``, named like the input (its path is in the metadata)."""
+    ``searchable_pdf_dir`` at ``task.out``, else named like the input (its path is in the
+    metadata), written only through ``outfiles`` (safe names, no symlink followed)."""
     from .. import _source
-    from ..ocr.searchable import write_overlay
+    from ..ocr.searchable import pdf_parts, write_overlay
 
     assert options.searchable_pdf_dir is not None
-    name = Path(doc.name or task.name or f"document-{task.key}").name
-    out = Path(options.searchable_pdf_dir) / (
-        name if name.lower().endswith(".pdf") else f"{name}.pdf")
+    parts = task.out or pdf_parts([doc.name or task.name or f"document-{task.key}"])
     try:
-        write_overlay(_source(task.obj, task.name, options), results, out, options)
-        doc.metadata.extra["searchable_pdf"] = str(out)
+        report = write_overlay(_source(task.obj, task.name, options), results,
+                               (options.searchable_pdf_dir, parts), options)
+        doc.metadata.extra["searchable_pdf"] = report["path"]
     except Exception as exc:  # the text is what matters; the copy is a bonus
         doc.warnings.append(f"searchable PDF not written: {type(exc).__name__}: {exc}")
     for r in results:
         r.pdf = None  # the page layers are large: do not keep them
 
 
-def extract(executor: Executor, pairs: Iterable[tuple[Any, str | None]],
+def extract(executor: Executor, pairs: Iterable[tuple[Any, ...]],
             options: Options) -> Iterator[Document]:
     """One Document per (input, name) pair, in input order. The pairs are consumed
-    lazily, a bounded window ahead of the results, so they may be an endless stream."""
+    lazily, a bounded window ahead of the results, so they may be an endless stream. A
+    third element, when given, is where the input's searchable PDF copy goes below
+    ``Options.searchable_pdf_dir`` (safe path parts; ``textsieve run`` mirrors the tree)."""
     items = iter(pairs)
     flow = DocumentFlow(executor, options)
     order: deque[int] = deque()
@@ -129,12 +133,12 @@ def extract(executor: Executor, pairs: Iterable[tuple[Any, str | None]],
     while True:
         while not exhausted and len(order) < window:
             try:
-                obj, name = next(items)
+                obj, name, *out = next(items)
             except StopIteration:
                 exhausted = True
                 break
             order.append(n)
-            flow.add(n, obj, name)
+            flow.add(n, obj, name, out=out[0] if out else None)
             n += 1
         while order and order[0] in done:
             yield done.pop(order.popleft())
