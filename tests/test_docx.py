@@ -307,3 +307,148 @@ def test_localized_heading_styles_and_outline_levels() -> None:
     md = textsieve.extract(data).markdown
     assert "# Erstes" in md and "## Zweites" in md and "### Drittes" in md
     assert "\nNormal" in md and "# Normal" not in md
+
+
+def _numbered(num_id: int, ilvl: int, text: str) -> str:
+    return (f'<w:p><w:pPr><w:numPr><w:ilvl w:val="{ilvl}"/><w:numId w:val="{num_id}"/>'
+            f"</w:numPr></w:pPr><w:r><w:t>{text}</w:t></w:r></w:p>")
+
+
+def test_list_numbers_are_in_the_text_as_word_shows_them() -> None:
+    # Level 0 starts at 42 ("42."), level 1 is "a)", level 2 "%1.%3" in roman: "43.i".
+    numbering = (
+        f'<?xml version="1.0" encoding="UTF-8"?><w:numbering xmlns:w="{W_NS}">'
+        '<w:abstractNum w:abstractNumId="7">'
+        '<w:lvl w:ilvl="0"><w:start w:val="42"/><w:numFmt w:val="decimal"/>'
+        '<w:lvlText w:val="%1."/></w:lvl>'
+        '<w:lvl w:ilvl="1"><w:start w:val="1"/><w:numFmt w:val="lowerLetter"/>'
+        '<w:lvlText w:val="%2)"/></w:lvl>'
+        '<w:lvl w:ilvl="2"><w:start w:val="1"/><w:numFmt w:val="lowerRoman"/>'
+        '<w:lvlText w:val="%1.%3"/></w:lvl>'
+        '<w:lvl w:ilvl="3"><w:numFmt w:val="bullet"/><w:lvlText w:val="o"/></w:lvl>'
+        '</w:abstractNum><w:num w:numId="5"><w:abstractNumId w:val="7"/></w:num>'
+        "</w:numbering>").encode()
+    body = "".join([_numbered(5, 0, "Answer"), _numbered(5, 1, "first"),
+                    _numbered(5, 1, "second"), _numbered(5, 0, "Next"),
+                    _numbered(5, 2, "deep"), _numbered(5, 3, "dot")])
+    data = _with_part(_make_docx(), "numbering", numbering,
+                      {"word/document.xml": _body(body)})
+    doc = textsieve.extract(data, name="n.docx")
+    lines = [ln.strip() for ln in doc.text.split("\n") if ln.strip()]
+    assert lines[1:-1] == ["42. Answer", "a) first", "b) second", "43. Next", "43.i deep",
+                           "dot"]  # between the header and the footer
+    assert "42. Answer\n  1. first\n  2. second\n43. Next" in doc.markdown
+
+
+def _with_alt_picture(text: str | None, alt: str) -> bytes:
+    from PIL import Image
+
+    png = io.BytesIO()
+    Image.new("RGB", (24, 24), "white").save(png, "PNG")
+    d = docx.Document()
+    if text:
+        d.add_paragraph(text)
+    d.add_picture(io.BytesIO(png.getvalue()))
+    d.inline_shapes[0]._inline.docPr.set("descr", alt)  # Word's "Alt Text" pane
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def test_picture_alt_text_is_text_marked_as_an_image_in_markdown() -> None:
+    doc = textsieve.extract(_with_alt_picture("Quarterly figures.", "Bar chart of sales"))
+    assert doc.text == "Quarterly figures.\n\nBar chart of sales"
+    assert doc.markdown == "Quarterly figures.\n\n![Bar chart of sales]()"
+    # Alt text is not the document's text: a pasted scan with Word's automatic caption
+    # still needs its picture read (here OCR is off, so it says so).
+    only = textsieve.extract(_with_alt_picture(None, "A picture containing text"),
+                             ocr="never")
+    assert only.error is not None and only.error.kind == ErrorKind.NEEDS_OCR
+
+
+def _chart_part() -> bytes:
+    """A real chart part (DrawingML chart with its caches), as python-pptx writes one."""
+    import pptx
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    prs = pptx.Presentation()
+    data = CategoryChartData()
+    data.categories = ["North", "South"]
+    data.add_series("Rainfall", (31.5, 12))
+    gf = prs.slides.add_slide(prs.slide_layouts[6]).shapes.add_chart(
+        XL_CHART_TYPE.PIE, Inches(1), Inches(1), Inches(4), Inches(3), data)
+    gf.chart.has_title = True
+    gf.chart.chart_title.text_frame.text = "Rain by region"
+    buf = io.BytesIO()
+    prs.save(buf)
+    return zipfile.ZipFile(buf).read("ppt/charts/chart1.xml")
+
+
+def test_a_chart_gives_its_cached_values_where_it_is_anchored() -> None:
+    body = _body(
+        "<w:p><w:r><w:t>Before the chart.</w:t></w:r></w:p><w:p><w:r><w:drawing>"
+        '<wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/'
+        'wordprocessingDrawing"><wp:docPr id="1" name="Chart 1"/>'
+        '<a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">'
+        '<a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/chart">'
+        '<c:chart xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" '
+        'r:id="rId_chart"/></a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>'
+        "<w:p><w:r><w:t>After it.</w:t></w:r></w:p>")
+    data = _with_part(_make_docx(), "chart", _chart_part(), {"word/document.xml": body})
+    doc = textsieve.extract(data, name="c.docx")
+    assert doc.status is Status.OK, doc.error
+    text = doc.text
+    assert "Before the chart.\n\nRain by region\n\n\tRainfall\nNorth\t31.5\nSouth\t12\n\n" \
+        "After it." in text
+
+
+_MATH = 'xmlns:m="http://schemas.openxmlformats.org/officeDocument/2006/math"'
+
+
+def _r(text: str) -> str:
+    return f"<m:r><m:t>{text}</m:t></m:r>"
+
+
+def test_equations_come_out_as_linear_text() -> None:
+    # The quadratic formula as Word writes it: x = (-b ± √(b²-4ac)) / 2a
+    quadratic = (
+        f"<m:oMathPara {_MATH}><m:oMath>{_r('x=')}<m:f><m:num>{_r('-b±')}<m:rad>"
+        "<m:radPr><m:degHide m:val='1'/></m:radPr><m:deg/><m:e><m:sSup><m:e>"
+        f"{_r('b')}</m:e><m:sup>{_r('2')}</m:sup></m:sSup>{_r('-4ac')}</m:e></m:rad>"
+        f"</m:num><m:den>{_r('2a')}</m:den></m:f></m:oMath></m:oMathPara>")
+    inline = (f"<m:oMath {_MATH}><m:nary><m:naryPr><m:chr m:val='∑'/></m:naryPr>"
+              f"<m:sub>{_r('i=1')}</m:sub><m:sup>{_r('n')}</m:sup><m:e>{_r('i')}</m:e>"
+              f"</m:nary>{_r('=')}<m:d><m:e>{_r('n')}</m:e></m:d></m:oMath>")
+    body = _body(f"<w:p>{quadratic}</w:p><w:p><w:r><w:t xml:space='preserve'>So </w:t>"
+                 f"</w:r>{inline}<w:r><w:t xml:space='preserve'> holds.</w:t></w:r></w:p>")
+    doc = textsieve.extract(_patch(_make_docx(), {"word/document.xml": body}), name="m.docx")
+    paras = doc.text.split("\n\n")
+    assert "x=(-b±√(b^2-4ac))/(2a)" in paras
+    assert "So ∑_(i=1)^n i=(n) holds." in paras
+
+
+@pytest.mark.parametrize(("part", "content"), [
+    ("chunk.htm", b"<html><body><h1>Imported</h1><p>Heron colony from an HTML chunk."
+                  b"</p></body></html>"),
+    ("chunk.rtf", rb"{\rtf1\ansi Heron colony from an RTF chunk.\par}"),
+])
+def test_an_alt_chunk_is_read_in_place(part: str, content: bytes) -> None:
+    rels = zipfile.ZipFile(io.BytesIO(_make_docx())).read("word/_rels/document.xml.rels")
+    rels = rels.replace(b"</Relationships>", (
+        '<Relationship Id="rIdChunk" Type="http://schemas.openxmlformats.org/'
+        f'officeDocument/2006/relationships/aFChunk" Target="{part}"/>'
+        "</Relationships>").encode())
+    body = _body('<w:p><w:r><w:t>Before.</w:t></w:r></w:p><w:altChunk xmlns:r="http://'
+                 'schemas.openxmlformats.org/officeDocument/2006/relationships" '
+                 'r:id="rIdChunk"/><w:p><w:r><w:t>After.</w:t></w:r></w:p>')
+    data = _patch(_make_docx(), {"word/document.xml": body, f"word/{part}": content,
+                                 "word/_rels/document.xml.rels": rels})
+    doc = textsieve.extract(data, name="chunk.docx")
+    assert doc.status is Status.OK, doc.error
+    kind = "HTML" if part.endswith("htm") else "RTF"
+    text = doc.text
+    assert text.index("Before.") < text.index(f"Heron colony from an {kind} chunk.") \
+        < text.index("After.")

@@ -285,3 +285,147 @@ def test_presentation_template() -> None:
     assert out.mime_type == mime
     assert out.status is Status.OK, out.error
     assert "Template slide words" in out.text
+
+
+_ODF_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+           'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+           'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" '
+           'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+           'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" '
+           'xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" '
+           'xmlns:xlink="http://www.w3.org/1999/xlink" '
+           'xmlns:math="http://www.w3.org/1998/Math/MathML" '
+           'xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"')
+
+
+def _package(content: str, styles: str = "", kind: str = "text",
+             more: dict[str, str] | None = None) -> bytes:
+    """An ODF package from raw XML: what LibreOffice writes, cut to the parts a test needs
+    (odfdo makes no master pages, list number styles or formulas)."""
+    mime = f"application/vnd.oasis.opendocument.{kind}"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", mime)
+        z.writestr("content.xml", '<?xml version="1.0" encoding="UTF-8"?>'
+                   f'<office:document-content {_ODF_NS} office:version="1.3">{content}'
+                   "</office:document-content>")
+        z.writestr("styles.xml", '<?xml version="1.0" encoding="UTF-8"?>'
+                   f'<office:document-styles {_ODF_NS} office:version="1.3">{styles}'
+                   "</office:document-styles>")
+        entries = "".join(f'<manifest:file-entry manifest:full-path="{n}" '
+                          'manifest:media-type="text/xml"/>' for n in (more or {}))
+        z.writestr("META-INF/manifest.xml", '<?xml version="1.0" encoding="UTF-8"?>'
+                   '<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:'
+                   'xmlns:manifest:1.0" manifest:version="1.3"><manifest:file-entry '
+                   f'manifest:full-path="/" manifest:media-type="{mime}"/>'
+                   '<manifest:file-entry manifest:full-path="content.xml" '
+                   f'manifest:media-type="text/xml"/>{entries}</manifest:manifest>')
+        for name, xml in (more or {}).items():
+            z.writestr(name, xml)
+    return buf.getvalue()
+
+
+def test_list_numbers_are_in_the_text() -> None:
+    content = (
+        "<office:automatic-styles><text:list-style style:name='L1'>"
+        "<text:list-level-style-number text:level='1' style:num-format='1' "
+        "style:num-suffix='.'/>"
+        "<text:list-level-style-number text:level='2' style:num-format='a' "
+        "style:num-suffix=')'/>"
+        "<text:list-level-style-number text:level='3' style:num-format='i' "
+        "style:num-prefix='(' style:num-suffix=')' text:display-levels='2'/>"
+        "</text:list-style></office:automatic-styles>"
+        "<office:body><office:text><text:list text:style-name='L1'>"
+        "<text:list-item text:start-value='42'><text:p>Answer</text:p>"
+        "<text:list><text:list-item><text:p>first</text:p></text:list-item>"
+        "<text:list-item><text:p>second</text:p><text:list><text:list-item>"
+        "<text:p>deep</text:p></text:list-item></text:list></text:list-item></text:list>"
+        "</text:list-item><text:list-item><text:p>Next</text:p></text:list-item>"
+        "</text:list></office:text></office:body>")
+    out = textsieve.extract(_package(content), name="l.odt")
+    assert out.status is Status.OK, out.error
+    lines = [ln.strip() for ln in out.text.split("\n") if ln.strip()]
+    assert lines == ["42. Answer", "a) first", "b) second", "(2.i) deep", "43. Next"]
+    assert "42. Answer\n  1. first\n  2. second\n    1. deep\n43. Next" in out.markdown
+
+
+def test_alt_text_of_frames_and_shapes() -> None:
+    content = (
+        "<office:body><office:text><text:p>Before the picture."
+        "<draw:frame draw:name='img1'><draw:image xlink:href='Pictures/x.png'/>"
+        "<svg:title>Heron map</svg:title><svg:desc>Colonies along the river</svg:desc>"
+        "</draw:frame></text:p><text:p>After it.</text:p></office:text></office:body>")
+    out = textsieve.extract(_package(content), name="a.odt")
+    assert out.status is Status.OK, out.error
+    assert out.text == ("Before the picture.\n\nHeron map\n\nColonies along the river\n\n"
+                        "After it.")
+    assert "![Heron map]()\n\n![Colonies along the river]()" in out.markdown
+
+
+def test_sheet_footer_regions_are_text_but_default_page_fields_are_not() -> None:
+    styles = (
+        "<office:master-styles><style:master-page style:name='Default'>"
+        "<style:header><text:p><text:sheet-name>???</text:sheet-name></text:p></style:header>"
+        "<style:footer><style:region-left><text:p>Heron Society accounts</text:p>"
+        "</style:region-left><style:region-right><text:p>Page <text:page-number>1"
+        "</text:page-number></text:p></style:region-right></style:footer>"
+        "<style:footer-left style:display='false'><text:p>Hidden left footer</text:p>"
+        "</style:footer-left></style:master-page></office:master-styles>")
+    content = ("<office:body><office:spreadsheet><table:table table:name='Sheet1' "
+               "xmlns:table='urn:oasis:names:tc:opendocument:xmlns:table:1.0'>"
+               "<table:table-row><table:table-cell office:value-type='string'>"
+               "<text:p>Cell words</text:p></table:table-cell></table:table-row>"
+               "</table:table></office:spreadsheet></office:body>")
+    out = textsieve.extract(_package(content, styles, "spreadsheet"), name="s.ods")
+    assert out.status is Status.OK, out.error
+    assert "Cell words" in out.text
+    assert "Heron Society accounts" in out.text
+    assert "???" not in out.text and "Hidden left footer" not in out.text
+
+
+def test_slide_master_text_and_footer_declarations_are_slide_text() -> None:
+    styles = (
+        "<office:master-styles><style:master-page style:name='Master1'>"
+        "<draw:frame presentation:class='title'><draw:text-box><text:p>Click to add Title"
+        "</text:p></draw:text-box></draw:frame>"
+        "<draw:frame><draw:text-box><text:p>ACME Confidential</text:p></draw:text-box>"
+        "</draw:frame><draw:frame><draw:text-box><text:p>Slide <text:page-number>&lt;number"
+        "&gt;</text:page-number></text:p></draw:text-box></draw:frame>"
+        "<draw:frame presentation:class='footer'><draw:text-box><text:p><presentation:footer/>"
+        "</text:p></draw:text-box></draw:frame></style:master-page></office:master-styles>")
+    content = (
+        "<office:body><office:presentation>"
+        "<presentation:footer-decl presentation:name='ftr1'>Heron Society 2026"
+        "</presentation:footer-decl>"
+        "<draw:page draw:name='page1' draw:master-page-name='Master1' "
+        "presentation:use-footer-name='ftr1'/>"
+        "<draw:page draw:name='page2' draw:master-page-name='Master1' "
+        "presentation:use-footer-name='ftr1'/>"
+        "</office:presentation></office:body>")
+    out = textsieve.extract(_package(content, styles, "presentation"), name="m.odp")
+    assert out.status is Status.OK, out.error
+    assert [p.text for p in out.pages] == [
+        "ACME Confidential\n\nSlide 1\n\nHeron Society 2026", "Slide 2"]
+    assert "Click to add" not in out.text
+
+
+_FORMULA = (
+    '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block"><semantics><mrow>'
+    "<msup><mi>a</mi><mn>2</mn></msup><mo>+</mo><msup><mi>b</mi><mn>2</mn></msup>"
+    "<mo>=</mo><msup><mi>c</mi><mn>2</mn></msup></mrow>{annotation}</semantics></math>")
+
+
+@pytest.mark.parametrize(("annotation", "expected"), [
+    # LibreOffice keeps the StarMath source the author typed: that is the linear form
+    ('<annotation encoding="StarMath 5.0">a^2 + b^2 = c^2</annotation>', "a^2 + b^2 = c^2"),
+    ("", "a^2+b^2=c^2"),  # MathML alone: written out from the presentation tree
+])
+def test_formula_objects_come_out_as_linear_text(annotation: str, expected: str) -> None:
+    content = ("<office:body><office:text><text:p>Pythagoras:<draw:frame draw:name='F1'>"
+               "<draw:object xlink:href='./Object 1' xlink:type='simple'/></draw:frame>"
+               "</text:p></office:text></office:body>")
+    data = _package(content, more={"Object 1/content.xml": _FORMULA.format(
+        annotation=annotation)})
+    out = textsieve.extract(data, name="f.odt")
+    assert out.status is Status.OK, out.error
+    assert out.text == f"Pythagoras:\n\n{expected}"

@@ -45,3 +45,13 @@ def test_table_paths_match_the_cell_by_cell_definition(seed: int) -> None:
     out.table(rows, header=header)
     text, md, _ = out.build()
     assert (text, md) == _by_cell(rows, header)
+
+
+def test_list_numbers_in_every_style() -> None:
+    from textsieve.render import number_text
+
+    assert [number_text(n, "lowerLetter") for n in (1, 26, 27, 52)] == ["a", "z", "aa", "az"]
+    assert [number_text(n, "upperRoman") for n in (4, 9, 14, 1994)] == \
+        ["IV", "IX", "XIV", "MCMXCIV"]
+    assert number_text(3, "lowerRoman") == "iii" and number_text(0, "lowerRoman") == "0"
+    assert number_text(42) == "42" and number_text(7, "ordinal-unknown") == "7"

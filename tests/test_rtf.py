@@ -154,3 +154,45 @@ def test_dev_corpus_rtf(corpus: Path) -> None:
 def test_degenerate_rtf_is_not_an_internal_error(data: bytes) -> None:
     doc = textsieve.extract(data)
     assert doc.error is None or doc.error.kind != "internal"
+
+
+def _ole1(class_name: str, native: bytes) -> str:
+    """An OLE1 embedded object as Word writes it into \\objdata (MS-OLEDS 2.2.4), in hex
+    split into lines as in real files."""
+    import struct
+
+    def name(s: str) -> bytes:
+        raw = s.encode("latin-1") + b"\0" if s else b""
+        return struct.pack("<I", len(raw)) + raw
+
+    obj = (struct.pack("<II", 0x0501, 2) + name(class_name) + name("") + name("")
+           + struct.pack("<I", len(native)) + native)
+    hexed = obj.hex()
+    return "\n".join(hexed[i:i + 128] for i in range(0, len(hexed), 128))
+
+
+def _packaged(label: str, payload: bytes) -> bytes:
+    """Packager native data: what an object of class "Package" holds (a dropped file)."""
+    import struct
+
+    path = f"C:\\Users\\me\\{label}".encode("latin-1") + b"\0"
+    return (b"\x02\x00" + label.encode("latin-1") + b"\0" + path + b"\x00\x00\x03\x00"
+            + struct.pack("<I", len(path)) + path + struct.pack("<I", len(payload)) + payload)
+
+
+def test_embedded_objects_become_children(corpus: Path) -> None:
+    word = (corpus / "doc" / "poi__quick.doc").read_bytes()  # a real Word compound file
+    note = b"Heron counts for the river survey, kept as a dropped text file.\n"
+    body = (r"Before the objects.\par "
+            r"{\object\objemb{\*\objclass Word.Document.8}\objw2000\objh1000"
+            r"{\*\objdata " + _ole1("Word.Document.8", word) + r"}{\result Shown picture}}"
+            r"\par {\object\objemb{\*\objclass Package}{\*\objdata "
+            + _ole1("Package", _packaged("herons.txt", note)) + r"}}\par After them.\par}")
+    doc = textsieve.extract(_rtf(body), name="objects.rtf")
+    assert doc.status == "ok", doc.error
+    assert "Before the objects." in doc.text and "After them." in doc.text
+    assert "d0cf11e0" not in doc.text.lower()  # the hex is no text of the document
+    kids = {c.name: c for c in doc.children}
+    assert sorted(kids) == ["herons.txt", "object1"]
+    assert "The quick brown fox" in kids["object1"].text
+    assert "Heron counts for the river survey" in kids["herons.txt"].text

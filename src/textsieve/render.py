@@ -21,6 +21,10 @@ _MD_BULLET_START = re.compile(r"(\n[ \t]*)([#>+\-*])(?=\s|$)")
 _MD_NUMBER_START = re.compile(r"(\n[ \t]*)(\d+)([.)])(?=\s|$)")
 _MD_ANY_START = re.compile(r"\n[ \t]*(?:[#>+\-*]|\d+[.)])(?=\s|$)")
 _WS = re.compile(r"[ \t\u00a0]+")
+# Alt text that is only the picture's file name or path (Office 2007 stored the inserted
+# file's path as its description): nothing a reader was meant to hear.
+_FILE_NAME = re.compile(
+    r"^(?:[A-Za-z]:\\|\\\\|/)\S|\.(?:jpe?g|png|gif|bmp|wmf|emf|tiff?|svg|webp)$", re.I)
 # Whitespace other than space/tab/newline (NBSP, CR, em space ...) at a cell's edge: next
 # to a separator or at either end of the table string.
 _ODD_EDGE = re.compile(r"(?:^|[\t\n])[^\S \t\n]|[^\S \t\n](?:[\t\n]|\Z)")
@@ -54,6 +58,39 @@ def md_escape(text: str) -> str:
     return _MD_NUMBER_START.sub(r"\1\2\\\3", lined)[1:]
 
 
+def _roman(n: int) -> str:
+    out = []
+    for value, digits in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"),
+                          (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"),
+                          (4, "iv"), (1, "i")):
+        count, n = divmod(n, value)
+        out.append(digits * count)
+    return "".join(out)
+
+
+def _letters(n: int) -> str:
+    """1 -> a, 26 -> z, 27 -> aa (as Word and LibreOffice count on past z)."""
+    out = ""
+    while n > 0:
+        n, rest = divmod(n - 1, 26)
+        out = chr(ord("a") + rest) + out
+    return out
+
+
+def number_text(n: int, style: str = "decimal") -> str:
+    """A list number as a document shows it. ``style``: decimal, lowerLetter,
+    upperLetter, lowerRoman, upperRoman (the OOXML names; DOC, ODF, PPTX and HTML map
+    theirs onto these), anything else decimal. One place, so "iv" is "iv" in every
+    format."""
+    if n > 0 and style in ("lowerRoman", "upperRoman") and n < 4000:
+        r = _roman(n)
+        return r if style == "lowerRoman" else r.upper()
+    if n > 0 and style in ("lowerLetter", "upperLetter"):
+        a = _letters(n)
+        return a if style == "lowerLetter" else a.upper()
+    return str(n)
+
+
 def _md_cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>").strip()
 
@@ -68,6 +105,8 @@ class Builder:
         self._page_start: int | None = None
         self._page_no = 0
         self._list_open = False
+        # alt text and page furniture: words on the page that are not its own text
+        self._asides = 0
 
     # -- blocks -------------------------------------------------------------------------
     def _add(self, text: str, md: str, *, is_list: bool = False) -> None:
@@ -102,11 +141,37 @@ class Builder:
         fence = "````" if "```" in text else "```"
         self._add(text, f"{fence}{language}\n{text}\n{fence}")
 
-    def list_item(self, text: str, level: int = 0, ordered: bool = False, number: int = 1) -> None:
+    def list_item(self, text: str, level: int = 0, ordered: bool = False, number: int = 1,
+                  label: str | None = None) -> None:
+        """A list item. An ordered one keeps its number in the plain text too ("42.", or
+        ``label`` as the document shows it: "a)", "iv.", "2.1."): a reader quotes "step 3"
+        and the number is the document's text, not markup. Markdown numbers it ``N.``."""
         text = clean_inline(text).replace("\n", " ")
-        marker = f"{number}." if ordered else "-"
         indent = "  " * max(level, 0)
-        self._add(f"{indent}{text}", f"{indent}{marker} {text}", is_list=True)
+        if not ordered:
+            self._add(f"{indent}{text}", f"{indent}- {text}", is_list=True)
+            return
+        shown = clean_inline(label) if label is not None else f"{number}."
+        plain = f"{indent}{shown} {text}" if shown else f"{indent}{text}"
+        self._add(plain, f"{indent}{number}. {text}", is_list=True)
+
+    def image_alt(self, text: str) -> None:
+        """The alternative text of a picture, shape or chart (what a screen reader reads
+        out): in the plain text as it is, in Markdown as an image (``![alt]()``) so a
+        reader can tell it from the document's own sentences."""
+        text = clean_inline(text).replace("\n", " ")
+        if not text or _FILE_NAME.search(text):
+            return
+        alt = text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+        self._add(text, f"![{alt}]()")
+        self._asides += 1
+
+    def furniture(self, text: str) -> None:
+        """A paragraph every page repeats (a master slide's footer, a slide number): text,
+        but not what makes a page of pictures a page with text (``has_text``)."""
+        before = len(self._text)
+        self.paragraph(text)
+        self._asides += len(self._text) - before
 
     def quote(self, text: str) -> None:
         text = clean_inline(text)
@@ -158,6 +223,13 @@ class Builder:
         """Content another extraction already rendered (a decrypted package), kept as is."""
         self._add(text, markdown or text)
 
+    def extend(self, other: Builder) -> None:
+        """Append the blocks of ``other`` (a trial rendering that was kept)."""
+        for text, md in zip(other._text, other._md, strict=True):
+            self._text.append(text)
+            self._md.append(md)
+        self._list_open = other._list_open
+
     def rule(self) -> None:
         self._text.append("")
         self._md.append("---")
@@ -181,8 +253,11 @@ class Builder:
 
     def has_text(self) -> bool:
         """Whether any block holds text (``_add`` keeps only blocks that do; a rule is an
-        empty one)."""
-        return any(self._text)
+        empty one). Alt text and furniture do not count: "Scanned page" on a pasted scan, or
+        a slide number on a photographed slide, must not stop its pictures being read."""
+        if not self._asides:
+            return any(self._text)
+        return sum(1 for t in self._text if t) > self._asides
 
     def build(self) -> tuple[str, str, list[Page]]:
         self.end_page()

@@ -19,14 +19,15 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder, render_text
+from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context
+from ._math import omml_text
 from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 2
+VERSION = 3  # 3: list numbers, alt text, charts' data, equations, altChunk parts
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile",)
@@ -39,6 +40,15 @@ _R_IDS = ("{http://schemas.openxmlformats.org/officeDocument/2006/relationships}
 _HEADING_NAME = re.compile(
     r"^(?:heading|überschrift|titre|titolo|encabezado|título|rubrik|kop|nagłówek|заголовок)"
     r"\s*(\d)$", re.I)
+_WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"
+_WP_STRICT = "{http://purl.oclc.org/ooxml/drawingml/wordprocessingDrawing}"
+_C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+_M = "{http://schemas.openxmlformats.org/officeDocument/2006/math}"
+_M_STRICT = "{http://purl.oclc.org/ooxml/officeDocument/math}"
+_C_STRICT = "{http://purl.oclc.org/ooxml/drawingml/chart}"
+_FLOAT = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
+_MAX_CHART_POINTS = 10_000  # rows of a chart's data table (a damaged one may claim more)
+_LEVEL_REF = re.compile(r"%([1-9])")  # "%2" in a level's text: level 2's number
 
 # -- OOXML package helpers (shared with pptx) ------------------------------------------
 
@@ -203,6 +213,60 @@ def _ole10native(raw: bytes, name: str) -> tuple[bytes, str]:
     return raw[4:], name
 
 
+def chart_content(root: etree._Element) -> tuple[list[str], list[list[str]]]:
+    """A chart part's titles and its data as a table (categories down, series across),
+    from the values the chart caches in itself (c:strCache, c:numCache): the embedded
+    workbook they came from is often missing, and the chart draws from the cache too."""
+    titles = []
+    for t in root.iter("{*}title"):
+        text = "".join(x.text or "" for x in t.iter("{*}t")).strip() or " ".join(
+            (v.text or "").strip() for v in t.iter("{*}v")).strip()
+        if text:
+            titles.append(text)
+    series: list[tuple[str, dict[int, str], dict[int, str]]] = []
+    for ser in root.iter("{*}ser"):
+        parts = {local(c.tag): c for c in ser}
+        names = _cached(parts.get("tx"))
+        cats = _cached(parts.get("cat", parts.get("xVal")))
+        vals = _cached(parts.get("val", parts.get("yVal")))
+        series.append((names.get(0, ""), cats, vals))
+    if not any(vals for _, _, vals in series):
+        return titles, []
+    cats = next((c for _, c, _ in series if c), {})
+    n = max(max((max(d, default=-1) for _, c, v in series for d in (c, v)), default=-1) + 1,
+            len(cats))
+    rows = [["", *(name or f"Series {i}" for i, (name, _, _) in enumerate(series, 1))]]
+    for i in range(min(n, _MAX_CHART_POINTS)):
+        rows.append([cats.get(i, str(i + 1)), *(v.get(i, "") for _, _, v in series)])
+    return titles, rows
+
+
+def _short_number(v: str) -> str:
+    """A cached number as Excel shows it: 8.200000000000001 (a binary float written out
+    in full) is 8.2; anything else as it is."""
+    if len(v) > 15 and _FLOAT.fullmatch(v):
+        return format(float(v), ".15g")
+    return v
+
+
+def _cached(el: etree._Element | None) -> dict[int, str]:
+    """idx -> value of a series' cached points (the first level of a multi-level one)."""
+    if el is None:
+        return {}
+    lvl = next(el.iter("{*}lvl"), None)
+    out: dict[int, str] = {}
+    for pt in (lvl if lvl is not None else el).iter("{*}pt"):
+        v = pt.find("{*}v")
+        idx = _int(pt.get("idx"))
+        if v is not None and idx is not None and idx >= 0:
+            out[idx] = _short_number((v.text or "").strip())
+    if not out:  # a literal name (c:tx/c:v)
+        v = next(el.iter("{*}v"), None)
+        if v is not None and (v.text or "").strip():
+            out[0] = (v.text or "").strip()
+    return out
+
+
 # -- WordprocessingML ------------------------------------------------------------------
 
 
@@ -220,19 +284,26 @@ class _Para:
 
     parts: list[str] = field(default_factory=list)
     boxes: list[etree._Element] = field(default_factory=list)
+    alts: list[str] = field(default_factory=list)  # pictures' and shapes' alt text
+    charts: list[str] = field(default_factory=list)  # relationship ids of chart parts
 
 
 class _Word:
     """Walks one WordprocessingML part and describes it to the builder."""
 
-    def __init__(self, ns: str, styles: dict[str, _Style], numbering: dict[str, list[bool]],
+    def __init__(self, ns: str, styles: dict[str, _Style], numbering: dict[str, list[_Level]],
                  out: Builder) -> None:
         self.w = "{" + ns + "}"
         self.styles = styles
         self.numbering = numbering
         self.out = out
         self.fields: list[bool] = []  # stack of complex fields: True while in instruction
-        self.counters: dict[str, list[int]] = {}
+        self.counters: dict[str, list[int | None]] = {}
+        # The chart part a relationship id of the part being walked names (the body only:
+        # a header's ids are its own)
+        self.read_chart: Callable[[str], etree._Element | None] | None = None
+        # (text, markdown) of an altChunk part (HTML, RTF, text, a document) by its id
+        self.read_chunk: Callable[[str], tuple[str, str] | None] | None = None
         # What inline() does with each run-level element, by its full tag: one dict lookup
         # per element instead of a chain of comparisons with tags built on the spot.
         w = self.w
@@ -244,6 +315,10 @@ class _Word:
             **{w + name: "skip" for name in (
                 "del", "moveFrom", "instrText", "delText", "rPr", "pPr", "delInstrText",
                 "footnoteReference", "endnoteReference", "commentReference")},
+            **dict.fromkeys((_WP + "docPr", _WP_STRICT + "docPr"), "alt"),
+            **dict.fromkeys((_C + "chart", _C_STRICT + "chart"), "chart"),
+            **dict.fromkeys((_M + "oMath", _M + "oMathPara", _M_STRICT + "oMath",
+                             _M_STRICT + "oMathPara"), "math"),
         }
 
     # block level ------------------------------------------------------------------
@@ -266,6 +341,11 @@ class _Word:
                 choice = _first_choice(el)
                 if choice is not None:
                     self.blocks(choice)
+            elif tag == w + "altChunk":  # a part in another format, shown in its place
+                key = rid(el)
+                got = self.read_chunk(key) if key and self.read_chunk is not None else None
+                if got is not None:
+                    self.out.embed(*got)
 
     def paragraph(self, p: etree._Element) -> None:
         para = _Para()
@@ -281,6 +361,21 @@ class _Word:
                 self.out.paragraph(text)
         for box in para.boxes:
             self.blocks(box)
+        for key in para.charts:
+            self.chart(key)
+        for alt in para.alts:
+            self.out.image_alt(alt)
+
+    def chart(self, key: str) -> None:
+        """A chart's titles and cached data where it is anchored."""
+        root = self.read_chart(key) if self.read_chart is not None else None
+        if root is None:
+            return
+        titles, table = chart_content(root)
+        for t in titles:
+            self.out.paragraph(t)
+        if table:
+            self.out.table(table, header=True)
 
     def para_kind(self, p: etree._Element) -> tuple[int | None, tuple[str, int] | None]:
         """(heading level, (numId, ilvl)) from direct formatting and the style chain."""
@@ -325,14 +420,28 @@ class _Word:
         return None, None
 
     def list_item(self, text: str, num_id: str, ilvl: int) -> None:
+        """A numbered paragraph, with its number as Word shows it: the level's text with
+        each "%n" replaced by level n's running count in that level's format."""
         levels = self.numbering.get(num_id, [])
-        ordered = levels[ilvl] if ilvl < len(levels) else False
-        counts = self.counters.setdefault(num_id, [0] * 10)
-        ilvl = min(max(ilvl, 0), 9)
-        counts[ilvl] += 1
-        for i in range(ilvl + 1, 10):
-            counts[i] = 0
-        self.out.list_item(text, ilvl, ordered, counts[ilvl])
+        ilvl = min(max(ilvl, 0), 8)
+        level = levels[ilvl] if ilvl < len(levels) else _BULLET
+        counts = self.counters.setdefault(num_id, [None] * 9)  # None: not started
+        now = counts[ilvl]
+        counts[ilvl] = level.start if now is None else now + 1
+        for i in range(ilvl + 1, 9):
+            counts[i] = None
+        if not level.ordered:
+            self.out.list_item(text, ilvl)
+            return
+
+        def number(m: re.Match[str]) -> str:
+            i = int(m.group(1)) - 1
+            lv = levels[i] if i < len(levels) else level
+            n = counts[i]
+            return number_text(lv.start if n is None else n, lv.fmt)
+
+        label = _LEVEL_REF.sub(number, level.text)
+        self.out.list_item(text, ilvl, True, counts[ilvl] or 0, label)
 
     def table(self, tbl: etree._Element) -> list[list[str]]:
         w = self.w
@@ -388,6 +497,16 @@ class _Word:
                 continue
             elif kind == "box":
                 para.boxes.append(ch)
+            elif kind == "math":  # an equation, written out linearly: a^2+b^2=c^2
+                para.parts.append(omml_text(ch))
+            elif kind == "chart":
+                key = rid(ch)
+                if key:
+                    para.charts.append(key)
+            elif kind == "alt":  # a drawing's description, else its title
+                alt = (ch.get("descr") or "").strip() or (ch.get("title") or "").strip()
+                if alt and ch.get("hidden") not in ("1", "true"):
+                    para.alts.append(alt)
             elif kind == "para":  # a paragraph inside a run-level container (rare)
                 para.parts.append("\n")
                 self.inline(ch, para)
@@ -471,20 +590,41 @@ def _load_styles(root: etree._Element | None, w: str) -> dict[str, _Style]:
     return styles
 
 
-def _load_numbering(root: etree._Element | None, w: str) -> dict[str, list[bool]]:
-    """numId -> per-level 'ordered?' flags (bullet and none are unordered)."""
+@dataclass(frozen=True)
+class _Level:
+    """One numbering level: its number format, the text around the numbers ("%1.",
+    "(%1)", "%1.%2."), and where it starts counting."""
+
+    fmt: str = "decimal"
+    text: str = "%1."
+    start: int = 1
+
+    @property
+    def ordered(self) -> bool:
+        return self.fmt not in ("bullet", "none", "")
+
+
+_BULLET = _Level("bullet", "", 1)
+
+
+def _load_numbering(root: etree._Element | None, w: str) -> dict[str, list[_Level]]:
+    """numId -> its nine levels (bullet and none are unordered)."""
     if root is None:
         return {}
-    abstract: dict[str, list[bool]] = {}
+    abstract: dict[str, list[_Level]] = {}
     for an in root.iter(w + "abstractNum"):
-        flags = [False] * 9
+        levels = [_BULLET] * 9
         for lvl in an.iter(w + "lvl"):
             i = _int(lvl.get(w + "ilvl"))
             fmt = lvl.find(w + "numFmt")
-            if i is not None and 0 <= i < 9 and fmt is not None:
-                flags[i] = fmt.get(w + "val") not in ("bullet", "none", None)
-        abstract[an.get(w + "abstractNumId", "")] = flags
-    out: dict[str, list[bool]] = {}
+            if i is None or not 0 <= i < 9 or fmt is None:
+                continue
+            text, start = lvl.find(w + "lvlText"), lvl.find(w + "start")
+            levels[i] = _Level(fmt.get(w + "val") or "",
+                               f"%{i + 1}." if text is None else text.get(w + "val", ""),
+                               1 if start is None else _int(start.get(w + "val")) or 0)
+        abstract[an.get(w + "abstractNumId", "")] = levels
+    out: dict[str, list[_Level]] = {}
     for num in root.iter(w + "num"):
         a = num.find(w + "abstractNumId")
         if a is not None and a.get(w + "val") in abstract:
@@ -523,7 +663,32 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         for text in headers:
             out.paragraph(text)
         body = body_root.find(w + "body")
+
+        def read_chart(key: str) -> etree._Element | None:
+            target = part_rels.get(key)
+            if target is None or target[0] != "chart" or target[1] not in zf.NameToInfo:
+                return None
+            return read_xml_lenient(zf, target[1], ctx)
+
+        def read_chunk(key: str) -> tuple[str, str] | None:
+            """An altChunk's part extracted like a file of its own (detected by content),
+            its text put where the chunk stands."""
+            target = part_rels.get(key)
+            if target is None or target[0] != "aFChunk" or target[1] not in zf.NameToInfo:
+                return None
+            try:
+                data = read_member(zf, target[1], ctx)
+            except ExtractionError as exc:
+                doc.warnings.append(f"imported part {target[1]}: {exc.message}")
+                return None
+            got = ctx.child(data, posixpath.basename(target[1]))
+            if got.error is not None:
+                doc.warnings.append(f"imported part {target[1]}: {got.error.message}")
+            return (got.text, got.markdown) if got.text.strip() else None
+
+        walker.read_chart, walker.read_chunk = read_chart, read_chunk
         walker.blocks(body if body is not None else body_root)
+        walker.read_chart = walker.read_chunk = None
         for text in footers:
             out.paragraph(text)
         _notes(zf, ctx, by_kind, walker, "footnotes", "footnote")

@@ -23,6 +23,9 @@ from ..source import Source
 from . import Context
 from ._xml import local, open_zip, parse_xml, read_member, read_xml
 
+# Output version (archives re-extract what an older one made): 2 = list numbers in the text.
+VERSION = 2
+
 _SPACE = re.compile(r"[ \t\r\n\f]+")
 _DC = "{http://purl.org/dc/elements/1.1/}"
 _XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}

@@ -15,11 +15,18 @@ import lxml.html
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder
+from ..render import Builder, number_text
 from ..source import Source
 from ..textcodec import bom_encoding, decode, normalize_charset
 from . import Context
 from ._xml import local, parse_xml
+
+# Output version (archives re-extract what an older one made): 2 = list numbers in the
+# text, picture alt text; 3 = self-closed scripts, hidden text, main-content choice.
+VERSION = 3
+
+# Imported on the first page (hidden-text handling), so preload() loads them up front.
+LAZY = ("textsieve.web.region",)
 
 # -- HTML -------------------------------------------------------------------------------
 _SKIP = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object",
@@ -33,11 +40,23 @@ _BLOCK = frozenset({"p", "div", "section", "article", "header", "footer", "main"
                     "h1", "h2", "h3", "h4", "h5", "h6", "noframes", "frameset", "search"})
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _LISTS = frozenset({"ul", "ol", "menu", "dir"})
+# <ol type=...>: how its numbers show (case matters: "a" and "A" differ).
+_OL_TYPES = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman",
+             "I": "upperRoman"}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _SPACES = re.compile(r"[ \t\r\n\f]+")
 _META_CHARSET = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""")
+# A raw-text element written XML-style, "<script .../>": browsers ignore the slash and
+# read up to the next </script> as code; libxml2 closes the element at once, so that code
+# became page text. The lookahead takes the segment up to the next </script>.
+_SELF_CLOSED_RAW = re.compile(
+    r"<(script|style)\b([^<>]*?)\s*/>(?=((?:(?!</\1\s*>).){0,200000}?)</\1\s*>)",
+    re.I | re.S)
+# Markup in that segment means the slash was meant (the page's text follows, a later
+# script has its own end tag): then the element stays empty, as libxml2 reads it.
+_MARKUP = re.compile(r"<(?:/?[a-z][\w:-]*[\s/>]|!--)", re.I)
 
 
 def _tag(el: etree._Element) -> str:
@@ -60,9 +79,12 @@ def _skipped(el: etree._Element, tag: str) -> bool:
 class HtmlWalker:
     """Renders an HTML (or XHTML) subtree to a Builder; reusable for any chosen element."""
 
-    def __init__(self, out: Builder) -> None:
+    def __init__(self, out: Builder, *, alt_text: bool = False) -> None:
         self.out = out
         self.buf: list[str] = []
+        # A picture's alt text as its own block: in a whole document (what a screen reader
+        # reads out); off for main content, where logos and icons would be boilerplate.
+        self.alt_text = alt_text
 
     def render(self, el: etree._Element) -> None:
         """Render ``el`` and everything inside it (not its tail)."""
@@ -90,6 +112,11 @@ class HtmlWalker:
             return
         if tag == "br":
             self.buf.append("\n")
+        elif tag == "img":
+            alt = (el.get("alt") or "").strip()
+            if alt and self.alt_text:
+                self.flush()
+                self.out.image_alt(alt)
         elif tag in _HEADINGS:
             self.flush()
             self.out.heading(inline_text(el), _HEADINGS[tag])
@@ -119,6 +146,7 @@ class HtmlWalker:
     def list_(self, el: etree._Element, level: int) -> None:
         ordered = _tag(el) == "ol"
         number = _int(el.get("start"), 1)
+        style = _OL_TYPES.get(el.get("type") or "1", "decimal")
         for li in el:
             tag = _tag(li)
             if _skipped(li, tag):
@@ -130,7 +158,12 @@ class HtmlWalker:
                       and _outer_list(c, li)]
             text = inline_text(li, exclude=nested)
             if text.strip():
-                self.out.list_item(text, level, ordered, number)
+                if ordered:
+                    number = _int(li.get("value"), number)  # <li value=7> renumbers
+                    self.out.list_item(text, level, True, number,
+                                       f"{number_text(number, style)}.")
+                else:
+                    self.out.list_item(text, level)
                 number += 1
             for sub in nested:
                 self.list_(sub, level + 1)
@@ -272,7 +305,17 @@ def decode_html(data: bytes, http_charset: str | None = None) -> tuple[str, str]
     return text, enc
 
 
+def _open_self_closed(m: re.Match[str]) -> str:
+    """``<script/>`` followed by bare code up to ``</script>``: an open script (the code
+    is its content); followed by markup: an empty one (the text after it is page text)."""
+    if _MARKUP.search(m.group(3)):
+        return m.group(0)
+    return f"<{m.group(1)}{m.group(2)}>"
+
+
 def parse_html(text: str) -> etree._Element:
+    if "/>" in text:
+        text = _SELF_CLOSED_RAW.sub(_open_self_closed, text)
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
                                   no_network=True)
     try:
@@ -295,6 +338,11 @@ def extract_html(src: Source, ctx: Context, doc: Document, out: Builder) -> None
     if not text.strip():
         return
     root = parse_html(text)
+    # What a browser shows after a click or once its scripts run (tab panels, a page
+    # behind a loading guard, React's streamed blocks) is text; other hidden parts go.
+    from ..web.region import drop_hidden  # lazily: web.region imports this module
+
+    drop_hidden(root, aria_shown=False)
     if ctx.options.html == "sieve" and ctx.options.topic:
         from ..web.sieve import sieve_document  # lazily: web.sieve imports this module
 
@@ -312,7 +360,7 @@ def render_html_document(root: etree._Element, doc: Document, out: Builder) -> N
     """Metadata from <head>, text from <body> (or the whole tree for a fragment)."""
     html_metadata(root, doc)
     body = next((c for c in root if _tag(c) == "body"), None)
-    walker = HtmlWalker(out)
+    walker = HtmlWalker(out, alt_text=True)
     if body is not None:
         walker.render(body)
     else:

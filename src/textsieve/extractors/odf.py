@@ -15,16 +15,17 @@ import zipfile
 from lxml import etree
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder, render_text
+from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context
-from ._xml import local, read_xml, read_xml_lenient
+from ._math import mathml_text
+from ._xml import local, open_zip, read_xml, read_xml_lenient
 from .docx import image_children
 from .odfcrypt import open_plain
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 2
+VERSION = 3  # 3: list numbers, alt text, master-page furniture, formulas in the text
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
@@ -34,9 +35,10 @@ _NS = {
     "presentation": "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0",
     "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
     "xlink": "http://www.w3.org/1999/xlink",
+    "svg": "urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0",
 }
-T, TB, D, OF, PR, ST, XL = ("{%s}" % _NS[k] for k in (  # noqa: UP031 - Clark prefixes
-    "text", "table", "draw", "office", "presentation", "style", "xlink"))
+T, TB, D, OF, PR, ST, XL, SVG = ("{%s}" % _NS[k] for k in (  # noqa: UP031 - Clark prefixes
+    "text", "table", "draw", "office", "presentation", "style", "xlink", "svg"))
 
 # Containers whose children are blocks (paragraphs, lists, tables, frames ...).
 _BLOCK_CONTAINERS = {
@@ -47,6 +49,7 @@ _BLOCK_CONTAINERS = {
     D + "path", D + "circle", D + "line", D + "connector", D + "caption", D + "measure",
     D + "regular-polygon", OF + "text", OF + "drawing", OF + "presentation", OF + "chart",
     T + "deletion-free", TB + "table-cell", OF + "annotation-body",
+    ST + "region-left", ST + "region-center", ST + "region-right",  # a sheet's header/footer
 }
 _SKIP = {T + "tracked-changes", T + "sequence-decls", T + "variable-decls",
          T + "user-field-decls", T + "table-of-content-source", T + "alphabetical-index-source",
@@ -57,7 +60,15 @@ _SKIP = {T + "tracked-changes", T + "sequence-decls", T + "variable-decls",
          PR + "notes", OF + "event-listeners", TB + "content-validations"}
 _SKIP_FRAME_CLASSES = {"page-number", "footer", "header", "date-time", "page"}
 _MAX_REPEAT = 64
+# Fields a header or footer repeats on every page (their text is the printing's, not the
+# author's): a header/footer made only of them is furniture, not text.
+_WORD = re.compile(r"\w+")
+_PAGE_FIELDS = {T + "page-number", T + "page-count", T + "sheet-name", T + "date", T + "time",
+                T + "file-name", T + "page-continuation", T + "chapter", T + "title"}
 _CHART = "{urn:oasis:names:tc:opendocument:xmlns:chart:1.0}"
+_MATHML = "{http://www.w3.org/1998/Math/MathML}"
+_NUM_FORMATS = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman",
+                "I": "upperRoman"}  # style:num-format
 
 
 class _Odf:
@@ -68,25 +79,30 @@ class _Odf:
         self.out = out
         self.zf, self.ctx = zf, ctx
         self.comments = comments
-        self.list_styles: dict[str, dict[int, bool]] = {}
+        # list style name -> {level: (format, prefix, suffix, levels shown)} of numbered
+        # levels; a bullet level is absent
+        self.list_styles: dict[str, dict[int, tuple[str, str, str, int]]] = {}
         self.notes: list[str] = []
         self.comment_texts: list[str] = []
         self.depth = 0
 
     # styles ---------------------------------------------------------------------------
     def add_list_styles(self, root: etree._Element | None) -> None:
-        """list style name -> {level: ordered?} from automatic and common styles."""
+        """The numbered levels of each list style (automatic and common styles), with how
+        their numbers show: "1." / "a)" / "(iv)" / "2.1." (text:display-levels)."""
         if root is None:
             return
         for ls in root.iter(T + "list-style"):
             name = ls.get(ST + "name")
             if not name:
                 continue
-            levels: dict[int, bool] = {}
+            levels: dict[int, tuple[str, str, str, int]] = {}
             for lvl in ls:
-                n = _int(lvl.get(T + "level"), 1)
-                levels[n - 1] = local(lvl.tag) == "list-level-style-number" and bool(
-                    lvl.get(ST + "num-format", "1"))
+                fmt = lvl.get(ST + "num-format", "1")
+                if local(lvl.tag) == "list-level-style-number" and fmt:
+                    levels[_int(lvl.get(T + "level"), 1) - 1] = (
+                        _NUM_FORMATS.get(fmt, "decimal"), lvl.get(ST + "num-prefix", ""),
+                        lvl.get(ST + "num-suffix", ""), _int(lvl.get(T + "display-levels"), 1))
             self.list_styles[name] = levels
 
     # blocks ---------------------------------------------------------------------------
@@ -113,6 +129,10 @@ class _Odf:
                 self.out.table(self.table(el), header=True)
             elif tag == D + "object":
                 self.embedded_object(el)
+            elif tag == _MATHML + "math":  # a formula stored in the object itself
+                self.out.paragraph(mathml_text(el))
+            elif tag in (SVG + "title", SVG + "desc"):  # a frame's or shape's alt text
+                self.out.image_alt("".join(el.itertext()))
             elif tag in _BLOCK_CONTAINERS:
                 if tag == D + "frame" and el.get(PR + "class") in _SKIP_FRAME_CLASSES:
                     continue
@@ -131,7 +151,7 @@ class _Odf:
     def list_(self, lst: etree._Element, level: int, style: str | None,
               counters: list[int]) -> None:
         style = lst.get(T + "style-name") or style
-        ordered = self.list_styles.get(style or "", {}).get(level, False)
+        number = self.list_styles.get(style or "", {}).get(level)
         lvl = min(level, 9)
         if lst.get(T + "continue-numbering") != "true" and level == 0:
             counters[:] = [0] * 10
@@ -146,16 +166,17 @@ class _Odf:
                 if ch.tag in (T + "p", T + "h"):
                     texts.append(self.inline_text(ch))
                 elif ch.tag == T + "list":
-                    self._flush_item(texts, lvl, ordered, counters, item)
+                    self._flush_item(texts, lvl, number, counters, item)
                     texts = []
                     self.list_(ch, level + 1, style, counters)
                 elif ch.tag == TB + "table":
-                    self._flush_item(texts, lvl, ordered, counters, item)
+                    self._flush_item(texts, lvl, number, counters, item)
                     texts = []
                     self.out.table(self.table(ch))
-            self._flush_item(texts, lvl, ordered, counters, item)
+            self._flush_item(texts, lvl, number, counters, item)
 
-    def _flush_item(self, texts: list[str], lvl: int, ordered: bool, counters: list[int],
+    def _flush_item(self, texts: list[str], lvl: int,
+                    number: tuple[str, str, str, int] | None, counters: list[int],
                     item: etree._Element) -> None:
         text = " ".join(t.strip() for t in texts if t.strip())
         if not text:
@@ -166,7 +187,14 @@ class _Odf:
         counters[lvl] += 1
         for i in range(lvl + 1, 10):
             counters[i] = 0
-        self.out.list_item(text, lvl, ordered, counters[lvl])
+        if number is None:
+            self.out.list_item(text, lvl)
+            return
+        fmt, prefix, suffix, shown = number
+        # upper levels shown ("2.1.") in their own count, this level in its format
+        upper = [str(max(c, 1)) for c in counters[max(lvl - shown + 1, 0):lvl]]
+        label = ".".join([*upper, number_text(counters[lvl], fmt)])
+        self.out.list_item(text, lvl, True, counters[lvl], f"{prefix}{label}{suffix}")
 
     def table(self, tbl: etree._Element) -> list[list[str]]:
         rows: list[list[str]] = []
@@ -212,6 +240,9 @@ class _Odf:
                 raise
             return
         if root is None:
+            return
+        if root.tag == _MATHML + "math":  # a formula object: its equation, written out
+            self.out.paragraph(mathml_text(root))
             return
         self.depth += 1
         try:
@@ -368,7 +399,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
             out.paragraph(text)
         for kind in body:
             if kind.tag in (OF + "presentation", OF + "drawing"):
-                _pages(walker, kind, out, doc)
+                _pages(walker, kind, out, doc, _master_pages(styles))
             elif kind.tag in (OF + "spreadsheet", OF + "chart"):
                 walker.data_tables(kind)
             else:
@@ -384,7 +415,9 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
 
 
 def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str], list[str]]:
-    """Distinct header and footer texts of the master pages (text documents)."""
+    """Distinct header and footer texts of the master pages (text documents and sheets),
+    minus hidden ones and those that are only page furniture fields ("Page 1", a sheet's
+    name), which every LibreOffice sheet has by default."""
     heads: list[str] = []
     foots: list[str] = []
     if styles is None:
@@ -394,7 +427,7 @@ def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str]
             name = local(el.tag)
             target = heads if name.startswith("header") else foots if name.startswith(
                 "footer") else None
-            if target is None:
+            if target is None or el.get(ST + "display") == "false" or _only_fields(el):
                 continue
             text = render_text(walker, el)
             if text and text not in heads and text not in foots:
@@ -402,10 +435,73 @@ def _page_styles(walker: _Odf, styles: etree._Element | None) -> tuple[list[str]
     return heads, foots
 
 
+def master_page_texts(src: Source, ctx: Context) -> tuple[list[str], list[str]]:
+    """The header and footer texts of a (decrypted) OpenDocument's master pages, for a
+    spreadsheet whose cells another reader takes; none from a damaged styles part."""
+    try:
+        with open_zip(src) as zf:
+            walker = _Odf(Builder(), zf, ctx, False)
+            return _page_styles(walker, read_xml_lenient(zf, "styles.xml", ctx))
+    except ExtractionError as exc:
+        if exc.kind is not ErrorKind.CORRUPT:
+            raise
+        return [], []
+
+
+def _only_fields(el: etree._Element) -> bool:
+    """Whether a header or footer holds fields and at most one word of its own (besides
+    punctuation: "??? (???)" or "Page 1 / 99" is LibreOffice's default, not the author's)."""
+    own: list[str] = []
+    fields = 0
+    for node in el.iter():
+        if node is not el and node.tag in _PAGE_FIELDS:
+            fields += 1
+        elif node.text and node.getparent() is not None and node.tag not in _PAGE_FIELDS:
+            own.append(node.text)
+        if node is not el and node.tail and node.getparent() is not None:
+            own.append(node.tail)
+    return fields > 0 and len(_WORD.findall(" ".join(own))) <= 1
+
+
 _DEFAULT_PAGE_NAME = re.compile(r"^(page|slide|seite|diapo\w*|folie)\s*\d+$", re.I)
 
 
-def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document) -> None:
+def _master_pages(styles: etree._Element | None) -> dict[str, etree._Element]:
+    """The master pages of a presentation or drawing, by name."""
+    if styles is None:
+        return {}
+    return {mp.get(ST + "name", ""): mp for mp in styles.iter(ST + "master-page")}
+
+
+def _slide_furniture(walker: _Odf, page: etree._Element, n: int,
+                     masters: dict[str, etree._Element], decls: dict[str, str],
+                     seen: set[str]) -> list[str]:
+    """What a slide's master shows on it besides its placeholders (text boxes, shapes),
+    and the footer and date texts the slide uses (presentation:footer-decl). Each
+    distinct text once, on the first slide that shows it."""
+    texts: list[str] = []
+    master = masters.get(page.get(D + "master-page-name") or "")
+    if master is not None:
+        for f in master:
+            if f.tag in (PR + "notes", OF + "forms") or f.get(PR + "class"):
+                continue  # a placeholder (title, outline, footer ...): the slide's own
+            text = render_text(walker, f)
+            if text:  # a page-number field on a master shows "<number>": this slide's
+                texts.append(text.replace("<number>", str(n)))
+    for attr in ("use-header-name", "use-footer-name", "use-date-time-name"):
+        name = page.get(PR + attr)
+        if name and decls.get(name):
+            texts.append(decls[name])
+    out = [t for t in texts if t not in seen]
+    seen.update(out)
+    return out
+
+
+def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document,
+           masters: dict[str, etree._Element]) -> None:
+    decls = {d.get(PR + "name", ""): "".join(d.itertext()).strip() for d in kind
+             if d.tag in (PR + "header-decl", PR + "footer-decl", PR + "date-time-decl")}
+    seen: set[str] = set()
     n = 0
     for page in kind:
         if page.tag != D + "page":
@@ -419,6 +515,8 @@ def _pages(walker: _Odf, kind: etree._Element, out: Builder, doc: Document) -> N
         if not titles and name and not _DEFAULT_PAGE_NAME.match(name):
             out.heading(name, 2)
         walker.blocks([f for f in page if f.get(PR + "class") != "title"])
+        for text in _slide_furniture(walker, page, n, masters, decls, seen):
+            out.furniture(text)
         notes = page.find(PR + "notes")
         if notes is not None:
             frames = [f for f in notes if f.get(PR + "class") == "notes"]

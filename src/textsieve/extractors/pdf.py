@@ -31,8 +31,10 @@ from ..render import Builder, md_escape
 from ..source import Source
 from . import Context
 
-# Output version (archives re-extract items made by an older one): 2 = OCR of pages/images.
-VERSION = 2
+# Output version (archives re-extract items made by an older one): 2 = OCR of pages/images;
+# 3 = text of FreeText annotations (and notes with --comments); 4 = right-to-left
+# ligatures in logical order, a space where the script changes.
+VERSION = 4
 
 # Control characters PDFium or broken fonts leave in the text (NUL, form feed, ...). PDFium
 # marks a hyphen it removed at a line end with U+FFFE and has already joined the word
@@ -50,6 +52,11 @@ _SERIAL_FIRST = 0.006
 _FORK_WORTH = 0.06
 _BLOCK = 8  # pages per job handed to a process (see forking.share_jobs)
 _GARBLED_SHARE = 0.3  # pages whose text is more than this share of control chars
+# Markup annotations whose Contents is a reader's note (ISO 32000-1 12.5.6.2).
+_MARKUP = {c.FPDF_ANNOT_TEXT, c.FPDF_ANNOT_HIGHLIGHT, c.FPDF_ANNOT_UNDERLINE,
+           c.FPDF_ANNOT_SQUIGGLY, c.FPDF_ANNOT_STRIKEOUT, c.FPDF_ANNOT_SQUARE,
+           c.FPDF_ANNOT_CIRCLE, c.FPDF_ANNOT_LINE, c.FPDF_ANNOT_POLYGON, c.FPDF_ANNOT_POLYLINE,
+           c.FPDF_ANNOT_INK, c.FPDF_ANNOT_STAMP, c.FPDF_ANNOT_CARET}
 _SHOWN_FIELD_TYPES = {c.FPDF_FORMFIELD_TEXTFIELD, c.FPDF_FORMFIELD_COMBOBOX,
                       c.FPDF_FORMFIELD_LISTBOX}
 
@@ -83,6 +90,9 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                     fields.append(key[1])
             if fields:
                 out.preformatted("\n".join(fields))
+                any_text = True
+            for note in page.notes:
+                out.paragraph(note)
                 any_text = True
         _attachments(pdf, ctx, doc)
     mode = ctx.options.ocr
@@ -214,6 +224,7 @@ class _PageText:
     has_images: bool = False
     garbled: bool = False  # a text layer in fonts without a Unicode mapping
     fields: list[tuple[str, str]] = field(default_factory=list)  # (name, value) of form fields
+    notes: list[str] = field(default_factory=list)  # text of annotations shown on the page
     warning: str | None = None
 
 
@@ -221,17 +232,18 @@ def _read_all(src: Source, ctx: Context, pdf: pdfium.PdfDocument,
               forms: c.FPDF_FORMHANDLE | None, n_pages: int) -> list[_PageText]:
     """Every page, in order: a long document's pages over ``ctx.page_workers`` processes."""
     pages: list[_PageText] = []
+    comments = ctx.options.comments
     t0 = time.perf_counter()
     elapsed = 0.0
     while len(pages) < n_pages and (ctx.page_workers < 2 or elapsed < _SERIAL_FIRST):
-        pages.append(_page(pdf, len(pages), forms))
+        pages.append(_page(pdf, len(pages), forms, comments))
         elapsed = time.perf_counter() - t0
     first, left = len(pages), n_pages - len(pages)
     if not left:
         return pages
     work = elapsed / first * left  # seconds the rest would take here, at this rate
     if work < _FORK_WORTH:
-        return pages + [_page(pdf, i, forms) for i in range(first, n_pages)]
+        return pages + [_page(pdf, i, forms, comments) for i in range(first, n_pages)]
     # Every process should get a fair amount of work (each opens the document again), so
     # a 500-page file uses a handful of processes even on a machine with dozens of cores.
     processes = max(2, min(ctx.page_workers, int(work / (_FORK_WORTH / 2))))
@@ -239,7 +251,7 @@ def _read_all(src: Source, ctx: Context, pdf: pdfium.PdfDocument,
     # at most _BLOCK pages; more pages than MAX_JOBS blocks hold make bigger blocks.
     block = max(1, min(_BLOCK, left // (4 * processes)), -(-left // MAX_JOBS))
     blocks = [range(a, min(a + block, n_pages)) for a in range(first, n_pages, block)]
-    reader = _Reader(src, ctx.options.password, pdf, forms)
+    reader = _Reader(src, ctx.options.password, pdf, forms, comments)
     try:
         parts = share_jobs(lambda j: reader.read(blocks[j]), len(blocks), processes,
                            timeout=ctx.options.timeout)
@@ -254,8 +266,8 @@ class _Reader:
     the child keeps it open for its next blocks and leaves with ``os._exit``)."""
 
     def __init__(self, src: Source, password: str | None, pdf: pdfium.PdfDocument,
-                 forms: c.FPDF_FORMHANDLE | None) -> None:
-        self.src, self.password = src, password
+                 forms: c.FPDF_FORMHANDLE | None, comments: bool) -> None:
+        self.src, self.password, self.comments = src, password, comments
         self.docs = {os.getpid(): (pdf, forms)}
         self._stack = ExitStack()
 
@@ -265,11 +277,12 @@ class _Reader:
             own = self._stack.enter_context(open_document(self.src, self.password))
             self.docs[pid] = (own, self._stack.enter_context(_forms(own)))
         pdf, forms = self.docs[pid]
-        return [_page(pdf, i, forms) for i in pages]
+        return [_page(pdf, i, forms, self.comments) for i in pages]
 
 
-def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None) -> _PageText:
-    """Text, images, garbling and form values of one page.
+def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None,
+          comments: bool = False) -> _PageText:
+    """Text, images, garbling, form values and annotation text of one page.
 
     Closes what it opens, so memory does not grow with the page count.
     """
@@ -284,6 +297,7 @@ def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None) 
                            not text and not garbled and _has_images(page), garbled)
         if forms is not None:  # values are read from the fields; no form-fill page events
             result.fields = _field_values(page, forms)
+        result.notes = _annotation_texts(page, comments)
         return result
     finally:
         c.FPDF_ClosePage(page)
@@ -306,12 +320,58 @@ def _page_text(page: c.FPDF_PAGE) -> tuple[str, bool]:
         if got <= 1:
             return "", False
         raw = ctypes.string_at(buf, (min(got, size) - 1) * 2).decode("utf-16-le", "replace")
+        if _RTL.search(raw):
+            raw = _logical_ligatures(textpage, raw)
     finally:
         c.FPDFText_ClosePage(textpage)
     text = _clean(raw)
+    if _RTL.search(text):
+        text = _SCRIPT_CHANGE.sub(" ", text)
     # Tabs count as junk too: PDFium emits no tabs of its own, unmapped code 9 is one.
     junk = len(raw) - len(text) - raw.count("\r\n") + raw.count("\t")
     return text, junk > _GARBLED_SHARE * len(raw)
+
+
+# Right-to-left text (Hebrew, Arabic, Syriac, Thaana, NKo and their presentation forms).
+_RTL_CLASS = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+_RTL = re.compile(f"[{_RTL_CLASS}]")
+# A right-to-left letter against a Latin one: producers draw each direction's run apart,
+# and the space between them (drawn at the far end of one run) is lost; in logical text
+# the scripts do not share a word, so the boundary is a word break ("Pythonمن").
+_LATIN = "A-Za-z\u00c0-\u024f"
+_SCRIPT_CHANGE = re.compile(f"(?<=[{_RTL_CLASS}])(?=[{_LATIN}])|(?<=[{_LATIN}])(?=[{_RTL_CLASS}])")
+
+
+# A reversed lam-alef: alef (plain, with hamza or madda) then lam. In logical order an
+# alef can never start a ligature (it does not join the letter after it).
+_REVERSED_LAM_ALEF = re.compile("[\u0622\u0623\u0625\u0627](?=\u0644)")
+
+
+def _logical_ligatures(textpage: c.FPDF_TEXTPAGE, raw: str) -> str:
+    """Arabic lam-alef ligatures back in logical order.
+
+    A lam-alef glyph that ToUnicode maps to its two letters ("\u0644\u0627", as Word and
+    LibreOffice write it) gives PDFium two characters at one origin; reordering the
+    visual line into logical order, PDFium reverses them with the run, so lam-alef reads
+    alef-lam ("السالم" for "السلام"). "ال" is also the article, so only a pair that shares
+    its origin (one glyph) is swapped back. Origins are asked for at those pairs only: an
+    Arabic page pays two calls per "ال", not one per character."""
+    if c.FPDFText_CountChars(textpage) != len(raw):  # surrogates: indexes do not line up
+        return raw
+    x, y = ctypes.c_double(), ctypes.c_double()
+    ref_x, ref_y = ctypes.byref(x), ctypes.byref(y)
+
+    def origin(i: int) -> tuple[float, float] | None:
+        ok = c.FPDFText_GetCharOrigin(textpage, i, ref_x, ref_y)
+        return (x.value, y.value) if ok else None
+
+    chars = list(raw)
+    for m in _REVERSED_LAM_ALEF.finditer(raw):
+        i = m.start()
+        first = origin(i)
+        if first is not None and origin(i + 1) == first:
+            chars[i], chars[i + 1] = raw[i + 1], raw[i]
+    return "".join(chars)
 
 
 def _clean(text: str) -> str:
@@ -385,6 +445,31 @@ def _field_values(page: c.FPDF_PAGE, forms: c.FPDF_FORMHANDLE) -> list[tuple[str
         finally:
             c.FPDFPage_CloseAnnot(annot)
     return values
+
+
+def _annotation_texts(page: c.FPDF_PAGE, comments: bool) -> list[str]:
+    """Text that annotations put on the page, which is not in its text layer: a FreeText
+    box (typed onto the page) always; a markup annotation's note (a sticky note, the
+    comment on a highlight) when comments are asked for. Hidden ones are left out, and
+    pop-ups, which repeat their parent's note."""
+    texts: list[str] = []
+    for i in range(max(c.FPDFPage_GetAnnotCount(page), 0)):
+        annot = c.FPDFPage_GetAnnot(page, i)
+        if not annot:
+            continue
+        try:
+            kind = c.FPDFAnnot_GetSubtype(annot)
+            if kind != c.FPDF_ANNOT_FREETEXT and not (comments and kind in _MARKUP):
+                continue
+            if c.FPDFAnnot_GetFlags(annot) & (c.FPDF_ANNOT_FLAG_HIDDEN
+                                              | c.FPDF_ANNOT_FLAG_NOVIEW):
+                continue
+            text = _clean(_wide(c.FPDFAnnot_GetStringValue, annot, b"Contents")).strip()
+            if text and text not in texts:
+                texts.append(text)
+        finally:
+            c.FPDFPage_CloseAnnot(annot)
+    return texts
 
 
 def _wide(fn: object, *args: object) -> str:

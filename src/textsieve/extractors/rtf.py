@@ -14,6 +14,7 @@ input (unbalanced braces, truncated files) still yields whatever text it holds.
 from __future__ import annotations
 
 import re
+import struct
 from binascii import unhexlify
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from . import Context
 
 # Output version (archives re-extract what an older one made): 2 = headers and footers;
 # 3 = nothing inside an unread destination counts, and data cut short keeps its last table.
-VERSION = 3
+VERSION = 4  # 4: embedded objects (\\objdata) become children
 
 _TOKEN = re.compile(
     rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?"  # 1, 2: control word + parameter
@@ -465,6 +466,63 @@ def rtf_to_text(data: bytes) -> str:
     return "\n\n".join(b for b in out if b)
 
 
+_OBJDATA = re.compile(rb"\\objdata\b ?")
+_NOT_HEX = re.compile(rb"[^0-9A-Fa-f]+")
+_OLE1_EMBEDDED = 2  # FormatID of an embedded (not linked) OLE1 object
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+def objects(data: bytes, limit: int) -> list[tuple[str, bytes]]:
+    """The objects embedded in an RTF (``{\\object ... {\\*\\objdata hex}}``), at most
+    ``limit``: (class name, native data). The hex is an OLE1 object (MS-OLEDS 2.2.4: version,
+    format, class, topic and item names, then the native data): an Office document's
+    compound file, a PDF's, or a Packager file."""
+    found: list[tuple[str, bytes]] = []
+    for m in _OBJDATA.finditer(data):
+        if len(found) >= limit:
+            break
+        raw = _NOT_HEX.sub(b"", data[m.end():_group_end(data, m.end())])
+        try:
+            obj = unhexlify(raw[:len(raw) // 2 * 2])
+            fmt = struct.unpack_from("<I", obj, 4)[0]
+            pos, names = 8, []
+            for _ in range(3):  # class name, topic name, item name: length-prefixed ANSI
+                n = struct.unpack_from("<I", obj, pos)[0]
+                names.append(obj[pos + 4:pos + 4 + n].rstrip(b"\0").decode("latin-1"))
+                pos += 4 + n
+            size = struct.unpack_from("<I", obj, pos)[0]
+        except (struct.error, ValueError):  # cut short or not hex: not an object we can read
+            continue
+        native = obj[pos + 4:pos + 4 + size]
+        if fmt == _OLE1_EMBEDDED and native:
+            found.append((names[0], native))
+    return found
+
+
+def _children(data: bytes, ctx: Context, doc: Document) -> None:
+    """Embedded objects become children: an Office document or a PDF unwrapped from its
+    OLE storage, a packaged file from its Packager wrapper."""
+    from .docx import _ole10native, unwrap_ole_package  # only for a file with objects
+
+    limit = ctx.options.max_members
+    got = objects(data, limit + 1)
+    if len(got) > limit:
+        doc.warnings.append(f"more than {limit} embedded objects: the rest are not read")
+        got = got[:limit]
+    for i, (cls, native) in enumerate(got, 1):
+        name = f"object{i}"
+        if cls.lower().startswith("package") and not native.startswith(_OLE_MAGIC):
+            payload, name = _ole10native(len(native).to_bytes(4, "little") + native, name)
+        else:
+            payload, name = unwrap_ole_package(native, name)
+        try:
+            ctx.account(len(payload), "embedded objects")
+        except ExtractionError as exc:  # the budget is spent: say so once, keep the text
+            doc.children.append(Document.failed(exc.kind, exc.message, name=name))
+            return
+        doc.children.append(ctx.child(payload, name))
+
+
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     data = src.read()
     if not data.lstrip()[:5] == b"{\\rtf":
@@ -481,3 +539,5 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         else:
             rows = [[_fix_surrogates(c) for c in r] for r in value]  # type: ignore[attr-defined]
             out.table(rows, header=False)
+    if b"\\objdata" in data:
+        _children(data, ctx, doc)

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
 
 from ..model import Document, ErrorKind, ExtractionError
-from ..render import Builder
+from ..render import Builder, number_text
 from ..source import Source
 from . import Context
 from ._olewrite import pack_storage
@@ -31,13 +32,13 @@ from .docx import pictures_to_children, unwrap_ole_package, wants_pictures
 from .legacy import _doc_check, _ole
 
 # Output version (archives re-extract what an older one made).
-VERSION = 1
+VERSION = 2
 
 _WIDENT, _WIDENT_WORD6 = 0xA5EC, 0xA5DC  # Word 97 and later; Word 6 and 95
 _NFIB_WORD97 = 0x00C1  # Word 97; 2000-2003 and later DOCs have a higher nFib
 _F_WHICH_TABLE = 0x0200
 # FibRgLw97 indexes of the story lengths, FibRgFcLcb97 indexes of the (fc, lcb) pairs used.
-_LW_TEXT, _LW_FTN, _LW_HDD, _LW_ATN, _LW_EDN, _LW_TXBX = 3, 4, 5, 7, 8, 9
+_LW_TEXT, _LW_FTN, _LW_HDD, _LW_MCR, _LW_ATN, _LW_EDN, _LW_TXBX, _LW_HDR_TXBX = range(3, 11)
 _FC_PLCFHDD, _FC_PLCFBTEPAPX, _FC_CLX = 11, 13, 33
 # Paragraph sprms (MS-DOC 2.6.2) that carry table structure.
 _SPRM_IN_TABLE, _SPRM_TTP, _SPRM_ITAP = 0x2416, 0x2417, 0x6649
@@ -45,6 +46,7 @@ _SPRM_INNER_CELL, _SPRM_INNER_TTP = 0x244B, 0x244C
 _SPRM_ILFO, _SPRM_ILVL = 0x460B, 0x260A
 _FC_STSHF, _FC_PLFLST, _FC_PLFLFO = 1, 73, 74
 _NFC_BULLET, _NFC_NONE = 23, 255  # number formats that show no number
+_NFC_STYLES = {1: "upperRoman", 2: "lowerRoman", 3: "upperLetter", 4: "lowerLetter"}
 _FIELD_BEGIN, _FIELD_SEP, _FIELD_END = "\x13", "\x14", "\x15"
 # In-paragraph characters with a meaning: line break, page/column/section breaks,
 # non-breaking and optional hyphens; every other control character is an anchor
@@ -55,6 +57,8 @@ _DROP.update({ord(k): v for k, v in _SHOWN.items()})
 # Header/footer stories after the six note separators, per section (MS-DOC 2.8.24 Plcfhdd).
 _HDD_KINDS = ("header", "header", "footer", "footer", "header", "footer")
 _MAX_PIECES = 1_000_000
+# A character outside the BMP: two UTF-16 code units, so two CPs (MS-DOC counts units).
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
 # 8-bit pieces are cp1252, except that the five bytes cp1252 leaves undefined stand for
 # U+0081 and the like (MS-DOC 2.4.1): decoded as Latin-1, then 0x80-0x9F mapped.
 _CP1252 = {i: bytes([i]).decode("cp1252") for i in range(0x80, 0xA0)
@@ -198,9 +202,12 @@ def _render(reader: _Reader, ctx: Context, out: Builder) -> None:
         # The file says it holds text and the pieces point at zeros: let antiword try.
         # (Blank paragraphs and picture anchors are a document without text, not this.)
         raise ExtractionError(ErrorKind.CORRUPT, "the piece table gives no text")
+    # The stories follow the body in this order (MS-DOC 2.3.1, every ccp* of FibRgLw97):
+    # one left out (the macro story, which "MUST be 0" but is not always) moves the rest.
     stories, pos = {}, body_end
-    for key, index in (("footnotes", _LW_FTN), ("headers", _LW_HDD), ("comments", _LW_ATN),
-                       ("endnotes", _LW_EDN), ("boxes", _LW_TXBX)):
+    for key, index in (("footnotes", _LW_FTN), ("headers", _LW_HDD), ("macros", _LW_MCR),
+                       ("comments", _LW_ATN), ("endnotes", _LW_EDN), ("boxes", _LW_TXBX),
+                       ("header boxes", _LW_HDR_TXBX)):
         stories[key] = (pos, pos + fib.lw(index))
         pos += fib.lw(index)
     headers, footers = reader.header_footer_texts(text, *stories["headers"])
@@ -209,7 +216,7 @@ def _render(reader: _Reader, ctx: Context, out: Builder) -> None:
     reader.body(text, 0, body_end, out)
     for f in footers:
         out.paragraph(f)
-    for key in ("boxes", "footnotes", "endnotes", "comments"):
+    for key in ("boxes", "header boxes", "footnotes", "endnotes", "comments"):
         if key == "comments" and not ctx.options.comments:
             continue
         a, b = stories[key]
@@ -244,7 +251,8 @@ class _Fib:
             raise ExtractionError(ErrorKind.CORRUPT, "Word FIB is too short for Word 97")
 
     def lw(self, index: int) -> int:
-        return max(self._lw[index], 0)
+        """A FibRgLw97 value; 0 past the end of a short FIB."""
+        return max(self._lw[index], 0) if index < len(self._lw) else 0
 
     def fclcb(self, index: int) -> tuple[int, int]:
         """(offset, length) in the table stream; (0, 0) past the end of a short FIB."""
@@ -313,7 +321,13 @@ class _Reader:
                 parts.append(raw.decode("latin-1").translate(_CP1252))
             else:
                 raw = word[offset:offset + 2 * n]
-                parts.append(raw.decode("utf-16-le", "replace"))
+                chars = raw.decode("utf-16-le", "replace")
+                if len(chars) * 2 != len(raw) and len(raw) % 2 == 0:
+                    # A character outside the BMP is two CPs (a surrogate pair) but one
+                    # Python character: pad it back to two, or every later story (headers,
+                    # notes, text boxes) is sliced that many characters too far on.
+                    chars = _ASTRAL.sub("\\g<0>\x00", chars)
+                parts.append(chars)
             if len(raw) < (n if compressed else 2 * n):
                 raise ExtractionError(ErrorKind.CORRUPT, "a text piece lies past the end of "
                                       "the WordDocument stream")
@@ -582,12 +596,12 @@ class _Styles:
 
 
 class _Lists:
-    """List numbering: each list's number format and start per level (the LSTF and LVL
-    records after the PlfLst), the list overrides that paragraphs point to (PlfLfo), and
-    the running numbers, so that "6." reads as Word shows it."""
+    """List numbering: each list's number format, start and number text per level (the
+    LSTF and LVL records after the PlfLst), the list overrides that paragraphs point to
+    (PlfLfo), and the running numbers, so that "6." or "b)" reads as Word shows it."""
 
     def __init__(self, table: bytes, fib: _Fib) -> None:
-        self.levels: dict[int, list[tuple[int, int]]] = {}  # lsid -> [(start, nfc)]
+        self.levels: dict[int, list[tuple[int, int, str]]] = {}  # lsid -> [(start, nfc, xst)]
         self.lfo: list[int] = []  # ilfo - 1 -> lsid
         self.counts: dict[int, list[int | None]] = {}
         with contextlib.suppress(struct.error, IndexError):  # damaged: items stay unnumbered
@@ -608,8 +622,10 @@ class _Lists:
                 for _ in range(n):
                     start, nfc = struct.unpack_from("<iB", table, pos)
                     pos += 28 + table[pos + 24] + table[pos + 25]  # + the two grpprls
-                    pos += 2 + 2 * struct.unpack_from("<H", table, pos)[0]  # + the number text
-                    levels.append((start, nfc))
+                    cch = struct.unpack_from("<H", table, pos)[0]  # the number text (xst)
+                    xst = table[pos + 2:pos + 2 + 2 * cch].decode("utf-16-le", "replace")
+                    pos += 2 + 2 * cch
+                    levels.append((start, nfc, xst))
                 self.levels[lsid] = levels
         fc, lcb = fib.fclcb(_FC_PLFLFO)
         if lcb >= 4 and fc + lcb <= len(table):
@@ -620,16 +636,37 @@ class _Lists:
     def item(self, text: str, props: _Para, out: Builder) -> None:
         lsid = self.lfo[props.ilfo - 1] if props.ilfo <= len(self.lfo) else -1
         levels = self.levels.get(lsid, [])
-        level = props.ilvl
-        start, nfc = levels[level] if level < len(levels) else (1, _NFC_BULLET)
+        level = min(props.ilvl, 8)
+        start, nfc, xst = levels[level] if level < len(levels) else (1, _NFC_BULLET, "")
         counts = self.counts.setdefault(lsid, [None] * 9)
         counts[level] = start if counts[level] is None else counts[level] + 1  # type: ignore[operator]
         for deeper in range(level + 1, 9):
             counts[deeper] = None
         if nfc == _NFC_NONE:
             out.paragraph(text)
+        elif nfc == _NFC_BULLET:
+            out.list_item(text, level)
         else:
-            out.list_item(text, level, nfc != _NFC_BULLET, counts[level] or 1)
+            out.list_item(text, level, True, counts[level] or 1,
+                          self._label(xst, levels, counts))
+
+    @staticmethod
+    def _label(xst: str, levels: list[tuple[int, int, str]], counts: list[int | None]
+               ) -> str | None:
+        """The number as Word shows it: the level's number text, whose characters 0-8
+        stand for the running number of that level, in that level's format."""
+        if not xst:
+            return None
+        out = []
+        for ch in xst:
+            i = ord(ch)
+            if i < 9:
+                nfc = levels[i][1] if i < len(levels) else 0
+                n = counts[i] or (levels[i][0] if i < len(levels) else 1)
+                out.append(number_text(n, _NFC_STYLES.get(nfc, "decimal")))
+            else:
+                out.append(ch)
+        return "".join(out)
 
 
 class _Table:
