@@ -764,14 +764,12 @@ def cmd_export(ns: argparse.Namespace) -> int:
         if ns.to.startswith("s3://"):  # written locally, then uploaded
             from .uris import export_to_s3
 
-            n = export_to_s3(lambda to: export(archive, to, ns.format, counts=counts),
+            n = export_to_s3(lambda to: export(archive, to, ns.format, counts=counts,
+                                               on_error=_say),
                              ns.to, ns.format, _s3_options())
         else:
-            n = export(archive, ns.to, ns.format, counts=counts)  # ExportError: exit 1
-
-
-        n = export(archive, ns.to, ns.format, counts=counts,  # ExportError: exit 1
-                   on_error=_say)
+            n = export(archive, ns.to, ns.format, counts=counts,  # ExportError: exit 1
+                       on_error=_say)
     more = "".join(f", {v:,} {k}" for k, v in sorted(counts.items()) if k != "items" and v)
     print(f"exported {n:,} items to {ns.to}{more}", file=sys.stderr)
     return EXIT_FAILED if counts["failed"] else EXIT_OK
