@@ -36,3 +36,14 @@ def hang_in_tool(src, ctx, doc, out) -> None:
     with open(src.read().decode().strip(), "w") as f:
         f.write(str(proc.pid))
     proc.wait()
+
+
+def wait_in_tool(src, ctx, doc, out) -> None:
+    """Like ``hang_in_tool`` with a helper that sleeps instead of spinning (cheap to keep
+    around while a test kills the run); its pid goes to the file the input names."""
+    import subprocess
+
+    proc = subprocess.Popen(["sleep", "600"])
+    with open(src.read().decode().strip(), "w") as f:
+        f.write(str(proc.pid))
+    proc.wait()

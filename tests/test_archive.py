@@ -491,3 +491,74 @@ def test_corpus_zip_xml_members(corpus: Path, name: str, names: list[str]) -> No
         assert doc.status is Status.OK
         assert all(c.ok for c in doc.walk()), [c.error for c in doc.walk()]
         assert any((c.name or "").endswith(".xml") and c.text.strip() for c in doc.walk())
+
+
+# -- member names in legacy code pages -------------------------------------------------
+class _CodePageInfo(zipfile.ZipInfo):
+    """A member whose name is written in a code page without the UTF-8 flag, as
+    Windows Explorer and 7-Zip do on a Chinese, Japanese or Russian system."""
+
+    code_page = "cp437"
+
+    def _encodeFilenameFlags(self) -> tuple[bytes, int]:  # zipfile's own hook
+        return self.filename.encode(self.code_page), self.flag_bits
+
+
+def _code_page_zip(members: list[tuple[str, bytes]], code_page: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members:
+            info = _CodePageInfo(name)
+            info.code_page, info.compress_type = code_page, zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("code_page", "names"), [
+    ("gbk", ["报告/年度总结.txt", "数据.csv", "空文件.txt"]),
+    ("cp932", ["議事録.txt", "資料/予算案.txt", "空のファイル.txt"]),
+    ("cp866", ["Отчёт за год.txt", "Приказ №5.txt", "Пустой.txt"]),
+    ("big5", ["會議記錄.txt", "報告書.txt", "空白.txt"]),
+    ("cp437", ["Übersicht.txt", "Grüße.txt", "leer.txt"]),
+])
+def test_zip_names_in_a_legacy_code_page(code_page: str, names: list[str]) -> None:
+    """Names are read in the code page that wrote them, not as CP437 mojibake; the last,
+    empty member is listed too (as `empty`)."""
+    data = _code_page_zip([(names[0], b"first member text"), (names[1], b"second text"),
+                           (names[2], b"")], code_page)
+    doc = textsieve.extract(data)
+    assert [c.name for c in doc.children] == names
+    assert [c.status for c in doc.children] == [Status.OK, Status.OK, Status.EMPTY]
+    assert doc.metadata.extra["members"] == 3
+
+
+def test_zip_unicode_path_field_beats_the_code_page() -> None:
+    """The Info-ZIP Unicode Path extra field (0x7075) names the member in UTF-8."""
+    real = "Отчёт.txt"
+    legacy = real.encode("cp866")
+    field = b"\x01" + zlib.crc32(legacy).to_bytes(4, "little") + real.encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        info = _CodePageInfo(real)
+        info.code_page = "cp866"
+        info.extra = (0x7075).to_bytes(2, "little") + len(field).to_bytes(2, "little") + field
+        zf.writestr(info, b"report")
+    doc = textsieve.extract(buf.getvalue())
+    assert [c.name for c in doc.children] == [real]
+
+
+@pytest.mark.skipif(shutil.which("zip") is None, reason="zip CLI not installed")
+def test_cli_warns_on_stderr_about_an_encrypted_member(tmp_path: Path) -> None:
+    """A ZIP with a readable and an encrypted member: exit 0 with the readable text, and
+    the encrypted member named on stderr with its kind (not in JSON only)."""
+    (tmp_path / "secret.txt").write_text("the launch code is swordfish")
+    (tmp_path / "open.txt").write_text("nothing to hide")
+    subprocess.run(["zip", "-q", "enc.zip", "open.txt"], cwd=tmp_path, check=True)
+    subprocess.run(["zip", "-q", "-P", "s3cret", "enc.zip", "secret.txt"], cwd=tmp_path,
+                   check=True)
+    r = subprocess.run([sys.executable, "-m", "textsieve", "extract", str(tmp_path / "enc.zip")],
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert "nothing to hide" in r.stdout and "swordfish" not in r.stdout
+    assert "secret.txt: encrypted:" in r.stderr and "warning" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -617,4 +617,42 @@ def test_a_damaged_archive_gives_a_clear_error(big_tree: Path, tmp_path: Path,
         assert p.returncode == 1, (args, p.stdout[-300:], p.stderr[-2000:])
         assert "Traceback" not in p.stderr, p.stderr[-2000:]
         assert p.stderr.startswith(f"textsieve: {db}: "), p.stderr
-        assert "malformed" in p.stderr
+        assert "damaged" in p.stderr and "check --repair" in p.stderr, p.stderr
+
+
+def test_file_names_that_are_not_utf8_are_archived_losslessly(tmp_path: Path) -> None:
+    """A Latin-1 name (bytes Python can only hold as surrogates) is one item like any other:
+    archived, found, shown readably, unchanged on a re-run, exported under its own bytes;
+    and a UTF-8 name that spells its percent-encoded key is a different item."""
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    latin = os.path.join(os.fsencode(src / "sub"), b"caf\xe9 \xff.txt")
+    with open(latin, "wb") as f:
+        f.write(b"a note about sanderlings\n")
+    (src / "sub" / "caf%E9 %FF.txt").write_text("a note about turnstones\n")
+    (src / "plain.txt").write_text("a note about knots\n")
+    db = tmp_path / "a.db"
+    for n in (1, 2):
+        p = textsieve("run", src, "--archive", db, "-j", "1")
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr
+        with Archive(db, readonly=True) as a:
+            rows = dict(a.conn.execute("SELECT key, name FROM items").fetchall())
+            last = a.conn.execute("SELECT counts FROM runs ORDER BY id DESC").fetchone()[0]
+        assert len(rows) == 3
+        assert '"skipped": 3' in last if n == 2 else '"extracted": 3' in last
+    key = f"file://{src}/sub/caf%E9 %FF.txt"
+    assert rows[key] == "caf\\xe9 \\xff.txt"  # shown readably
+    assert rows[str(src / "sub" / "caf%E9 %FF.txt")] == "caf%E9 %FF.txt"
+    from textsieve.sources.files import key_path
+
+    assert os.fsencode(key_path(key) or "") == latin  # the exact bytes, back from the key
+    p = textsieve("search", "sanderlings", "--archive", db)
+    assert p.returncode == 0 and key in p.stdout, p.stderr
+    out = tmp_path / "out"
+    p = textsieve("export", "--to", out, "--archive", db)
+    assert p.returncode == 0, p.stderr
+    exported = os.path.join(os.fsencode(out / "sub"), b"caf\xe9 \xff.txt.txt")
+    with open(exported, "rb") as f:
+        assert f.read() == b"a note about sanderlings\n"
+    assert (out / "sub" / "caf%E9 %FF.txt.txt").read_text() == "a note about turnstones\n"

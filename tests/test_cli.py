@@ -182,3 +182,52 @@ def test_pipe_item_reads_at_most_one_byte_past_the_limit(tmp_path: Path) -> None
     assert doc.error is not None and doc.error.kind == "too_large"
     small = textsieve.extract(b"a" * 1000, max_file_size=1000)  # at the limit: fine
     assert small.status == "ok"
+
+
+def _under_memory_cap(limit: int):  # -> preexec_fn
+    """A child's whole address space capped (its workers inherit it): an unbounded read
+    ends in MemoryError there instead of growing until the kernel kills something."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return cap
+
+
+def test_endless_stdin_is_too_large_not_unbounded() -> None:
+    """``textsieve extract - < /dev/zero`` grew until the kernel killed it: stdin is now
+    read against --max-file-size, and past it the input gets its typed too_large record."""
+    with open("/dev/zero", "rb") as zero:
+        r = subprocess.run([sys.executable, "-m", "textsieve", "extract", "-j", "1",
+                            "--max-file-size", "8", "-"], stdin=zero, capture_output=True,
+                           text=True, timeout=120, check=False,
+                           preexec_fn=_under_memory_cap(2 << 30))
+    assert r.returncode == 1, r.stderr
+    assert "-: too_large: input is more than the limit of 8388608 bytes" in r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_stdin_under_the_limit_is_extracted_with_others(folder: Path) -> None:
+    """A capped stdin next to files: each input keeps its place in the output."""
+    r = run("extract", "--max-file-size", "1", str(folder / "a.txt"), "-",
+            stdin=b"words from standard input\n")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert out.index("herons") < out.index("==> - <==") < out.index("standard input")
+
+
+def test_api_file_objects_are_capped_and_work_isolated(tmp_path: Path) -> None:
+    """A file object is read in chunks up to max_file_size (an endless one ends in
+    too_large); with isolate=True it used to raise 'cannot pickle BufferedReader'."""
+    import textsieve
+
+    with open("/dev/zero", "rb") as zero:
+        doc = textsieve.extract(zero, isolate=True, max_file_size=1 << 20, workers=1)
+    assert doc.status == "error" and doc.error.kind == "too_large"
+    p = tmp_path / "note.txt"
+    p.write_text("a note about storks\n")
+    with open(p, "rb") as f:
+        doc = textsieve.extract(f, isolate=True, workers=1)
+    assert doc.status == "ok" and doc.text.strip() == "a note about storks"
+    assert doc.name == "note.txt"

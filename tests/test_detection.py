@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -28,12 +29,46 @@ def test_docx_named_doc_is_read_as_docx(tmp_path: Path) -> None:
     assert detect(p) == d.DOCX
 
 
+def _wp5(paragraphs: list[bytes]) -> bytes:
+    """A WordPerfect 5.x document as the format defines it: the 16-byte prefix
+    ("\\xffWPC", offset of the text, product 1, file type 10 = document, version 0.0, no
+    encryption), then the text with a hard return (0x0A) closing each paragraph."""
+    prefix = b"\xffWPC" + (16).to_bytes(4, "little") + bytes([1, 10, 0, 0]) + bytes(4)
+    return prefix + b"".join(p + b"\x0a" for p in paragraphs)
+
+
+needs_wpd2text = pytest.mark.skipif(shutil.which("wpd2text") is None,
+                                    reason="wpd2text (libwpd-tools) not installed")
+
+
+@needs_wpd2text
 def test_wordperfect_named_doc_is_not_fed_to_a_word_parser(tmp_path: Path) -> None:
     p = tmp_path / "letter.doc"
-    p.write_bytes(b"\xffWPC" + b"\x10\x00\x00\x00\x01\x0a\x02\x01" + b"\x00" * 200)
+    p.write_bytes(_wp5([b"Heron survey at the lake.", b"Second paragraph about egrets."]))
     assert detect(p) == d.WORDPERFECT
     doc = extract(p)
-    assert doc.error is not None and doc.error.kind is ErrorKind.UNSUPPORTED
+    assert doc.error is None, doc.error
+    assert doc.text == "Heron survey at the lake.\n\nSecond paragraph about egrets."
+
+
+@needs_wpd2text
+def test_wordperfect_inside_ole2_is_read(tmp_path: Path) -> None:
+    """WordPerfect 8+ may store the document as the PerfectOffice_MAIN stream of an
+    OLE2 file: that is WordPerfect, not an unknown (or damaged) OLE2 container."""
+    from textsieve.extractors._olewrite import pack
+
+    p = tmp_path / "report.doc"
+    p.write_bytes(pack({("PerfectOffice_MAIN",): _wp5([b"Kestrel nesting report"])}))
+    assert detect(p) == d.WORDPERFECT
+    assert extract(p).text == "Kestrel nesting report"
+
+
+@needs_wpd2text
+def test_damaged_wordperfect_is_corrupt_wordperfect(tmp_path: Path) -> None:
+    p = tmp_path / "letter.wpd"  # a 6.x prefix over 5.x text: libwpd's "File Exception"
+    p.write_bytes(_wp5([b"Heron survey"]).replace(bytes([1, 10, 0, 0]), bytes([1, 10, 2, 1])))
+    doc = extract(p)
+    assert doc.error is not None and doc.error.kind is ErrorKind.CORRUPT
     assert "WordPerfect" in doc.error.message
 
 
@@ -106,3 +141,37 @@ def test_ole_container_parsed_once_and_closed(corpus: Path, rel: str,
     links = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
              if os.path.exists(f"/proc/self/fd/{fd}")}
     assert str(path) not in links, "the file is still open after extraction"
+
+
+def _with_strays(data: bytes, every: int) -> bytes:
+    """``data`` with a NUL byte after every ``every`` bytes (a page saved by a buggy tool)."""
+    return b"\x00".join(data[i:i + every] for i in range(0, len(data), every))
+
+
+def test_html_with_stray_nuls_is_read_as_html(tmp_path: Path) -> None:
+    """A few NULs (here one in 40 bytes, and a zeroed block) do not make a page binary."""
+    page = Path(__file__).parents[1] / "samples" / "site" / "heron-migration.html"
+    p = tmp_path / "page.html"
+    p.write_bytes(_with_strays(page.read_bytes(), 40) + b"\x00" * 64)
+    assert detect(p) == d.HTML
+    doc = extract(p)
+    assert doc.error is None and doc.status.value == "ok"
+    assert "heron" in doc.text.lower() and "\x00" not in doc.text
+
+
+def test_latin1_text_with_stray_nuls_is_text(tmp_path: Path) -> None:
+    text = ("Grüße aus Köln, où l'été est chaud. " * 40).encode("cp1252")
+    p = tmp_path / "notes.txt"
+    p.write_bytes(_with_strays(text, 30))
+    assert detect(p) == d.TEXT
+    assert "Grüße aus Köln" in extract(p).text
+
+
+@pytest.mark.parametrize("name", ["samples/docs/notice-scan.png", "samples/docs/counts.xlsx"])
+def test_binary_with_nuls_stays_binary(tmp_path: Path, name: str) -> None:
+    """The tolerance does not reach real binary data: a PNG's or a ZIP's deflated bytes
+    without their signature are still binary."""
+    data = (Path(__file__).parents[1] / name).read_bytes()[64:]
+    p = tmp_path / "blob.bin"
+    p.write_bytes(data)
+    assert detect(p) == d.OCTET

@@ -188,3 +188,75 @@ def test_export_errors_are_clear(built: tuple[Path, Path], tmp_path: Path) -> No
     assert blocker.read_text() == "not a folder"
     with Archive(db, readonly=True) as a, pytest.raises(ExportError, match="unknown"):
         export(a, tmp_path / "x", "csv")
+
+
+def _hostile_archive(db: Path) -> dict[str, str]:
+    """An archive whose keys are what a hostile source can make: names past the OS path
+    limit, ``..``, NUL, absolute paths elsewhere. Returns key -> its text."""
+    from textsieve.archive import Entry
+    from textsieve.model import Document, Item
+
+    deep = "/base/docs/" + "/".join(["d" * 200] * 25) + "/deep.txt"  # > 4096 bytes
+    texts = {
+        "/base/docs/good.txt": "a good text about grebes",
+        deep: "a deep text about dunlins",
+        "/base/docs/sub/x.txt": "behind a planted symlink: curlews",
+        "/base/docs/../../../etc/evil": "dot dot text about shrikes",
+        "/base/docs/nul\x00name.txt": "a name with a NUL: plovers",
+        "https://evil.example/../../escape": "a URL climbing out: avocets",
+        "/base/docs/" + "ä" * 400 + ".txt": "a name too long for one part: godwits",
+        "/base/docs/" + "\U0001f426" * 59: "a name of 236 bytes, 4 per character: ruffs",
+        "/base/docs/last.txt": "the last item, written all the same: stints",
+    }
+    with Archive(db) as a:
+        run = a.begin_run(["hostile"], {})
+        sid = {"hostile": a.source_id("hostile")}
+        a.write([Entry(Item(key=k, original=k, source="hostile"), Document(name="x", text=t))
+                 for k, t in texts.items()], run, sid)
+        a.end_run(run, {})
+    return texts
+
+
+def test_txt_export_survives_hostile_names_and_planted_links(tmp_path: Path) -> None:
+    """One unwritable item is reported and the export goes on; nothing is ever written
+    outside the target folder, through a symlink planted there or by any stored key."""
+    db = tmp_path / "h.db"
+    texts = _hostile_archive(db)
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    victim, victim2 = outside / "victim", outside / "victim2"
+    victim.write_text("keep me")
+    victim2.write_text("keep me too")
+    (out / "good.txt.txt.partial").symlink_to(victim)  # the old temporary name
+    (out / "last.txt.txt").symlink_to(victim2)  # the final name itself
+    (out / "sub").symlink_to(outside, target_is_directory=True)  # a folder on the way
+    proc = subprocess.run([sys.executable, "-m", "textsieve", "export", "--to", str(out),
+                           "--archive", str(db)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("textsieve: ")]
+    assert len(errors) == 1 and "sub" in errors[0] and "symlink" in errors[0], proc.stderr
+    assert f"exported {len(texts) - 1} items" in proc.stderr
+    assert victim.read_text() == "keep me" and victim2.read_text() == "keep me too"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim", "victim2"]
+    assert not (out / "last.txt.txt").is_symlink()
+    assert "stints" in (out / "last.txt.txt").read_text(encoding="utf-8")
+    written: dict[str, str] = {}
+    # fwalk: by folder handles (the deep path is past the OS limit), links not followed
+    for dirpath, _dirs, files, dfd in os.fwalk(out):
+        for f in files:
+            if os.path.islink(f"/proc/self/fd/{dfd}/{f}"):
+                continue
+            fd = os.open(f, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
+            with os.fdopen(fd, encoding="utf-8") as fh:
+                written[os.path.join(dirpath, f)] = fh.read()
+    assert not [p for p in written if p.endswith(".partial")]
+    assert len(written) == len(texts) - 1
+    for key, text in texts.items():
+        found = [p for p, body in written.items() if body.strip() == text]
+        assert len(found) == (0 if "curlews" in text else 1), key
+        for p in found:  # no symlink under out: the plain path is where the file is
+            assert os.path.normpath(p).startswith(str(out) + os.sep)
+            assert all(len(part.encode()) <= 255 for part in Path(p).parts)
+    assert any("dddd" in p and len(p) > 4096 for p in written)

@@ -118,7 +118,8 @@ def test_encrypted_ooxml_from_dev_corpus(corpus: Path) -> None:
 def test_encrypted_ooxml_with_password(corpus: Path) -> None:
     path = corpus / "xlsx/calamine__pass_protected.xlsx"
     ok = textsieve.extract(path, password="123")
-    assert ok.status == "ok", ok.error
+    assert ok.error is None, ok.error
+    assert ok.status == "empty"  # opened: its one sheet holds no cell
     assert ok.metadata.extra["decrypted_as"].endswith("spreadsheetml.sheet")
     wrong = textsieve.extract(path, password="nope")
     assert wrong.error is not None and wrong.error.kind == ErrorKind.ENCRYPTED
@@ -204,3 +205,28 @@ def test_encrypt_round_trip_generated_docx(tmp_path: Path) -> None:
     assert opened.status == "ok", opened.error
     assert "The treasure is under the old oak tree." in opened.text
     assert "# Secret Plans" in opened.markdown
+
+
+# -- Information Rights Management ----------------------------------------------------
+def test_irm_protected_doc_is_encrypted_not_its_placeholder(corpus: Path) -> None:
+    """A Word file under IRM keeps a readable WordDocument stream that holds only Office's
+    placeholder; the content is in \\tDRMContent beside the \\x06DataSpaces storages
+    (MS-OFFCRYPTO 2.2.10). Built from a real DOC plus those storages."""
+    import olefile
+
+    from textsieve.extractors._olewrite import pack
+
+    ole = olefile.OleFileIO(str(corpus / "doc/poi__SampleDoc.doc"))
+    tree: dict[tuple[str, ...], bytes | None] = {
+        tuple(e): ole.openstream(e).read() for e in ole.listdir(streams=True, storages=False)}
+    ole.close()
+    plain = textsieve.extract(pack(tree))
+    assert plain.status == "ok"  # the placeholder text reads fine on its own
+    tree[("\x06DataSpaces", "DataSpaceMap")] = bytes(16)
+    tree[("\x06DataSpaces", "DataSpaceInfo", "\tDRMDataSpace")] = bytes(16)
+    tree[("\x06DataSpaces", "TransformInfo", "\tDRMTransform", "\x06Primary")] = bytes(16)
+    tree[("\tDRMContent",)] = bytes(4096)
+    doc = textsieve.extract(pack(tree))
+    assert doc.error is not None and doc.error.kind == ErrorKind.ENCRYPTED
+    assert "Information Rights Management" in doc.error.message
+    assert doc.text == ""

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
+import shutil
+import struct
+import subprocess
 from email.message import EmailMessage
 from email.mime.text import MIMEText
 from pathlib import Path
@@ -10,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import textsieve
-from textsieve.model import ErrorKind
+from textsieve.model import ErrorKind, Status
 
 
 def _pdf(text: str) -> bytes:
@@ -212,3 +216,161 @@ def test_fuzzed_msg_bytes_are_a_typed_error(corpus: Path) -> None:
     data[600:4000] = bytes(3400)  # wipe the directory/FAT region
     doc = textsieve.extract(bytes(data))
     assert doc.error is None or doc.error.kind != ErrorKind.INTERNAL
+
+
+# -- Outlook MSG recipients ------------------------------------------------------------
+def _msg_with_bcc(original: Path, name: str, address: str) -> bytes:
+    """``original`` with one more recipient of type Bcc, written the way Outlook stores
+    recipients (a ``__recip_version1.0_`` storage: a fixed-property stream with
+    PidTagRecipientType = 3, the display name and the SMTP address as UTF-16 strings)."""
+    import olefile
+
+    from textsieve.extractors._olewrite import pack
+
+    ole = olefile.OleFileIO(str(original))
+    tree: dict[tuple[str, ...], bytes | None] = {}
+    for entry in ole.listdir(streams=True, storages=False):
+        tree[tuple(entry)] = ole.openstream(entry).read()
+    ole.close()
+    recip = "__recip_version1.0_#0000000F"
+    props = bytes(8) + struct.pack("<HHI", 0x0003, 0x0C15, 6) + struct.pack("<Q", 3)
+    tree[(recip, "__properties_version1.0")] = props
+    tree[(recip, "__substg1.0_3001001F")] = name.encode("utf-16-le")
+    tree[(recip, "__substg1.0_3002001F")] = "SMTP".encode("utf-16-le")
+    tree[(recip, "__substg1.0_39FE001F")] = address.encode("utf-16-le")
+    return pack(tree)
+
+
+def test_msg_recipients_have_names_and_addresses(corpus: Path) -> None:
+    """To and Cc show each person's name and SMTP address (the message's own display
+    lists hold names only), and the Message-ID is in the header block."""
+    doc = textsieve.extract(corpus / "msg/poi__example_received_unicode.msg")
+    head = doc.text.split("\n\n", 1)[0]
+    assert ("To: Ashutosh Dandavate <ashutosh.dandavate@alfresco.com>; "
+            "Paul Holmes-Higgin <paul.hh@alfresco.com>") in head
+    assert "Roy Wetherall <roy.wetherall@alfresco.com>" in head.split("Cc: ", 1)[1]
+    assert "Message-ID: <27350255.35521263227107828.JavaMail.root@zimbra.alfresco.com>" in head
+    assert doc.metadata.extra["to"][0] == "Ashutosh Dandavate <ashutosh.dandavate@alfresco.com>"
+
+
+@pytest.mark.parametrize(("name", "sender"), [
+    # The SMTP address of the sender's own recipient entry (same directory path).
+    ("poi__quick.msg", "From: Kevin Roast <kevin.roast@alfresco.org>"),
+    ("poi__outlook_30_msg.msg", "From: Cramer, Nick <nick.cramer@pnl.gov>"),
+    # The From of the transport headers a received message keeps.
+    ("poi__attachment_msg_pdf.msg", "From: Nick Booth <nick.booth@pof.com.au>"),
+    # No SMTP address anywhere: the name, not the directory path.
+    ("poi__attachment_msg_inlineImg.msg", "From: Angela Deng\n"),
+])
+def test_msg_exchange_sender_shows_smtp_address(corpus: Path, name: str, sender: str) -> None:
+    doc = textsieve.extract(corpus / "msg" / name)
+    assert sender in doc.text
+    assert "/O=" not in doc.text.split("\n\n", 1)[0].upper()
+
+
+def test_msg_bcc_recipient_is_shown(corpus: Path) -> None:
+    data = _msg_with_bcc(corpus / "msg/poi__simple_test_msg.msg", "Hidden Auditor",
+                         "audit@example.org")
+    doc = textsieve.extract(data)
+    assert doc.status is Status.OK
+    assert "Bcc: Hidden Auditor <audit@example.org>" in doc.text
+    assert doc.metadata.extra["bcc"] == ["Hidden Auditor <audit@example.org>"]
+    assert "To: travis@overwrittenstack.com" in doc.text  # the other recipient kept
+
+
+# -- encrypted and rights-managed bodies -----------------------------------------------
+def _pgp_armor(tmp_path: Path, text: str) -> str:
+    """Real OpenPGP ciphertext (gpg, symmetric: no key ring needed)."""
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    return subprocess.run(
+        ["gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", "pw",
+         "--symmetric", "--armor", "-o", "-"], input=text.encode(), capture_output=True,
+        check=True, env={**os.environ, "GNUPGHOME": str(home)}, timeout=60).stdout.decode()
+
+
+needs_gpg = pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg not installed")
+needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None,
+                                   reason="openssl not installed")
+SECRET = "The meeting moves to the boathouse at nine."
+
+
+@needs_gpg
+def test_pgp_mime_message_is_encrypted(tmp_path: Path) -> None:
+    armor = _pgp_armor(tmp_path, SECRET)
+    raw = ("From: Alice <alice@example.org>\nTo: bob@example.org\nSubject: plans\n"
+           "MIME-Version: 1.0\nContent-Type: multipart/encrypted; "
+           'protocol="application/pgp-encrypted"; boundary="b1"\n\n'
+           "--b1\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n\n"
+           '--b1\nContent-Type: application/octet-stream; name="encrypted.asc"\n\n'
+           f"{armor}\n--b1--\n")
+    doc = textsieve.extract(raw.encode())
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert "PGP/MIME" in doc.error.message
+    assert "BEGIN PGP" not in doc.full_text() and doc.metadata.subject == "plans"
+
+
+@needs_gpg
+def test_inline_pgp_block_is_an_encrypted_part_beside_the_clear_text(tmp_path: Path) -> None:
+    armor = _pgp_armor(tmp_path, SECRET)
+    msg = MIMEText(f"Hi Bob, the plan is below.\n\n{armor}\nCheers, Alice\n")
+    msg["From"], msg["Subject"] = "alice@example.org", "inline"
+    doc = textsieve.extract(msg.as_bytes())
+    assert doc.status is Status.OK
+    assert "Hi Bob, the plan is below." in doc.text and "Cheers, Alice" in doc.text
+    assert "BEGIN PGP" not in doc.full_text() and "jA0E" not in doc.full_text()
+    [part] = [c for c in doc.children if c.error]
+    assert part.error is not None and part.error.kind is ErrorKind.ENCRYPTED
+    assert "inline PGP" in part.error.message
+
+
+def _smime(tmp_path: Path, *extra: str) -> bytes:
+    """A real S/MIME message made by openssl (encrypted, or signed with ``-sign``)."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    if not cert.exists():
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj",
+                        "/CN=bob", "-keyout", str(key), "-out", str(cert), "-days", "2"],
+                       check=True, capture_output=True, timeout=60)
+    body = tmp_path / "body.txt"
+    body.write_text(SECRET + "\n")
+    args = ["-sign", "-signer", str(cert), "-inkey", str(key), "-nodetach"] if "-sign" in \
+        extra else ["-encrypt", "-aes256"]
+    args += [a for a in extra if a != "-sign"]
+    out = subprocess.run(["openssl", "smime", *args, "-in", str(body), "-from", "a@example.org",
+                          "-to", "bob@example.org", "-subject", "S/MIME test",
+                          *([] if "-sign" in extra else [str(cert)])],
+                         check=True, capture_output=True, timeout=60).stdout
+    return out
+
+
+@needs_openssl
+def test_smime_encrypted_message_is_encrypted(tmp_path: Path) -> None:
+    data = _smime(tmp_path)
+    assert b"enveloped-data" in data
+    doc = textsieve.extract(data)
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert "S/MIME" in doc.error.message
+    # Old clients leave smime-type out: the CMS content type inside still says so.
+    bare = textsieve.extract(data.replace(b' smime-type=enveloped-data;', b''))
+    assert bare.error is not None and bare.error.kind is ErrorKind.ENCRYPTED
+
+
+@needs_openssl
+def test_smime_signed_only_message_is_not_encrypted(tmp_path: Path) -> None:
+    data = _smime(tmp_path, "-sign")
+    doc = textsieve.extract(data)
+    assert doc.error is None or doc.error.kind is not ErrorKind.ENCRYPTED
+
+
+def test_rights_managed_mail_is_encrypted_not_its_placeholder() -> None:
+    """An IRM-protected mail shows every client a placeholder; the body is message.rpmsg."""
+    msg = EmailMessage()
+    msg["From"], msg["Subject"] = "hr@example.org", "Salary review"
+    msg.set_content("This message is protected with Microsoft Information Protection. "
+                    "You can open it using Microsoft Outlook.")
+    msg.add_attachment(b"\x76\xe8\x04\x60\xc4\x11\xe3\x86" + bytes(200),
+                       maintype="application", subtype="x-microsoft-rpmsg-message",
+                       filename="message.rpmsg")
+    doc = textsieve.extract(msg.as_bytes())
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert "Rights Management" in doc.error.message

@@ -413,3 +413,43 @@ def test_pool_spreads_pages_and_matches_in_process(four_page_scan: bytes,
     assert doc.metadata.extra["ocr_pages"] == [1, 2, 3, 4]
     assert [p.ocr for p in doc.pages] == [True] * 4
     assert doc.text == in_process.text
+
+
+def long_scan(pages: int) -> bytes:
+    """An image-only PDF of many small pages (a 4 x 2/3 inch strip each, one line of text):
+    cheap to make and to OCR, so a test can outrun a short deadline by page count."""
+    buf = io.BytesIO()
+    size = (1200 * 72 / DPI, 200 * 72 / DPI)
+    c = canvas.Canvas(buf, pagesize=size)
+    for n in range(1, pages + 1):
+        img = Image.new("L", (1200, 200), 255)
+        draw_lines(img, [f"Heron page {n}"], size=48, at=(40, 60))
+        c.drawImage(ImageReader(img), 0, 0, width=size[0], height=size[1])
+        c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+def test_the_document_deadline_bounds_all_its_ocr_pages(tmp_path: Path) -> None:
+    """A 2,000-page scan ran over 10 minutes under --timeout 120: each page had its own
+    deadline but nothing bounded the document. Now the pages read in time are kept, the
+    rest are missing_pages, and the document is a timeout."""
+    import json
+    import subprocess
+    import sys
+
+    n = 300  # ~0.2 s of OCR each: a minute of work, far beyond the 8 s allowed
+    path = tmp_path / "long-scan.pdf"
+    path.write_bytes(long_scan(n))
+    res = subprocess.run([sys.executable, "-m", "textsieve", "extract", "-f", "json",
+                          "-j", "2", "--timeout", "8", str(path)],
+                         capture_output=True, text=True, timeout=90, check=False)
+    assert res.returncode == 1, res.stderr
+    assert "timeout: extraction exceeded 8 s" in res.stderr and "Traceback" not in res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "error" and doc["error"]["kind"] == "timeout"
+    extra = doc["metadata"]["extra"]
+    read, missing = extra["ocr_pages"], extra["missing_pages"]
+    assert sorted(read + missing) == list(range(1, n + 1))
+    assert 1 in read and n in missing
+    assert normalise(doc["pages"][0]["text"]) == "Heron page 1"

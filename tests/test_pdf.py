@@ -299,3 +299,105 @@ def test_freetext_annotations_are_page_text_and_notes_come_with_comments() -> No
     assert "Hidden draft remark" not in doc.text and "Check these" not in doc.text
     with_notes = textsieve.extract(_annotated_pdf(), name="a.pdf", comments=True)
     assert with_notes.pages[0].text.endswith("committee\n\nCheck these figures again")
+
+
+# -- right-to-left text ------------------------------------------------------------------
+DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+needs_dejavu = pytest.mark.skipif(not DEJAVU.exists(), reason="fonts-dejavu-core not installed")
+
+
+def _presentation_forms() -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
+    """Arabic presentation forms by (letter, form) and lam-alef ligatures by (pair, form),
+    from the Unicode decompositions of U+FE70..U+FEFC."""
+    import unicodedata
+
+    forms: dict[tuple[str, str], str] = {}
+    ligatures: dict[tuple[str, str], str] = {}
+    for cp in range(0xFE70, 0xFEFD):
+        tag, *codes = (unicodedata.decomposition(chr(cp)) or "x").split()
+        base = "".join(chr(int(h, 16)) for h in codes)
+        if tag.startswith("<"):
+            (forms if len(base) == 1 else ligatures)[base, tag.strip("<>")] = chr(cp)
+    return forms, ligatures
+
+
+def _visual_arabic(line: str) -> str:
+    """A logical right-to-left line as PDF producers draw it: each word shaped into
+    presentation forms (lam + alef as one ligature glyph), glyphs in visual order."""
+    forms, ligatures = _presentation_forms()
+
+    def joins(ch: str) -> bool:
+        return (ch, "final") in forms
+
+    def dual(ch: str) -> bool:
+        return (ch, "initial") in forms
+
+    def shape(word: str) -> str:
+        out, i = [], 0
+        while i < len(word):
+            after = i > 0 and dual(word[i - 1])
+            if (word[i:i + 2], "isolated") in ligatures:
+                out.append(ligatures[word[i:i + 2], "final" if after else "isolated"])
+                i += 2
+                continue
+            before = i + 1 < len(word) and dual(word[i]) and joins(word[i + 1])
+            form = {(0, 0): "isolated", (0, 1): "initial", (1, 1): "medial",
+                    (1, 0): "final"}[int(after), int(before)]
+            out.append(forms.get((word[i], form)) or word[i])
+            i += 1
+        return "".join(out)
+
+    return " ".join(shape(w)[::-1] if not w.isascii() else w for w in reversed(line.split()))
+
+
+def _rtl_pdf(path: Path, runs: list[list[str]], ligature_as_two: bool) -> Path:
+    """One line per entry of ``runs``; each line's runs drawn right to left, edge to edge
+    without a space glyph between them (the way bidi runs are placed). With
+    ``ligature_as_two`` the ToUnicode map gives the lam-alef glyphs the two letters they
+    stand for, as Word and LibreOffice write it."""
+    import re
+
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+
+    pdfmetrics.registerFont(TTFont("DejaVuRTL", str(DEJAVU)))
+    buf = io.BytesIO()
+    pdf = canvas.Canvas(buf, pageCompression=0)
+    y = 780.0
+    for line in runs:
+        right = 550.0
+        for run in line:
+            shown = run if run.isascii() else _visual_arabic(run) if any(
+                "\u0600" <= ch <= "\u06ff" for ch in run) else run[::-1]
+            pdf.setFont("DejaVuRTL", 14)
+            pdf.drawRightString(right, y, shown)
+            right -= pdfmetrics.stringWidth(shown, "DejaVuRTL", 14)
+        y -= 24
+    pdf.save()
+    data = buf.getvalue()
+    if ligature_as_two:
+        data = re.sub(rb"<FEF[5-9A-C]>", b"<06440627>", data)
+    path.write_bytes(data)
+    return path
+
+
+@needs_dejavu
+@pytest.mark.parametrize("ligature_as_two", [False, True])
+def test_arabic_lam_alef_in_logical_order(tmp_path: Path, ligature_as_two: bool) -> None:
+    path = _rtl_pdf(tmp_path / "ar.pdf", [["السلام عليكم ورحمة الله"], ["لا إله إلا الله"]],
+                    ligature_as_two)
+    doc = textsieve.extract(path)
+    assert doc.status is Status.OK
+    assert doc.text.split("\n") == ["السلام عليكم ورحمة الله", "لا إله إلا الله"]
+
+
+@needs_dejavu
+def test_space_where_the_script_changes(tmp_path: Path) -> None:
+    """Logical "تعلمت Python من الكتاب" / "שלום Python עולם", each run drawn apart with no
+    space glyph between: the words of two scripts are not glued together."""
+    path = _rtl_pdf(tmp_path / "mixed.pdf", [["تعلمت", "Python", "من الكتاب"],
+                                             ["שלום", "Python", "עולם"]], False)
+    words = textsieve.extract(path).text.split()
+    assert "Python" in words and "من" in words and "تعلمت" in words
+    assert "שלום" in words and "עולם" in words
+    assert words.count("Python") == 2

@@ -143,3 +143,38 @@ def test_interrupted_run_clears_the_line_and_still_summarises() -> None:
     assert text.startswith("\r3/10+ items") and "\r\x1b[K" in text
     tail = text[text.rindex("\x1b[K") + 3:]
     assert tail.startswith("run interrupted") and re.search(r"extracted\s+3", tail)
+
+
+def test_eta_before_the_listing_ends_comes_from_the_count_ahead() -> None:
+    """The listing runs only a few items ahead of the extraction, so it ended just before
+    the run did and big runs never showed an ETA; the count made ahead gives one."""
+    st = RunStats(total=300, skipped=100, done=100, expected=1000)
+    st.status.update(ok=100)
+    st.started -= 10.0  # 10/s; 100 listed still to do, and 700 unlisted of which 2/3 new
+    line = Progress(io.StringIO(), tty=True, width=200).line(st)
+    assert line.startswith("[####................] 200/1,000 items"), line
+    assert "ETA 56s" in line  # (100 + 700 * 2/3) / 10 per second
+    st.expected = None  # not countable (a mailbox): no total, no ETA, as before
+    line = Progress(io.StringIO(), tty=True, width=200).line(st)
+    assert "200/300+ items" in line and "ETA" not in line
+
+
+def test_folder_count_matches_what_is_listed(tmp_path: Path) -> None:
+    from textsieve.sources.files import FileSource
+
+    for name in ("a.txt", "b/c.txt", "b/d/e.txt", ".hidden", "b/.git/config"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("words")
+    src = FileSource(str(tmp_path))
+    assert src.count() == len(list(src.items())) == 3
+
+
+def test_terminal_shows_an_eta_while_the_listing_is_still_going(folder: Path,
+                                                                tmp_path: Path) -> None:
+    rc, out = _run_in_pty(["run", str(folder), "--archive", str(tmp_path / "t.db"),
+                           "-j", "1"], columns=160)
+    assert rc == 0, out
+    live = [line for line in LIVE.findall(out) if line]
+    early = [line for line in live
+             if int(re.search(r"([\d,]+)/[\d,]+\+? items", line)[1]) <= 30]
+    assert early and any("/40 items" in line and "ETA" in line for line in early), live

@@ -291,3 +291,48 @@ def test_run_writes_searchable_copies_without_a_second_ocr(tmp_path: Path) -> No
         doc = a.document(iid)
     assert doc is not None and doc.metadata.extra["searchable_pdf"] == str(copy)
     assert doc.metadata.extra["ocr_pages"] == [2, 3, 4]
+
+
+def _marked_scan(path: Path, marker: str) -> None:
+    """Page 1: a text layer saying ``marker``; page 2: the scan (needs OCR)."""
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    c = canvas.Canvas(str(path), pagesize=(W, H))
+    c.drawString(72, 700, marker)
+    c.showPage()
+    c.drawImage(ImageReader(scan()), 0, 0, W, H)
+    c.showPage()
+    c.save()
+
+
+def test_run_copies_mirror_the_tree_and_never_follow_a_planted_link(tmp_path: Path) -> None:
+    """`a/scan.pdf` and `b/scan.pdf` get a copy each (before, both became DIR/scan.pdf and
+    both items pointed to it); a symlink planted in DIR is never written through."""
+    docs, out, outside = tmp_path / "docs", tmp_path / "searchable", tmp_path / "outside"
+    for sub in ("a", "b", "c"):
+        _marked_scan(docs / sub / "scan.pdf", f"copy of folder {sub} marker")
+    out.mkdir()
+    outside.mkdir()
+    (out / "c").symlink_to(outside, target_is_directory=True)
+    db = tmp_path / "a.db"
+    p = run_cli("run", str(docs), "--archive", str(db), "--searchable-pdf", str(out), "-j", "2")
+    assert p.returncode == 0, p.stderr
+    assert list(outside.iterdir()) == []
+    from textsieve.archive import Archive
+
+    with Archive(db, readonly=True) as a:
+        rows = a.conn.execute("SELECT id, key FROM items WHERE parent_id IS NULL").fetchall()
+        docs_by_folder = {Path(key).parent.name: a.document(iid) for iid, key in rows}
+    for sub in ("a", "b"):
+        doc = docs_by_folder[sub]
+        assert doc is not None
+        copy = out / sub / "scan.pdf"
+        assert doc.metadata.extra["searchable_pdf"] == str(copy)
+        assert f"folder {sub} marker" in pdftotext(copy, 1)
+        assert "quick brown" in " ".join(words(pdftotext(copy, 2)))
+    c = docs_by_folder["c"]
+    assert c is not None and "searchable_pdf" not in c.metadata.extra
+    assert any("searchable PDF not written" in w and "symlink" in w for w in c.warnings)
+    assert "quick brown" in c.text  # the text is what matters: extracted all the same

@@ -204,3 +204,30 @@ def test_workbook_stream_head_is_the_streams_start(corpus: Path, name: str) -> N
     with olefile.OleFileIO(str(corpus / "xls" / name)) as ole:
         whole = ole.openstream("Workbook").read()
         assert stream_head(ole, "Workbook", 4096) == whole[:4096]
+
+
+@pytest.mark.parametrize("sheet_names", [["Sheet"], ["Budget", "Notes"]])
+def test_workbook_without_cells_is_empty(tmp_path: Path, sheet_names: list[str]) -> None:
+    """A workbook whose sheets hold nothing is `empty`: its sheet names are not its text."""
+    wb = openpyxl.Workbook()
+    wb.active.title = sheet_names[0]
+    for name in sheet_names[1:]:
+        wb.create_sheet(name)
+    path = tmp_path / "blank.xlsx"
+    wb.save(path)
+    doc = textsieve.extract(path)
+    assert doc.status is Status.EMPTY, doc.text
+    assert doc.text == ""
+    assert doc.metadata.extra["sheets"] == sheet_names
+
+
+def test_empty_sheet_keeps_its_heading_beside_a_full_one(tmp_path: Path) -> None:
+    wb = openpyxl.Workbook()
+    wb.active.title = "Blank"
+    wb.create_sheet("Data")["A1"] = "figures"
+    path = tmp_path / "half.xlsx"
+    wb.save(path)
+    doc = textsieve.extract(path)
+    assert doc.status is Status.OK
+    assert [p.number for p in doc.pages] == [1, 2]
+    assert "## Blank" in doc.markdown and "figures" in doc.text

@@ -31,6 +31,7 @@ __all__ = [
     "__version__",
     "detect",
     "extract",
+    "handler",
     "preload",
 ]
 
@@ -38,7 +39,9 @@ Input = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 
 
 def _source(obj: Input, name: str | None, options: Options):  # -> Source
-    from .source import Source
+    """The Source of an input; a file object is read here, at most ``max_file_size``
+    bytes (ExtractionError ``too_large`` past it)."""
+    from .source import Source, read_capped
 
     if isinstance(obj, Source):
         return obj
@@ -50,10 +53,16 @@ def _source(obj: Input, name: str | None, options: Options):  # -> Source
             src.name = name
         return src
     if hasattr(obj, "read"):
-        data = obj.read(options.max_file_size + 1)
-        guessed = name or Path(getattr(obj, "name", "") or "").name or None
-        return Source.from_bytes(data, name=guessed, max_size=options.max_file_size)
+        data = read_capped(obj, options.max_file_size)
+        return Source.from_bytes(data, name=name or _stream_name(obj),
+                                 max_size=options.max_file_size)
     raise TypeError(f"cannot extract from {type(obj).__name__}")
+
+
+def _stream_name(obj: Any) -> str | None:
+    """The file name of an open file object, as a hint (``open(fd)`` has a number)."""
+    name = getattr(obj, "name", None)
+    return Path(name).name or None if isinstance(name, str) else None
 
 
 _DEFAULTS = Options()
@@ -85,13 +94,23 @@ def extract(source: Input, *, name: str | None = None, options: Options | None =
     taking the caller down. Bad input never raises: look at ``Document.status``.
     """
     opts = _options(options or _DEFAULTS, option_values)
+    if hasattr(source, "read"):
+        # Read here, capped, before anything else: a file object cannot be handed to a
+        # worker process, and an endless stream must end in too_large, not in the OOM killer.
+        from .source import read_capped
+
+        name = name or _stream_name(source)
+        try:
+            source = read_capped(source, opts.max_file_size)  # type: ignore[arg-type]
+        except ExtractionError as exc:
+            return Document.failed(exc.kind, exc.message, name=name)
     if isolate:
         from .run.pool import extract_many
 
         return next(iter(extract_many([source], opts, names=[name])))
-    from .core import extract_source
+    from .run.steps import extract_here
 
-    return extract_source(_source(source, name, opts), opts)
+    return extract_here(source, name, opts)
 
 
 def preload(mime_types: Iterable[str] | None = None) -> None:
@@ -99,6 +118,7 @@ def preload(mime_types: Iterable[str] | None = None) -> None:
     file of each format: for a long-lived process (a service, a batch job) that wants
     steady per-file times. ``import textsieve`` itself stays light (~50 ms)."""
     from .extractors import preload as _preload
+    from .run import steps  # noqa: F401  extract() goes through it (the page fan-out)
 
     _preload(mime_types)
 
@@ -109,3 +129,13 @@ def detect(source: Input, *, name: str | None = None) -> str:
 
     with _source(source, name, Options()) as src:
         return _detect(src).mime
+
+
+def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """A serverless function's entry point (AWS Lambda's ``handler(event, context)``): the
+    same "extract this URI to that URI" event as ``POST /v1/jobs`` (see
+    ``textsieve.events``), extracted in an isolated process. s3:// endpoint and credentials
+    come from boto3's usual environment variables; file:// URIs are refused."""
+    from .events import handle, local_runner
+
+    return handle(event, _DEFAULTS, local_runner)

@@ -33,6 +33,7 @@ DOC = "application/msword"
 PPT = "application/vnd.ms-powerpoint"
 MSG = "application/vnd.ms-outlook"
 OOXML_ENCRYPTED = "application/x-ooxml-encrypted"  # OOXML inside an encrypted OLE2 file
+IRM_PROTECTED = "application/x-ms-irm-protected"  # Office file under Rights Management
 OLE_OTHER = "application/x-ole-storage"
 ODT = "application/vnd.oasis.opendocument.text"
 ODS = "application/vnd.oasis.opendocument.spreadsheet"
@@ -92,6 +93,7 @@ EXTENSION_HINTS = {
     "ppt": PPT, "msg": MSG, "odt": ODT, "ods": ODS, "odp": ODP, "epub": EPUB, "zip": ZIP,
     "csv": CSV, "tsv": TSV, "tab": TSV, "txt": TEXT, "md": TEXT, "eml": EML, "mbox": MBOX,
     "html": HTML, "htm": HTML, "xhtml": HTML, "xml": XML, "rtf": RTF,
+    "wpd": WORDPERFECT, "wp": WORDPERFECT, "wp5": WORDPERFECT, "wp6": WORDPERFECT,
 }
 
 TEXT_FAMILY = {HTML, XML, EML, MBOX, CSV, TSV, TEXT}
@@ -251,11 +253,20 @@ def _ole_kind(src: Source) -> Detection:
     try:
         streams = {"/".join(p) for p in src.ole().listdir(streams=True, storages=True)}
     except Exception as exc:  # olefile raises a zoo of errors on damaged files
+        if b"\xffWPC" in src.head(65536):  # a WordPerfect stream in a damaged container
+            return Detection(WORDPERFECT, "container", f"damaged OLE2 container: {exc}")
         hint = EXTENSION_HINTS.get(src.extension)
-        if hint in (DOC, XLS, PPT, MSG):
+        if hint in (DOC, XLS, PPT, MSG, WORDPERFECT):
             return Detection(hint, "extension", f"damaged OLE2 container: {exc}")
         return Detection(OLE_OTHER, "magic", f"damaged OLE2 container: {exc}")
     lower = {s.lower() for s in streams}
+    if "\tdrmcontent" in lower or any(s.startswith("\x06dataspaces/") and "drm" in s
+                                       for s in lower):
+        # Information Rights Management (MS-OFFCRYPTO 2.2.10, 2.3.3): the readable
+        # WordDocument (or whatever) stream only holds the placeholder Office shows
+        # ("This document is protected..."); the content is in \tDRMContent or in an
+        # EncryptedPackage with a DRM transform.
+        return Detection(IRM_PROTECTED, "container")
     if "encryptioninfo" in lower and "encryptedpackage" in lower:
         return Detection(OOXML_ENCRYPTED, "container")
     if "worddocument" in lower:
@@ -266,6 +277,8 @@ def _ole_kind(src: Source) -> Detection:
         return Detection(PPT, "container")
     if any(s.startswith("__substg1.0_") or s == "__properties_version1.0" for s in lower):
         return Detection(MSG, "container")
+    if "perfectoffice_main" in lower:  # WordPerfect 8+ may save inside OLE2
+        return Detection(WORDPERFECT, "container")
     return Detection(OLE_OTHER, "container", "OLE2 file of an unknown application")
 
 

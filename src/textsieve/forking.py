@@ -16,7 +16,8 @@ leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's buffer
 
 Safety: nothing is forked when this process has other threads (a fork copies a lock held
 by another thread in its locked state), when the platform has no ``fork``, or for a single
-process. Jobs of a child that fails are redone in the parent, so the result never depends
+process: pages are then read here, and ``call_isolated``'s helper comes from the
+forkserver. Jobs of a child that fails are redone in the parent, so the result never depends
 on the fork; a child still running at the deadline is killed and ``JobsTimeout`` raised
 (redoing its jobs would hang the parent too).
 """
@@ -24,6 +25,8 @@ on the fork; a child still running at the deadline is killed and ``JobsTimeout``
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import math
 import os
 import pickle
@@ -37,8 +40,42 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+logger = logging.getLogger(__name__)
+
 _TOKEN = struct.Struct("<I")
 MAX_JOBS = 8192  # 32 KB of tokens: always fits the pipe buffer, so filling never blocks
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2), linux/prctl.h
+
+
+def die_with_parent(parent: int) -> None:
+    """In a freshly forked child: be SIGKILLed by the kernel when ``parent`` dies.
+
+    Without it a child outlives a parent killed by SIGKILL or SIGTERM (no cleanup code
+    runs there), spinning on a hostile page and holding the parent's pipes, stdout (``|
+    head`` never ends) and files open. The parent may already have died between the fork
+    and the prctl (the signal is then never sent): ``getppid()`` tells, and the child
+    leaves. The kernel sends it when the parent's forking *thread* exits, so fork only from
+    a thread that lives as long as the child is wanted. Linux only; elsewhere nothing."""
+    prctl = libc_prctl()
+    if prctl is None:
+        return
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+@functools.cache
+def libc_prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, None without one (not Linux). Looked up once, in the parent before
+    it forks (so no child loads ctypes itself)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
 
 
 class JobsTimeout(Exception):
@@ -129,6 +166,7 @@ def _close(fds: list[int]) -> None:
 def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
     """A child that runs ``work()``, sends its pickled result through a pipe and leaves
     with ``os._exit`` (no parent cleanup runs); None if no child could be made."""
+    parent, _ = os.getpid(), libc_prctl()
     made = _pipes_and_fork(1)
     if made is None:
         return None
@@ -136,6 +174,7 @@ def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
     if pid == 0:
         code = 1
         try:
+            die_with_parent(parent)
             # Dies by itself at the deadline, even if its parent was killed meanwhile (a
             # pool worker past its own deadline): no orphan spins on a hostile page.
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -187,6 +226,7 @@ class _Helper:
     requests: int  # write end: length-prefixed pickled (fn, args)
     answers: int  # read end: length-prefixed pickled (ok, value, retiring)
     memory: int
+    proc: Any = None  # started by the forkserver: not our child, its status comes from it
 
 
 _helper: _Helper | None = None
@@ -202,17 +242,23 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
     ``fn`` must be a module-level function and ``args`` and the result picklable: the
     helper is forked once and kept for later calls (a fork per call cost ~5 ms, more than
     reading a typical workbook). It is replaced after it dies, times out, or keeps more
-    than half its memory allowance after a call. Without fork (other threads running when
-    a helper would be started), ``fn(*args)`` runs here."""
+    than half its memory allowance after a call. With other threads running (a web
+    server, a Ray worker) the helper is not forked from this process (a lock another
+    thread holds would stay locked in it) but started by multiprocessing's forkserver,
+    a clean single-threaded process: isolation is never silently off. Only a platform
+    with neither runs ``fn(*args)`` here, and says so in the log."""
     global _helper
     with _helper_lock:
         helper = _helper
         if helper is not None and helper.memory != memory:
             _retire(helper)
             helper = None
-        if helper is None and can_fork():
-            helper = _helper = _start_helper(memory)
         if helper is None:
+            helper = _helper = _start_helper(memory) if can_fork() \
+                else _start_clean_helper(memory)
+        if helper is None:
+            logger.warning("no process for an isolated call: %s runs unisolated",
+                           getattr(fn, "__name__", fn))
             return fn(*args)
         try:
             _send(helper.requests, pickle.dumps((fn, args, timeout),
@@ -336,12 +382,16 @@ def quiet_native_chatter() -> None:
 
 def _start_helper(memory: int) -> _Helper | None:
     """Fork the helper; None if no process could be made."""
+    parent, _ = os.getpid(), libc_prctl()
     made = _pipes_and_fork(2)
     if made is None:
         return None
     pid, (req_r, req_w, ans_r, ans_w) = made
     if pid == 0:
         try:
+            # The request pipe's EOF ends it too, but only once every process holding the
+            # write end is gone: children forked later by the parent inherit that end.
+            die_with_parent(parent)
             os.close(req_w)
             os.close(ans_r)
             _serve(req_r, ans_w, memory)
@@ -350,6 +400,38 @@ def _start_helper(memory: int) -> _Helper | None:
     os.close(req_r)
     os.close(ans_w)
     return _Helper(pid, req_w, ans_r, memory)
+
+
+def _start_clean_helper(memory: int) -> _Helper | None:
+    """The helper, started by the forkserver (for a process with threads); None if the
+    platform has no forkserver or no process could be made."""
+    import multiprocessing as mp
+
+    try:
+        ctx = mp.get_context("forkserver")
+        req_r, req_w = ctx.Pipe(duplex=False)
+        ans_r, ans_w = ctx.Pipe(duplex=False)
+    except (ValueError, OSError):
+        return None
+    try:
+        proc = ctx.Process(target=_serve_clean, args=(req_r, ans_w, memory), daemon=False)
+        proc.start()
+        # Raw descriptors of our own, like the forked helper's: the Connection objects
+        # would close theirs behind our back.
+        requests, answers = os.dup(req_w.fileno()), os.dup(ans_r.fileno())
+    except OSError:
+        return None
+    finally:
+        for conn in (req_r, req_w, ans_r, ans_w):
+            conn.close()
+    return _Helper(proc.pid, requests, answers, memory, proc)
+
+
+def _serve_clean(requests: Any, answers: Any, memory: int) -> None:
+    """The forkserver-started helper: it dies with the forkserver, which leaves when the
+    process that started it dies."""
+    die_with_parent(os.getppid())
+    _serve(requests.fileno(), answers.fileno(), memory)
 
 
 def _serve(requests: int, answers: int, memory: int) -> None:
@@ -427,6 +509,12 @@ def _retire(helper: _Helper, *, kill: bool = False) -> int | None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(helper.pid, signal.SIGKILL)
     _close([helper.requests, helper.answers])
+    if helper.proc is not None:
+        helper.proc.join(5)
+        code = helper.proc.exitcode
+        if code is None:
+            return None
+        return -code if code < 0 else code << 8  # as a wait status
     try:
         return os.waitpid(helper.pid, 0)[1]
     except ChildProcessError:

@@ -15,6 +15,22 @@ from typing import Any, BinaryIO
 
 from .model import ErrorKind, ExtractionError
 
+_CHUNK = 1 << 20
+
+
+def read_capped(stream: BinaryIO, limit: int | None) -> bytes:
+    """All of a stream (stdin, a pipe, a caller's file object), read in chunks and never
+    more than ``limit`` bytes: ``too_large`` as soon as it has more. Chunks, because one
+    ``read(limit + 1)`` makes Python allocate the whole limit (2 GiB by default) up front,
+    and an endless stream (``< /dev/zero``) must cost no more than the limit it passes."""
+    buf = io.BytesIO()  # its getvalue() hands over the buffer: no second copy at the end
+    while chunk := stream.read(_CHUNK if limit is None else min(_CHUNK, limit + 1 - buf.tell())):
+        buf.write(chunk)
+        if limit is not None and buf.tell() > limit:
+            raise ExtractionError(ErrorKind.TOO_LARGE,
+                                  f"input is more than the limit of {limit} bytes")
+    return buf.getvalue()
+
 
 @dataclass
 class Source:
@@ -50,12 +66,8 @@ class Source:
             return  # missing or unreadable: reported by whoever opens it
         if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
             return
-        limit = self.max_size
         with open(self.path, "rb") as f:
-            data = f.read(-1 if limit is None else limit + 1)
-        if limit is not None and len(data) > limit:
-            raise ExtractionError(ErrorKind.TOO_LARGE,
-                                  f"input is more than the limit of {limit} bytes")
+            data = read_capped(f, self.max_size)
         self.data_, self.path = data, None  # from now on a bytes source: nobody reopens it
 
     @property

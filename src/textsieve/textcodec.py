@@ -136,6 +136,7 @@ def warm() -> None:
             codecs.lookup(name)
 
 
+_HIGH_BYTES = bytes(range(128, 256))
 _SUSPICIOUS_CONTROLS = bytes(b for b in range(32) if b not in (0, 8, 9, 10, 11, 12, 13, 26, 27))
 
 
@@ -145,10 +146,28 @@ def looks_binary(sample: bytes) -> bool:
         return False
     if bom_encoding(sample) or _utf16_without_bom(sample):
         return False
-    nul = sample.count(0)
-    if nul > max(2, len(sample) // 100):
-        return True
     # Text never holds C0 controls beyond whitespace, ESC (ISO-2022), backspace (nroff
     # overstrike), VT and SUB; more than a trace of them means binary.
     ctrl = len(sample) - len(sample.translate(None, _SUSPICIOUS_CONTROLS))
-    return ctrl > max(2, len(sample) // 200)
+    if ctrl > max(2, len(sample) // 200):
+        return True
+    nul = sample.count(0)
+    if nul <= max(2, len(sample) // 100):
+        return False
+    # More NULs than a trace: binary, unless they are strays in otherwise clean text (a
+    # page saved by a buggy CMS, a log with a zeroed block after a crash). Binary formats
+    # hold NULs with bytes that are neither text nor UTF-8; text around strays is both.
+    if nul > len(sample) // 10:
+        return True
+    rest = sample.replace(b"\x00", b"")
+    high = len(rest) - len(rest.translate(None, _HIGH_BYTES))
+    return not (_utf8_text(rest) or high <= len(rest) // 4)
+
+
+def _utf8_text(data: bytes) -> bool:
+    """Whether bytes are UTF-8 (a sequence cut at the end of a sample allowed)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(data) - 3 and exc.reason == "unexpected end of data"
+    return True

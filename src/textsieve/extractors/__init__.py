@@ -32,7 +32,7 @@ Extractor = Callable[["Source", "Context", Document, "Builder"], None]
 
 _P = "textsieve.extractors."
 CORE_VERSION = "1"  # detection / rendering / model changes that alter every output
-REGISTRY_VERSION = 1  # bump when a format gains an extractor (retries its "unsupported")
+REGISTRY_VERSION = 2  # bump when a format gains an extractor (retries its "unsupported")
 REGISTRY_TAG = f"{CORE_VERSION}:registry/{REGISTRY_VERSION}"
 FETCH_VERSION = 1  # bump when fetching changes in a way that should retry fetch failures
 FETCH_TAG = f"{CORE_VERSION}:fetch/{FETCH_VERSION}"
@@ -61,7 +61,9 @@ REGISTRY: dict[str, list[str]] = {
     d.PPT: [f"{_P}legacy:extract_ppt", f"{_P}legacy:extract_ppt_catppt",
             f"{_P}legacy:extract_libreoffice"],
     d.RTF: [f"{_P}rtf:extract", f"{_P}legacy:extract_libreoffice"],
+    d.WORDPERFECT: [f"{_P}wordperfect:extract"],
     d.OOXML_ENCRYPTED: [f"{_P}encrypted:extract"],
+    d.IRM_PROTECTED: [f"{_P}protected:extract"],
     d.MSG: [f"{_P}mail:extract_msg"],
     d.EML: [f"{_P}mail:extract_eml"],
     d.MBOX: [f"{_P}mail:extract_mbox"],
@@ -94,7 +96,6 @@ _FALLBACK_KINDS = {ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED, ErrorKind.MISSING_T
 
 # Formats we recognise and deliberately do not read: a typed answer, not a guess.
 UNSUPPORTED = {
-    d.WORDPERFECT: "WordPerfect documents are not supported",
     d.SEVENZ: "7-Zip archives are not supported",
     d.RAR: "RAR archives are not supported",
     d.ZSTD: "zstd-compressed files are not supported",
@@ -211,10 +212,10 @@ class Context:
         """Charge unpacked bytes to the budget; raises too_large when it is spent."""
         self.budget.unpacked += nbytes
         self.budget.members += 1
-        if self.budget.unpacked > self.options.max_unpacked:
+        if self.budget.unpacked > self.options.unpack_budget:
             raise ExtractionError(
                 ErrorKind.TOO_LARGE,
-                f"{what} unpacks to more than {self.options.max_unpacked} bytes in total",
+                f"{what} unpacks to more than {self.options.unpack_budget} bytes in total",
             )
 
     def run_tool(self, args: Sequence[str], *, input: bytes | None = None,

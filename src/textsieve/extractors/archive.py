@@ -2,7 +2,7 @@
 
 Archives are where bombs live, so nothing here trusts a declared size. Each member is read
 with a streaming, capped read that stops as soon as it passes the unpacked-size budget
-left for the whole tree (``Options.max_unpacked``) or its compression ratio passes
+left for the whole tree (``Options.unpack_budget``) or its compression ratio passes
 ``Options.max_ratio``. Members already extracted are kept when a limit ends the archive;
 the archive itself then carries ``too_large`` with a message saying what was skipped.
 Identical members inside one archive are extracted once (a 42.zip stops being
@@ -36,6 +36,11 @@ from ..render import Builder
 from ..source import Source
 from ..textcodec import decode
 from . import Context
+from .zipnames import legacy_code_page, member_name
+
+# Output version (archives re-extract what an older one made): 2 = member names in a
+# legacy code page (GBK, Shift-JIS, CP866) decoded as such, not as CP437.
+VERSION = 2
 
 _CHUNK = 1 << 20
 _SEVERITY = [ErrorKind.CORRUPT, ErrorKind.ENCRYPTED, ErrorKind.TOO_LARGE, ErrorKind.NEEDS_OCR,
@@ -91,7 +96,7 @@ class _Run:
 
     @property
     def room(self) -> int:
-        return max(self.ctx.options.max_unpacked - self.ctx.budget.unpacked, 0)
+        return max(self.ctx.options.unpack_budget - self.ctx.budget.unpacked, 0)
 
     def fail(self, name: str, kind: ErrorKind, message: str) -> None:
         self.members += 1
@@ -115,8 +120,8 @@ class _Run:
             return
         self.fail(name, ErrorKind.TOO_LARGE,
                   f"unpacks to more than the {self.room} bytes left of the "
-                  f"{opts.max_unpacked}-byte budget (declared {size} bytes)")
-        self.stopped = f"the unpacked-size budget of {opts.max_unpacked} bytes is spent"
+                  f"{opts.unpack_budget}-byte budget (declared {size} bytes)")
+        self.stopped = f"the unpacked-size budget of {opts.unpack_budget} bytes is spent"
 
     def add(self, name: str, data: bytes) -> None:
         """Charge the budget and extract one member (once per distinct content)."""
@@ -291,6 +296,7 @@ def _zip_members(infos: list[zipfile.ZipInfo], opener: _Opener, ctx: Context,
                               f"of {ctx.options.max_members}")
     run = _Run(ctx, doc, "ZIP")
     total = 0
+    code_page = legacy_code_page(infos)
     for info in infos:
         if _zip_skip(info):
             continue
@@ -298,7 +304,7 @@ def _zip_members(infos: list[zipfile.ZipInfo], opener: _Opener, ctx: Context,
         if run.stopped is None and run.count():
             use_tool = legacy is not None and legacy.can_read(info)
             _zip_member(legacy.open if use_tool else opener, info, run,  # type: ignore[union-attr]
-                        external=use_tool)
+                        external=use_tool, code_page=code_page)
     doc.metadata.extra["members"] = total
     run.finish(total)
 
@@ -367,35 +373,9 @@ def _zip_skip(info: zipfile.ZipInfo) -> bool:
     return info.create_system == 3 and stat.S_IFMT(mode) not in (0, stat.S_IFREG)
 
 
-def _zip_name(info: zipfile.ZipInfo) -> str:
-    """The member name as its author wrote it.
-
-    zipfile decodes names without the UTF-8 flag as cp437; many tools write UTF-8 without
-    setting it, or put the UTF-8 name in an Info-ZIP Unicode Path extra field (0x7075).
-    """
-    if info.flag_bits & 0x800:
-        return info.filename
-    extra = info.extra
-    i = 0
-    while i + 4 <= len(extra):
-        tag = int.from_bytes(extra[i:i + 2], "little")
-        size = int.from_bytes(extra[i + 2:i + 4], "little")
-        if tag == 0x7075 and size > 5 and extra[i + 4] == 1:
-            try:
-                return extra[i + 9:i + 4 + size].decode("utf-8")
-            except UnicodeDecodeError:
-                break
-        i += 4 + size
-    try:
-        raw = info.filename.encode("cp437")
-        return raw.decode("utf-8") if not raw.isascii() else info.filename
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return info.filename
-
-
 def _zip_member(opener: _Opener, info: zipfile.ZipInfo, run: _Run,
-                external: bool = False) -> None:
-    name = _zip_name(info)
+                external: bool = False, code_page: str = "cp437") -> None:
+    name = member_name(info, code_page)
     opts = run.ctx.options
     method = info.compress_type
     encrypted = bool(info.flag_bits & 0x1)
@@ -538,7 +518,7 @@ def _decompressor(kind: str, raw: IO[bytes]) -> IO[bytes]:
 def _single(raw: IO[bytes], f: IO[bytes], src: Source, ctx: Context, doc: Document,
             kind: str) -> None:
     name = (_gzip_name(src.head(4096)) if kind == "gzip" else None) or _strip_suffix(src.name)
-    room = max(ctx.options.max_unpacked - ctx.budget.unpacked, 0)
+    room = max(ctx.options.unpack_budget - ctx.budget.unpacked, 0)
     damage = None
     try:
         data = _read_capped(f, room, ctx.options.max_ratio, raw.tell)

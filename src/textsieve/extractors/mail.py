@@ -33,8 +33,10 @@ from . import Context
 LAZY = ("olefile", "lxml.html", "email.parser", "email.generator")
 
 # Output version (archives re-extract what an older one made): 2 = header block from the
-# raw headers (display names unquoted, original Date text).
-VERSION = 2
+# raw headers (display names unquoted, original Date text); 3 = MSG recipients with their
+# addresses, Bcc and Message-ID, Exchange senders by SMTP address; 4 = PGP, S/MIME and
+# IRM-protected bodies are `encrypted`, not ciphertext or a placeholder printed as text.
+VERSION = 4
 
 MAX_MIME_DEPTH = 40
 _HEADERS = (("From", "from"), ("To", "to"), ("Cc", "cc"), ("Date", "date"),
@@ -195,6 +197,7 @@ class _MailWalker:
         self.bodies: list[str] = []
         self.count = 0
         self.truncated = False
+        self.encrypted: list[str] = []  # "PGP/MIME", "S/MIME", "inline PGP": bodies we lack
 
     def attach(self, payload: bytes, name: str) -> None:
         self.count += 1
@@ -228,12 +231,22 @@ class _MailWalker:
                 subject = _header(inner, "Subject") or "message"
                 self.attach(_as_bytes(inner), f"{_safe_name(subject)}.eml")
             return []
+        if ctype == "multipart/encrypted":  # RFC 1847 / 3156: a version part, then cipher
+            protocol = str(part.get_param("protocol") or "").lower()
+            self.encrypted.append("PGP/MIME" if "pgp" in protocol else "multipart/encrypted")
+            return []
+        if ctype in _PKCS7_TYPES and _enveloped(part):
+            self.encrypted.append("S/MIME")
+            return []
         if part.is_multipart():
             subs = [p for p in part.get_payload() if isinstance(p, Message)]
             if ctype == "multipart/alternative" and subs:
                 return [_best_alternative(subs)]
             return subs
         filename = _filename(part)
+        if ctype == _RPMSG or (filename or "").lower().endswith(".rpmsg"):
+            self.encrypted.append(_IRM)  # the readable body is the client's placeholder
+            return []
         disposition = part.get_content_disposition()
         payload = _payload(part)
         # A multipart whose boundary never appears arrives as one string: keep it as text.
@@ -247,6 +260,9 @@ class _MailWalker:
             text = html_to_text(text, self.ctx)
         elif ctype == "text/plain" or ctype.startswith("multipart/"):
             text = self.uudecode(text)
+            if "-----BEGIN PGP MESSAGE-----" in text:
+                text = _PGP_BLOCK.sub("", text)  # ciphertext is not the message's text
+                self.encrypted.append("inline PGP")
         if text.strip():
             self.bodies.append(text)
         return []
@@ -276,6 +292,39 @@ class _MailWalker:
             return self._UU.sub(repl, text)
         except binascii.Error:
             return text
+
+
+_PKCS7_TYPES = ("application/pkcs7-mime", "application/x-pkcs7-mime")
+_RPMSG = "application/x-microsoft-rpmsg-message"  # Microsoft Rights Management (IRM) mail
+_IRM = "IRM"
+_PGP_BLOCK = re.compile(r"-----BEGIN PGP MESSAGE-----.*?(-----END PGP MESSAGE-----|\Z)", re.S)
+# DER of the CMS content types that hold an encrypted message: envelopedData
+# (1.2.840.113549.1.7.3) and authEnvelopedData (1.2.840.113549.1.9.16.1.23).
+_ENVELOPED_OIDS = (b"\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x07\x03",
+                   b"\x06\x0b\x2a\x86\x48\x86\xf7\x0d\x01\x09\x10\x01\x17")
+
+
+def _enveloped(part: Message) -> bool:
+    """An S/MIME part that is encrypted, not signed-only or a certificate bundle: by its
+    smime-type, or (old clients leave it out) by the CMS content type at its start."""
+    smime_type = str(part.get_param("smime-type") or "").lower()
+    if smime_type:
+        return smime_type in ("enveloped-data", "authenveloped-data")
+    return any(oid in _payload(part)[:64] for oid in _ENVELOPED_OIDS)
+
+
+def _encrypted_body(kinds: list[str], readable: bool) -> ExtractionError | Document:
+    """The verdict on a message whose body is encrypted: the message is ``encrypted`` when
+    nothing else of it is readable, else an ``encrypted`` part beside what is."""
+    if _IRM in kinds:  # what a reader sees is "This message is protected with ..."
+        return ExtractionError(ErrorKind.ENCRYPTED, "message protected with Information "
+                               "Rights Management: the text shown is the mail client's "
+                               "placeholder; the body is encrypted in message.rpmsg")
+    what = " and ".join(dict.fromkeys(kinds))
+    message = f"{what}-encrypted message body (it needs the recipient's private key)"
+    if not readable:
+        return ExtractionError(ErrorKind.ENCRYPTED, message)
+    return Document.failed(ErrorKind.ENCRYPTED, message, name="encrypted body")
 
 
 def _as_bytes(msg: Message) -> bytes:
@@ -378,6 +427,13 @@ def render_message(msg: Message, ctx: Context, doc: Document, out: Builder) -> N
     _fill_headers(msg, doc, out)
     walker = _MailWalker(ctx, doc)
     walker.walk(msg)
+    if walker.encrypted:
+        readable = any(b.strip() for b in walker.bodies) or \
+            any(c.status is Status.OK for c in doc.children)
+        verdict = _encrypted_body(walker.encrypted, readable)
+        if isinstance(verdict, ExtractionError):
+            raise verdict
+        doc.children.append(verdict)
     for body in walker.bodies:
         out.preformatted(_tidy(body))
     if walker.count:
@@ -518,13 +574,19 @@ _FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
 class _Msg:
     """Property access under one storage prefix (the message or an embedded one)."""
 
-    def __init__(self, ole: Any, prefix: str, codepage: str | None = None) -> None:
+    def __init__(self, ole: Any, prefix: str, codepage: str | None = None,
+                 header: int | None = None) -> None:
         self.ole = ole
         self.prefix = prefix
+        # The property stream's header: 32 bytes for the message, 24 for an embedded
+        # one, 8 for a recipient or an attachment (MS-OXMSG 2.4).
+        self.header = header if header is not None else (24 if prefix else 32)
         self.fixed = self._fixed_props()
         cp = self.fixed.get(0x3FFD) or self.fixed.get(0x3FDE)
         self.codepage = (normalize_charset(f"cp{cp}") if isinstance(cp, int) else None) or \
             codepage or "cp1252"
+        self.sender_smtp: str | None = None  # set by _msg_sender / _msg_recipients
+        self.sender_dn: str | None = None  # the sender's Exchange directory path, if any
 
     def _read(self, name: str) -> bytes | None:
         path = self.prefix + name
@@ -535,9 +597,8 @@ class _Msg:
     def _fixed_props(self) -> dict[int, Any]:
         """Integer and time properties from __properties_version1.0."""
         data = self._read("__properties_version1.0") or b""
-        header = 32 if not self.prefix else 24
         props: dict[int, Any] = {}
-        for off in range(header, len(data) - 15, 16):
+        for off in range(self.header, len(data) - 15, 16):
             ptype, pid = struct.unpack_from("<HH", data, off)
             if ptype == 0x0003:
                 props[pid] = struct.unpack_from("<i", data, off + 8)[0]
@@ -577,38 +638,128 @@ def _msg_storages(ole: Any, prefix: str, kind: str) -> list[str]:
     return sorted(found)
 
 
+# PidTagRecipientType values (MS-OXOMSG 2.2.3.1) and the display-list property of each.
+_RECIPIENT_KINDS = ((1, "to", "To", "0E04"), (2, "cc", "Cc", "0E03"), (3, "bcc", "Bcc", "0E02"))
+
+
+def _smtp(address: str | None) -> str | None:
+    """An Internet address, or None for an Exchange directory path ("/O=ORG/OU=.../CN=X",
+    the legacy X.500 DN Outlook stores for senders and recipients inside one organisation)
+    and for other non-SMTP address types."""
+    address = (address or "").strip()
+    return address if "@" in address and not address.startswith("/") else None
+
+
+def _named(name: str | None, address: str | None) -> str | None:
+    """ "Name <address>", as a mail client shows a person; either part alone if that is
+    all there is (Outlook wraps some display names in single quotes: dropped)."""
+    name = (name or "").strip()
+    if len(name) > 1 and name[0] == name[-1] == "'":
+        name = name[1:-1].strip()
+    if name and address and address.lower() != name.lower():
+        return f"{name} <{address}>"
+    return address or name or None
+
+
+def _msg_recipients(ole: Any, m: _Msg) -> dict[str, list[str]]:
+    """To/Cc/Bcc from the recipient storages, each as "Name <smtp address>".
+
+    The message's own display lists (PR_DISPLAY_TO ...) hold names only, and not even
+    that for Bcc; the recipient table has the name, the address as sent (an Exchange DN
+    for colleagues) and the SMTP address (PR_SMTP_ADDRESS)."""
+    found: dict[str, list[str]] = {key: [] for _, key, _, _ in _RECIPIENT_KINDS}
+    for storage in _msg_storages(ole, m.prefix, "__recip_version1.0_"):
+        r = _Msg(ole, f"{m.prefix}{storage}/", m.codepage, header=8)
+        kind = r.fixed.get(0x0C15, 1) & 0x0F  # the high bits are flags (sent, ...)
+        key = next((k for n, k, _, _ in _RECIPIENT_KINDS if n == kind), None)
+        address = _smtp(r.text("39FE")) or _smtp(r.text("3003")) or _smtp(r.text("3A00"))
+        shown = _named(r.text("3001") or r.text("3A20"), address)
+        if key and shown:
+            found[key].append(shown)
+        if m.sender_dn and not m.sender_smtp and address and \
+                (r.text("3003") or "").lower() == m.sender_dn.lower():
+            m.sender_smtp = address  # the sender wrote to themselves: same DN
+    return found
+
+
+def _msg_sender(m: _Msg) -> tuple[str | None, str | None]:
+    """The sender's name and, for an Exchange sender, the SMTP address instead of the
+    directory path: PidTagSenderSmtpAddress, the sent-representing one, or the From of
+    the transport headers a received message keeps."""
+    name = m.text("0C1A") or m.text("0042")
+    stored = m.text("0C1F") or m.text("0065")
+    smtp = _smtp(stored) or _smtp(m.text("5D01")) or _smtp(m.text("5D02"))
+    if smtp is None and stored:
+        m.sender_dn = stored
+    if smtp is None and (headers := m.text("007D")):
+        raw = _raw_header(_parse(headers.encode("utf-8", "replace")), "From")
+        try:
+            pairs = getaddresses([_fix_header(raw)]) if raw else []
+        except Exception:  # hostile header text: no address, not a failed message
+            pairs = []
+        smtp = next((_smtp(a) for _, a in pairs if _smtp(a)), None)
+    return name, smtp
+
+
 def _render_msg(ole: Any, prefix: str, ctx: Context, doc: Document, out: Builder,
                 level: int = 0) -> None:
     m = _Msg(ole, prefix)
     subject = m.text("0037")
-    sender_name, sender_mail = m.text("0C1A"), m.text("0C1F") or m.text("5D01")
-    sender = f"{sender_name} <{sender_mail}>" if sender_name and sender_mail and \
-        sender_mail not in sender_name else (sender_name or sender_mail)
-    to, cc = m.text("0E04"), m.text("0E03")
+    sender_name, m.sender_smtp = _msg_sender(m)
+    recipients = _msg_recipients(ole, m)
+    # A directory path is shown only when nothing better (a name) is known.
+    sender = _named(sender_name, m.sender_smtp) or m.sender_dn
+    shown = {key: "; ".join(recipients[key]) or m.text(pid) or None
+             for _, key, _, pid in _RECIPIENT_KINDS}
     date = m.time(0x0039) or m.time(0x0E06)
+    message_id = m.text("1035")
     doc.title, doc.metadata.author, doc.metadata.subject = subject, sender, subject
     doc.metadata.created = date
     extra = doc.metadata.extra
     for key, value in (("from", sender), ("subject", subject), ("date", date),
-                       ("message_id", m.text("1035"))):
+                       ("message_id", message_id)):
         if value:
             extra[key] = value
-    for key, value in (("to", to), ("cc", cc)):
-        if value:
-            extra[key] = [x.strip() for x in value.split(";") if x.strip()]
-    block = [f"{k}: {v}" for k, v in (("From", sender), ("To", to), ("Cc", cc), ("Date", date),
-                                        ("Subject", subject)) if v]
-    if sender or to or cc or subject:  # a bare date is no content (a blank message is empty)
+    for _, key, _, _ in _RECIPIENT_KINDS:
+        if recipients[key]:
+            extra[key] = recipients[key]
+        elif shown[key]:
+            extra[key] = [x.strip() for x in (shown[key] or "").split(";") if x.strip()]
+    fields = [("From", sender), *((label, shown[key]) for _, key, label, _ in _RECIPIENT_KINDS),
+              ("Date", date), ("Subject", subject)]
+    block = [f"{k}: {v}" for k, v in (*fields, ("Message-ID", message_id)) if v]
+    if sender or any(shown.values()) or subject:  # a bare date is no content
         out.paragraph("\n".join(block))
     body = m.text("1000")
     if not (body and body.strip()):
         body = _msg_html(m, ctx)
     if not (body and body.strip()):
         body = _msg_rtf(m)
+    encrypted = _msg_encryption(m)
+    if body and "-----BEGIN PGP MESSAGE-----" in body:
+        body = _PGP_BLOCK.sub("", body)
+        encrypted.append("inline PGP")
+    if encrypted:
+        verdict = _encrypted_body(encrypted, bool(body and body.strip()))
+        if isinstance(verdict, ExtractionError):
+            raise verdict
+        doc.children.append(verdict)
     if body and body.strip():
         out.preformatted(_tidy(body.replace("\x00", "")))
     for storage in _msg_storages(ole, prefix, "__attach_version1.0_"):
         _msg_attachment(ole, f"{prefix}{storage}/", ctx, doc, level, m.codepage)
+
+
+def _msg_encryption(m: _Msg) -> list[str]:
+    """What the message class (PidTagMessageClass) says is encrypted: S/MIME
+    ("IPM.Note.SMIME", but not the clear-signed "IPM.Note.SMIME.MultipartSigned") or
+    Rights Management ("IPM.Note.rpmsg...", whose body is a placeholder)."""
+    klass = (m.text("001A") or "").lower()
+    if ".rpmsg" in klass:
+        return [_IRM]
+    if klass.startswith("ipm.note.smime") and "multipartsigned" not in klass:
+        return ["S/MIME"]
+    return []
 
 
 def _msg_html(m: _Msg, ctx: Context) -> str | None:
@@ -636,7 +787,7 @@ def _msg_rtf(m: _Msg) -> str | None:
 
 def _msg_attachment(ole: Any, prefix: str, ctx: Context, doc: Document, level: int,
                     codepage: str) -> None:
-    a = _Msg(ole, prefix, codepage)
+    a = _Msg(ole, prefix, codepage, header=8)
     name = a.text("3707") or a.text("3704") or a.text("3001") or "attachment"
     name = _safe_name(name.replace("\x00", ""))
     if ole.exists(prefix + "__substg1.0_3701000D"):
@@ -647,7 +798,11 @@ def _msg_attachment(ole: Any, prefix: str, ctx: Context, doc: Document, level: i
                                                 name=sub.name))
             return
         b = Builder()
-        _render_msg(ole, prefix + "__substg1.0_3701000D/", ctx, sub, b, level + 1)
+        try:
+            _render_msg(ole, prefix + "__substg1.0_3701000D/", ctx, sub, b, level + 1)
+        except ExtractionError as exc:  # an encrypted enclosed message: that part only
+            doc.children.append(Document.failed(exc.kind, exc.message, name=sub.name))
+            return
         sub.text, sub.markdown, sub.pages = b.build()
         sub.status = Status.OK if sub.text.strip() else Status.EMPTY
         sub.name = sub.title or sub.name

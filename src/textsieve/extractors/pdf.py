@@ -31,8 +31,10 @@ from ..render import Builder, md_escape
 from ..source import Source
 from . import Context
 
-# Output version (archives re-extract items made by an older one): 2 = OCR of pages/images.
-VERSION = 3  # 3: text of FreeText annotations (and notes with --comments)
+# Output version (archives re-extract items made by an older one): 2 = OCR of pages/images;
+# 3 = text of FreeText annotations (and notes with --comments); 4 = right-to-left
+# ligatures in logical order, a space where the script changes.
+VERSION = 4
 
 # Control characters PDFium or broken fonts leave in the text (NUL, form feed, ...). PDFium
 # marks a hyphen it removed at a line end with U+FFFE and has already joined the word
@@ -328,12 +330,58 @@ def _page_text(page: c.FPDF_PAGE) -> tuple[str, bool]:
         if got <= 1:
             return "", False
         raw = ctypes.string_at(buf, (min(got, size) - 1) * 2).decode("utf-16-le", "replace")
+        if _RTL.search(raw):
+            raw = _logical_ligatures(textpage, raw)
     finally:
         c.FPDFText_ClosePage(textpage)
     text = _clean(raw)
+    if _RTL.search(text):
+        text = _SCRIPT_CHANGE.sub(" ", text)
     # Tabs count as junk too: PDFium emits no tabs of its own, unmapped code 9 is one.
     junk = len(raw) - len(text) - raw.count("\r\n") + raw.count("\t")
     return text, junk > _GARBLED_SHARE * len(raw)
+
+
+# Right-to-left text (Hebrew, Arabic, Syriac, Thaana, NKo and their presentation forms).
+_RTL_CLASS = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc"
+_RTL = re.compile(f"[{_RTL_CLASS}]")
+# A right-to-left letter against a Latin one: producers draw each direction's run apart,
+# and the space between them (drawn at the far end of one run) is lost; in logical text
+# the scripts do not share a word, so the boundary is a word break ("Pythonمن").
+_LATIN = "A-Za-z\u00c0-\u024f"
+_SCRIPT_CHANGE = re.compile(f"(?<=[{_RTL_CLASS}])(?=[{_LATIN}])|(?<=[{_LATIN}])(?=[{_RTL_CLASS}])")
+
+
+# A reversed lam-alef: alef (plain, with hamza or madda) then lam. In logical order an
+# alef can never start a ligature (it does not join the letter after it).
+_REVERSED_LAM_ALEF = re.compile("[\u0622\u0623\u0625\u0627](?=\u0644)")
+
+
+def _logical_ligatures(textpage: c.FPDF_TEXTPAGE, raw: str) -> str:
+    """Arabic lam-alef ligatures back in logical order.
+
+    A lam-alef glyph that ToUnicode maps to its two letters ("\u0644\u0627", as Word and
+    LibreOffice write it) gives PDFium two characters at one origin; reordering the
+    visual line into logical order, PDFium reverses them with the run, so lam-alef reads
+    alef-lam ("السالم" for "السلام"). "ال" is also the article, so only a pair that shares
+    its origin (one glyph) is swapped back. Origins are asked for at those pairs only: an
+    Arabic page pays two calls per "ال", not one per character."""
+    if c.FPDFText_CountChars(textpage) != len(raw):  # surrogates: indexes do not line up
+        return raw
+    x, y = ctypes.c_double(), ctypes.c_double()
+    ref_x, ref_y = ctypes.byref(x), ctypes.byref(y)
+
+    def origin(i: int) -> tuple[float, float] | None:
+        ok = c.FPDFText_GetCharOrigin(textpage, i, ref_x, ref_y)
+        return (x.value, y.value) if ok else None
+
+    chars = list(raw)
+    for m in _REVERSED_LAM_ALEF.finditer(raw):
+        i = m.start()
+        first = origin(i)
+        if first is not None and origin(i + 1) == first:
+            chars[i], chars[i + 1] = raw[i + 1], raw[i]
+    return "".join(chars)
 
 
 def _clean(text: str) -> str:

@@ -27,8 +27,9 @@ from .legacy import stream_head
 LAZY = ("olefile", "msoffcrypto.format.xls97", "msoffcrypto.method.xor_obfuscation")
 
 # Output version (archives re-extract what an older one made): 2 = encrypted XLS opened
-# with Excel's default password.
-VERSION = 3  # 3: an ODS's header and footer text
+# with Excel's default password; 3 = an ODS's header and footer text; 4 = a workbook
+# without cells is empty (no sheet names).
+VERSION = 4
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BIFF_FILEPASS = 0x002F
@@ -93,22 +94,29 @@ def _read_workbook(src: Source, doc: Document, out: Builder) -> None:
     wb = _open(src)
     names: list[str] = []
     hidden: list[str] = []
+    sheets: list[list[list[str]]] = []
     try:
         metas = wb.sheets_metadata
         for index, meta in enumerate(metas):
             names.append(meta.name)
             if meta.visible != pc.SheetVisibleEnum.Visible:
                 hidden.append(meta.name)
-            out.start_page(index + 1)
-            out.heading(meta.name, 2)
-            if meta.typ not in (pc.SheetTypeEnum.WorkSheet, pc.SheetTypeEnum.DialogSheet,
-                                pc.SheetTypeEnum.MacroSheet):
-                continue  # chart sheets hold no cells; calamine cannot read some of them
-            rows = _read_sheet(wb, index, meta.name, doc)
-            if rows:
-                out.table(rows)
+            rows: list[list[str]] = []
+            if meta.typ in (pc.SheetTypeEnum.WorkSheet, pc.SheetTypeEnum.DialogSheet,
+                            pc.SheetTypeEnum.MacroSheet):
+                # chart sheets hold no cells; calamine cannot read some of them
+                rows = _read_sheet(wb, index, meta.name, doc)
+            sheets.append(rows)
     finally:
         wb.close()
+    # Sheet names are labels, not content: a workbook whose sheets hold no cell at all
+    # is empty, not a document whose text is "Sheet1".
+    if any(sheets):
+        for index, (name, rows) in enumerate(zip(names, sheets, strict=True)):
+            out.start_page(index + 1)
+            out.heading(name, 2)
+            if rows:
+                out.table(rows)
     doc.metadata.page_count = len(names)
     doc.metadata.extra["sheets"] = names
     if hidden:

@@ -17,22 +17,29 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import detection as d
 from ..model import ErrorKind, ExtractionError, Status
 from ..options import Options
+from ..outfiles import item_parts, safe_parts, shorten, write_under
 from ..source import Source
 from . import PageOcr, ocr_pages
 
 if TYPE_CHECKING:
     import pypdfium2 as pdfium
 
-    from ..run.pool import WorkerPool
+
+class PageReader(Protocol):
+    """What OCRs many pages at once (``run.pool.WorkerPool``: over an executor's workers).
+    A protocol, so the OCR code imports no executor."""
+
+    def ocr(self, obj: Any, name: str | None, mime: str, pages: list[int], *,
+            want_pdf: bool = False) -> list[PageOcr]: ...
 
 
 def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLike[str],
-                    options: Options, pool: WorkerPool | None = None) -> dict[str, Any]:
+                    options: Options, pool: PageReader | None = None) -> dict[str, Any]:
     """Write ``out_path``: ``src_path`` with an invisible text layer on the pages that need
     OCR (all pages with ``options.ocr == "always"``).
 
@@ -70,6 +77,7 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
         "missing_pages": [], "errors": {}, "rotated": {}, "ocr_seconds": 0.0}
     if not pending:  # nothing to add: the output is the input, byte for byte
         _write_atomically(out, lambda tmp: shutil.copyfile(src, tmp))
+        report["path"] = str(out)
         report["seconds"] = round(time.perf_counter() - t0, 3)
         return report
 
@@ -88,12 +96,30 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
     return report
 
 
-def write_overlay(source: Source, results: list[PageOcr], out: Path,
+def pdf_parts(parts: list[str]) -> list[str]:
+    """Safe path parts for an item's searchable copy: the item's own, ending in ``.pdf``."""
+    safe = safe_parts(parts) or ["document"]
+    last = safe[-1] if safe[-1].lower().endswith(".pdf") else f"{safe[-1]}.pdf"
+    safe[-1] = shorten(last, keep_suffix=last[-4:])
+    return safe
+
+
+def searchable_parts(key: str, root: str | None) -> list[str]:
+    """Where ``textsieve run --searchable-pdf DIR`` puts an item's copy below DIR: its path
+    below ``root`` mirrored (``a/scan.pdf`` and ``b/scan.pdf`` stay two files), a URL under
+    ``HOST/PATH``; always inside DIR, whatever the key."""
+    return pdf_parts(item_parts(key, root))
+
+
+def write_overlay(source: Source, results: list[PageOcr], out: Path | tuple[str, list[str]],
                   options: Options) -> dict[str, Any]:
     """Write ``source`` to ``out`` with each OCRed page's text-only PDF laid over it.
 
-    Also used by ``textsieve run --searchable-pdf``, where the worker pool has already OCRed
-    the pages (with their text-only PDFs) while extracting the text: nothing is OCRed twice.
+    ``out`` is a path the user chose, or (folder, safe parts) for a file named after an
+    item, written through ``outfiles.write_under`` (no symlink followed, nothing outside
+    the folder). The report's ``path`` is the file written. Also used by ``textsieve run
+    --searchable-pdf``, where the worker pool has already OCRed the pages (with their
+    text-only PDFs) while extracting the text: nothing is OCRed twice.
     """
     from ..extractors.pdf import open_document
 
@@ -114,7 +140,11 @@ def write_overlay(source: Source, results: list[PageOcr], out: Path,
             report["ocr_pages"].append(r.number)
             if r.rotation:
                 report["rotated"][r.number] = r.rotation
-        _write_atomically(out, pdf.save)
+        if isinstance(out, tuple):
+            report["path"] = write_under(out[0], out[1], pdf.save)
+        else:
+            _write_atomically(out, pdf.save)
+            report["path"] = str(out)
     return report
 
 

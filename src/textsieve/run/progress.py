@@ -85,25 +85,38 @@ class Progress:
         t0, d0 = samples[0] if len(samples) > 1 else (st.started, 0)
         return (st.done - d0) / (now - t0) if now > t0 else 0.0
 
+    @staticmethod
+    def outlook(st: RunStats) -> tuple[int | None, float]:
+        """(the run's total if known, items left to extract): exact once the listing is
+        done; before, from the count made ahead, assuming the items not listed yet are
+        unchanged (skipped) as often as those listed so far."""
+        left = st.total - st.skipped - st.done
+        if st.listing_done:
+            return st.total, left
+        if st.expected is None or st.expected < st.total:
+            return None, left
+        fresh = 1 - st.skipped / st.total if st.total else 1.0
+        return st.expected, left + (st.expected - st.total) * fresh
+
     def line(self, st: RunStats, width: int | None = None) -> str:
         """The status line, fitted to ``width`` columns (least useful parts dropped first)."""
         handled = st.done + st.skipped
         rate = self.rate(st)
-        total = f"{st.total:,}" if st.listing_done else f"{st.total:,}+"
+        known, left = self.outlook(st)
+        total = f"{st.total:,}+" if known is None else f"{known:,}"
         parts = [f"{handled:,}/{total} items", f"ok {st.status.get('ok', 0):,}"]
         if st.status.get("empty"):
             parts.append(f"empty {st.status['empty']:,}")
         parts += [f"error {st.status.get('error', 0):,}", f"skipped {st.skipped:,}",
                   f"{rate:.1f}/s"]
-        left = st.total - st.skipped - st.done  # exact once listing is done
-        if st.listing_done and left > 0 and rate > 0:
+        if known is not None and left > 0 and rate > 0:
             parts.append(f"ETA {_fmt_secs(left / rate)}")
         text = " · ".join(parts)
         if not self.tty:
             return text
         width = (width or self.columns()) - 1  # never the last column: some terminals wrap
-        if st.listing_done and st.total:
-            filled = int(handled / st.total * _BAR)
+        if known:
+            filled = min(int(handled / known * _BAR), _BAR)
             bar = f"[{'#' * filled}{'.' * (_BAR - filled)}] "
             if len(bar) + len(text) <= width:
                 return bar + text

@@ -5,11 +5,70 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote_to_bytes
 
 from ..model import Item
 from . import SourceError
+
+# A file key that is not a plain path: ``file://`` and the path, its undecodable bytes (and
+# "%", so that decoding is exact) percent-encoded.
+FILE_URI = "file://"
+_ESCAPE = re.compile(r"[%\udc80-\udcff]")
+
+
+def file_key(path: str) -> str:
+    """The archive key of a file: its absolute path, or, when its name is not UTF-8, a
+    ``file://`` URI of it.
+
+    Python hands such a name over with its raw bytes as lone surrogates (``surrogateescape``),
+    which SQLite, JSON and a terminal all refuse. Percent-encoding only those bytes (and
+    "%") keeps the key lossless (``key_path`` gives the exact bytes back), unique (no plain
+    key starts with ``file://``) and readable (``/docs/caf%E9.txt``); UTF-8 names keep the
+    plain path, so existing archives keep their keys.
+    """
+    if not _has_surrogates(path):
+        return path
+    return FILE_URI + _ESCAPE.sub(lambda m: f"%{_byte(m.group())[0]:02X}", path)
+
+
+def key_path(key: str) -> str | None:
+    """The file path of a file key (a ``str`` that ``open`` takes, undecodable bytes as
+    surrogates), or None for keys that are not files (URLs, children, pipes)."""
+    if key.startswith(FILE_URI):
+        return os.fsdecode(unquote_to_bytes(key[len(FILE_URI):]))
+    return key if os.path.isabs(key) else None
+
+
+def readable(name: str) -> str:
+    """A name that prints and stores anywhere: undecodable bytes shown as ``\\xE9``."""
+    if not _has_surrogates(name):
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _fixed_prefix(pattern: str) -> str:
+    """The folder part of a glob before its first wildcard: ``/a/b/**/*.pdf`` -> ``/a/b``."""
+    fixed: list[str] = []
+    for part in Path(pattern).parts[:-1]:
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    return os.path.join(*fixed) if fixed else os.sep
+
+
+def _has_surrogates(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _byte(ch: str) -> bytes:
+    return ch.encode("utf-8", "surrogateescape")
 
 
 class FileSource:
@@ -26,17 +85,22 @@ class FileSource:
         self.exclude = exclude
         self.max_size = max_size  # for a pipe, read whole before anything else
         self._pipe: str | None = None
+        # The folder the source's files are named relative to (outputs mirror the tree).
+        self.root: str | None = os.path.dirname(os.path.abspath(spec))
         if glob.has_magic(spec) and not os.path.exists(spec):
-            self.spec = f"glob:{os.path.abspath(spec)}"
+            self.root = _fixed_prefix(os.path.abspath(spec))
+            self.spec = f"glob:{file_key(os.path.abspath(spec))}"
             self._paths = lambda: iter(sorted(glob.glob(spec, recursive=True)))
         elif os.path.isdir(spec):
-            self.spec = f"dir:{os.path.abspath(spec)}"
+            self.root = os.path.abspath(spec)
+            self.spec = f"dir:{file_key(os.path.abspath(spec))}"
             self._paths = lambda: self._walk(spec)
         elif os.path.isfile(spec):
-            self.spec = f"file:{os.path.abspath(spec)}"
+            self.spec = f"file:{file_key(os.path.abspath(spec))}"
             self._paths = lambda: iter([spec])
         elif os.path.exists(spec):  # a pipe or device named on the command line
-            self.spec = f"pipe:{spec}"
+            self.root = None
+            self.spec = f"pipe:{file_key(spec)}"
             self._paths = lambda: iter([])
             self._pipe = spec
         else:
@@ -50,8 +114,8 @@ class FileSource:
         with open(spec, "rb") as f:
             data = f.read(-1 if self.max_size is None else self.max_size + 1)
         key = "pipe:" + hashlib.sha256(data).hexdigest()
-        return Item(key=key, original=spec, source=self.spec, data=data,
-                    name=Path(spec).name, size=len(data))
+        return Item(key=key, original=readable(spec), source=self.spec, data=data,
+                    name=readable(Path(spec).name), size=len(data))
 
     @staticmethod
     def _walk(root: str) -> Iterator[str]:
@@ -60,6 +124,12 @@ class FileSource:
             for f in sorted(files):
                 if not f.startswith("."):
                     yield os.path.join(dirpath, f)
+
+    def count(self) -> int:
+        """About how many items ``items()`` will list, from names alone (no stat, no
+        reading): cheap enough to run ahead of the listing, for the progress ETA."""
+        return (self._pipe is not None) + sum(
+            1 for p in self._paths() if os.path.abspath(p) not in self.exclude)
 
     def items(self) -> Iterator[Item]:
         if self._pipe is not None:
@@ -72,5 +142,6 @@ class FileSource:
                 st = os.stat(path)
             except OSError:
                 continue  # vanished between listing and stat: not an item any more
-            yield Item(key=path, original=p, source=self.spec, path=path,
-                       name=Path(path).name, size=st.st_size, mtime_ns=st.st_mtime_ns)
+            yield Item(key=file_key(path), original=readable(p), source=self.spec, path=path,
+                       name=readable(Path(path).name), size=st.st_size,
+                       mtime_ns=st.st_mtime_ns)
