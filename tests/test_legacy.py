@@ -86,7 +86,7 @@ def test_truncated_doc_is_a_typed_error(corpus: Path) -> None:
     assert doc.error.kind in (ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED)
 
 
-@pytest.mark.skipif(shutil.which("soffice") or shutil.which("libreoffice"),
+@pytest.mark.skipif(bool(shutil.which("soffice") or shutil.which("libreoffice")),
                     reason="LibreOffice is installed here")
 def test_libreoffice_missing_is_missing_tool(corpus: Path) -> None:
     src = Source.from_path(corpus / "doc/poi__quick.doc")
