@@ -16,7 +16,8 @@ leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's buffer
 
 Safety: nothing is forked when this process has other threads (a fork copies a lock held
 by another thread in its locked state), when the platform has no ``fork``, or for a single
-process. Jobs of a child that fails are redone in the parent, so the result never depends
+process: pages are then read here, and ``call_isolated``'s helper comes from the
+forkserver. Jobs of a child that fails are redone in the parent, so the result never depends
 on the fork; a child still running at the deadline is killed and ``JobsTimeout`` raised
 (redoing its jobs would hang the parent too).
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import pickle
@@ -36,6 +38,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 _TOKEN = struct.Struct("<I")
 MAX_JOBS = 8192  # 32 KB of tokens: always fits the pipe buffer, so filling never blocks
@@ -220,6 +224,7 @@ class _Helper:
     requests: int  # write end: length-prefixed pickled (fn, args)
     answers: int  # read end: length-prefixed pickled (ok, value, retiring)
     memory: int
+    proc: Any = None  # started by the forkserver: not our child, its status comes from it
 
 
 _helper: _Helper | None = None
@@ -235,17 +240,23 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
     ``fn`` must be a module-level function and ``args`` and the result picklable: the
     helper is forked once and kept for later calls (a fork per call cost ~5 ms, more than
     reading a typical workbook). It is replaced after it dies, times out, or keeps more
-    than half its memory allowance after a call. Without fork (other threads running when
-    a helper would be started), ``fn(*args)`` runs here."""
+    than half its memory allowance after a call. With other threads running (a web
+    server, a Ray worker) the helper is not forked from this process (a lock another
+    thread holds would stay locked in it) but started by multiprocessing's forkserver,
+    a clean single-threaded process: isolation is never silently off. Only a platform
+    with neither runs ``fn(*args)`` here, and says so in the log."""
     global _helper
     with _helper_lock:
         helper = _helper
         if helper is not None and helper.memory != memory:
             _retire(helper)
             helper = None
-        if helper is None and can_fork():
-            helper = _helper = _start_helper(memory)
         if helper is None:
+            helper = _helper = _start_helper(memory) if can_fork() \
+                else _start_clean_helper(memory)
+        if helper is None:
+            logger.warning("no process for an isolated call: %s runs unisolated",
+                           getattr(fn, "__name__", fn))
             return fn(*args)
         try:
             _send(helper.requests, pickle.dumps((fn, args, timeout),
@@ -292,6 +303,38 @@ def _start_helper(memory: int) -> _Helper | None:
     os.close(req_r)
     os.close(ans_w)
     return _Helper(pid, req_w, ans_r, memory)
+
+
+def _start_clean_helper(memory: int) -> _Helper | None:
+    """The helper, started by the forkserver (for a process with threads); None if the
+    platform has no forkserver or no process could be made."""
+    import multiprocessing as mp
+
+    try:
+        ctx = mp.get_context("forkserver")
+        req_r, req_w = ctx.Pipe(duplex=False)
+        ans_r, ans_w = ctx.Pipe(duplex=False)
+    except (ValueError, OSError):
+        return None
+    try:
+        proc = ctx.Process(target=_serve_clean, args=(req_r, ans_w, memory), daemon=False)
+        proc.start()
+        # Raw descriptors of our own, like the forked helper's: the Connection objects
+        # would close theirs behind our back.
+        requests, answers = os.dup(req_w.fileno()), os.dup(ans_r.fileno())
+    except OSError:
+        return None
+    finally:
+        for conn in (req_r, req_w, ans_r, ans_w):
+            conn.close()
+    return _Helper(proc.pid, requests, answers, memory, proc)
+
+
+def _serve_clean(requests: Any, answers: Any, memory: int) -> None:
+    """The forkserver-started helper: it dies with the forkserver, which leaves when the
+    process that started it dies."""
+    die_with_parent(os.getppid())
+    _serve(requests.fileno(), answers.fileno(), memory)
 
 
 def _serve(requests: int, answers: int, memory: int) -> None:
@@ -369,6 +412,12 @@ def _retire(helper: _Helper, *, kill: bool = False) -> int | None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(helper.pid, signal.SIGKILL)
     _close([helper.requests, helper.answers])
+    if helper.proc is not None:
+        helper.proc.join(5)
+        code = helper.proc.exitcode
+        if code is None:
+            return None
+        return -code if code < 0 else code << 8  # as a wait status
     try:
         return os.waitpid(helper.pid, 0)[1]
     except ChildProcessError:
