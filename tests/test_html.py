@@ -9,6 +9,7 @@ import pytest
 
 import textsieve
 from textsieve.model import ErrorKind, Status
+from textsieve.options import Options
 
 PAGE = """<!DOCTYPE html>
 <html lang="de-AT">
@@ -269,3 +270,49 @@ def test_picture_alt_text_is_text_marked_as_an_image_in_markdown(tmp_path: Path)
     doc = _extract(tmp_path, page.encode())
     assert doc.text == "Before the chart.\n\nBar chart: sales [2024] doubled\n\nAfter it."
     assert "\n\n![Bar chart: sales \\[2024\\] doubled]()\n\n" in doc.markdown
+
+
+SELF_CLOSED = b"""<!DOCTYPE html>
+<html><head><title>Tide tables</title>
+<script type="text/javascript" src="/js/analytics.js"/>
+</head><body>
+<h1>Tide tables for the north quay</h1>
+<p>High water is at six in the morning and again just after six in the evening.</p>
+<script type="text/javascript"/>
+  var tideWidget = {port: "north", refresh: 300};
+  if (window.innerWidth < 600) { loadTides(tideWidget); }
+</script>
+<p>Low water falls about six hours and twelve minutes after each high water.</p>
+<script type="text/javascript" src="/js/ads.js"/>
+<p>Spring tides come two days after the full and the new moon.</p>
+<script>window.dataLayer = [];</script>
+</body></html>
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "main"])
+def test_self_closed_script_neither_leaks_nor_swallows(tmp_path: Path, mode: str) -> None:
+    """``<script .../>`` followed by code is an open script (as in a browser): its code is
+    not page text; followed by markup it is empty, and the paragraph after it is kept."""
+    path = tmp_path / "tides.html"
+    path.write_bytes(SELF_CLOSED)
+    doc = textsieve.extract(path, options=Options(html=mode))
+    assert doc.status == "ok", doc.error
+    for leak in ("tideWidget", "loadTides", "innerWidth", "dataLayer"):
+        assert leak not in doc.text
+    for kept in ("High water is at six", "Low water falls about six hours",
+                 "Spring tides come two days"):
+        assert kept in doc.text
+
+
+def test_full_mode_shows_a_page_behind_a_loading_guard(tmp_path: Path) -> None:
+    """--html full: a page hidden until its styles load, and a product tab, are text."""
+    page = (b"<html><body><div id='__next'><div style='visibility:hidden'>"
+            b"<h1>Opening hours</h1><p>The library opens at nine on weekdays.</p>"
+            b"<div class='tab-pane' style='display:none'><p>Closed on public holidays.</p>"
+            b"</div><div style='display:none'><p>PAYWALL COPY</p></div></div></div>"
+            b"</body></html>")
+    doc = textsieve.extract(page, name="hours.html", options=Options(html="full"))
+    assert "The library opens at nine" in doc.text
+    assert "Closed on public holidays" in doc.text
+    assert "PAYWALL COPY" not in doc.text

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from textsieve.core import extract_source
-from textsieve.extractors.html import parse_html
+from textsieve.extractors.html import HtmlWalker, parse_html
 from textsieve.model import Document
 from textsieve.options import Options
 from textsieve.render import Builder
@@ -243,3 +245,240 @@ def test_title_site_name_stripped() -> None:
     assert strip_site_name("Python: a practical guide", None) == "Python: a practical guide"
     long_title = "Cats – the complete illustrated guide to feline care and feeding"
     assert strip_site_name(long_title, None) == long_title
+
+
+# -- hidden content ----------------------------------------------------------------------
+_STORY = ("The lifeboat crew launched twice on Sunday, first to a yacht that had lost its "
+          "rudder off the point and then to a swimmer caught by the ebb near the pier. ")
+_PARA2 = ("Volunteers train every Tuesday evening in the bay, and the station is raising "
+          "money for a new tractor to haul the boat across the shingle at low water. ")
+
+HIDDEN_WRAPPER = f"""<!DOCTYPE html>
+<html lang="en"><head><title>Two rescues in one day | Coast News</title></head><body>
+<header><nav><a href="/">Home</a> <a href="/local">Local</a> <a href="/sport">Sport</a></nav>
+</header>
+<div class="layout">
+ <article class="story">
+  <h1>Two rescues in one day for the lifeboat crew</h1>
+  <p>{_STORY}</p>
+  <p>{_PARA2}</p>
+ </article>
+ <div class="paywall-full" style="display: none">
+  <h2>Premium archive</h2>
+  {''.join(f'<p>Archive story number {i}: {_STORY * 2}</p>' for i in range(12))}
+ </div>
+ <div class="offer" hidden>
+  {''.join(f'<p>Subscriber extra {i}. {_PARA2 * 2}</p>' for i in range(8))}</div>
+ <div class="overlay" style="visibility: hidden"><p>Overlay copy. {_PARA2 * 10}</p></div>
+</div>
+<footer><p>Coast News, 12 Quay Street. All rights reserved.</p></footer>
+</body></html>"""
+
+HIDDEN_MAIN = f"""<!DOCTYPE html>
+<html lang="en"><head><title>Two rescues in one day</title></head><body>
+<div class="site">
+ <main style="visibility:hidden"><h1>Loading the app</h1>
+   {''.join(f'<p>Template card {i}. {_STORY * 2}</p>' for i in range(10))}</main>
+ <div class="content"><article><h1>Two rescues in one day for the lifeboat crew</h1>
+  <p>{_STORY}</p><p>{_PARA2}</p></article></div>
+</div></body></html>"""
+
+
+
+@pytest.mark.parametrize("page", [
+    HIDDEN_WRAPPER,
+    HIDDEN_MAIN,
+    HIDDEN_MAIN.replace('<main style="visibility:hidden">', '<main style="display:none">'),
+    HIDDEN_MAIN.replace('<main style="visibility:hidden">', '<div style="display: none"><main>')
+    .replace("</main>", "</main></div>"),
+], ids=["hidden-wrappers", "hidden-main", "display-none-main", "main-in-hidden-div"])
+def test_hidden_text_neither_wins_nor_shows(page: str) -> None:
+    """Text a browser does not show (a paywall's display:none copy, a hidden template)
+    is in no candidate's count and not in the output; the visible story is, never empty."""
+    text = main_text(page)
+    assert "The lifeboat crew launched twice on Sunday" in text
+    assert "Volunteers train every Tuesday evening" in text
+    for hidden in ("Archive story", "Subscriber extra", "Template card", "Loading the app",
+                   "Overlay copy"):
+        assert hidden not in text
+    assert text.count("Volunteers train") == 1
+
+
+def test_candidate_that_renders_to_nothing_gives_way() -> None:
+    """Never empty: a candidate counted with words the renderer does not show (options
+    of a datalist, a town picker) gives way to the next candidate."""
+    from textsieve.web.main import _render_best
+
+    picker = parse_html("<html><body><main><datalist id='towns'>"
+                        + "".join(f"<option>Town number {i}</option>" for i in range(200))
+                        + "</datalist></main></body></html>").find(".//main")
+    story = parse_html(f"<html><body><article><p>{_STORY}</p></article></body></html>")
+    out = Builder()
+    _render_best([lambda: picker, lambda: story.find(".//article")], out)
+    assert out.text().startswith("The lifeboat crew launched twice")
+
+
+_SPEC = ("Frame of 6061 aluminium with internal cable routing, 1x12 drivetrain, hydraulic "
+         "disc brakes front and rear, and tubeless-ready wheels on 29 inch rims. ")
+
+
+def test_content_behind_a_tab_or_in_a_streamed_block_is_kept() -> None:
+    """Hidden until a click (a product's tab panels) or until a script moves it (React's
+    streamed <div hidden id="S:0">) is content a reader sees: it is kept, and counted."""
+    page = f"""<!DOCTYPE html><html lang="en"><head><title>Trail bike T2</title></head><body>
+<header><nav><a href="/">Shop</a> <a href="/bikes">Bikes</a></nav></header>
+<main><h1>Trail bike T2</h1><p class="price">1,499 pounds</p>
+<ul class="tabs"><li><a href="#d">Description</a></li>
+<li><a href="#s">Specification</a></li></ul>
+<div id="d" class="tab-pane active"><p>A light trail bike for long days. {_SPEC}</p></div>
+<div id="s" class="tab-pane" style="display:none"><p>Specification in full. {_SPEC * 3}</p>
+</div>
+<div role="tabpanel" hidden><p>Delivery and returns: free delivery in five working days,
+and thirty days to change your mind.</p></div>
+<h2>Reviews</h2><template id="B:0"></template>
+</main>
+<div hidden id="S:0"><p>Riders' verdict. {_SPEC * 2}</p></div>
+<footer><p>Trail Shop Ltd. All rights reserved.</p></footer></body></html>"""
+    text = main_text(page)
+    for kept in ("A light trail bike for long days", "Specification in full",
+                 "free delivery in five", "Riders' verdict"):
+        assert kept in text, kept
+    assert "All rights reserved" not in text
+
+
+# -- a <main> that wraps the whole page ---------------------------------------------------
+_ARTICLE = f"""<article class="post">
+   <h1>Why the harbour wall needs new stone</h1>
+   <p class="dek">An engineer explains what the winter storms did to the granite.</p>
+   {''.join(f'<p>{s}</p>' for s in [
+     "The harbour wall was built in 1887 from granite quarried two miles inland, and for "
+     "most of its life it needed little more than new mortar every thirty years.",
+     "Three storms last winter changed that: waves lifted the capping stones on the "
+     "seaward side and opened a crack that now runs forty metres along the parapet.",
+     "Engineers surveyed the wall in March with a drone and divers, and found that the "
+     "footings had been scoured by the tide where the old sand bar used to protect them.",
+     "The repair plan replaces the capping with heavier blocks, pins them with stainless "
+     "steel dowels, and places rock armour along the foot of the wall to break the waves.",
+     "Work can only happen between April and September, when the weather is calm enough "
+     "for the crane barge to stay on station through a full tide.",
+   ])}
+  </article>"""
+
+WHOLE_MAIN = f"""<!DOCTYPE html>
+<html lang="en"><head><title>Why the harbour wall needs new stone</title></head>
+<body><main id="app" class="page">
+ <div class="topbar"><a href="/">Quay Works</a>
+  <ul class="links"><li><a href="/projects">Projects</a></li><li><a href="/about">About us</a></li>
+  <li><a href="/careers">Careers</a></li><li><a href="/contact">Contact</a></li></ul></div>
+ <div class="hero"><p>Engineering for the coast since 1952</p></div>
+ {_ARTICLE}
+ <div class="rail">
+  <h3>More from Quay Works</h3>
+  <ul>{''.join(f'<li><a href="/p/{i}">{t}</a></li>' for i, t in enumerate([
+    "Dredging the inner basin without closing the port",
+    "How we rebuilt the ferry ramp in six weeks",
+    "Choosing timber for a pier that lasts a century",
+    "A new slipway for the fishing fleet",
+    "Monitoring scour with sonar",
+    "The lighthouse restoration, step by step"]))}</ul>
+ </div>
+ <div class="box-signup"><h3>Get our quarterly letter</h3>
+  <p>Project news and engineering notes, four times a year. No spam.</p>
+  <p><a href="/letter">Sign me up</a></p></div>
+ <div class="testimonials"><h3>What our clients say</h3>
+  <blockquote>"Quay Works delivered the breakwater on time and on budget." Port of Ness</blockquote>
+  <blockquote>"Their divers found problems nobody else had seen." Harbour Trust</blockquote></div>
+ <div class="bottom"><p>Quay Works Ltd, Unit 4, Dock Road. Registered in Scotland.</p>
+  <ul class="links"><li><a href="/privacy">Privacy</a></li><li><a href="/terms">Terms</a></li>
+  <li><a href="/cookies">Cookies</a></li></ul></div>
+</main></body></html>"""
+
+_CARDS = "".join(
+    f'<div class="card"><h2><a href="/boats/{i}">{name}</a></h2><p>{desc}</p>'
+    f'<p class="price">{price} pounds</p></div>'
+    for i, (name, desc, price) in enumerate([
+        ("Harbour skiff, 4.2 m",
+         "Clinker-built larch on oak, with oars and a small sail rig.", 3200),
+        ("Crabbing dinghy, 3.6 m",
+         "Glass fibre hull, stable for children, with a road trailer.", 950),
+        ("Day sailer, 5.5 m",
+         "Gaff rig, tan sails, outboard well and a cuddy for two.", 11500),
+        ("Fishing launch, 6.1 m",
+         "Inboard diesel, wheelhouse, echo sounder and two pot haulers.", 18400),
+        ("Rowing gig, 9.8 m",
+         "Six oars, cox seat, built to the Cornish pilot gig pattern.", 21000),
+        ("Canoe, 4.8 m",
+         "Cedar strip with epoxy, two paddles and a spray deck.", 2100),
+    ]))
+WHOLE_MAIN_LISTING = f"""<!DOCTYPE html>
+<html lang="en"><head><title>Boats for sale | Quay Works</title></head>
+<body><main id="app" class="page">
+ <div class="topbar"><a href="/">Quay Works</a>
+  <ul class="links"><li><a href="/projects">Projects</a></li><li><a href="/about">About us</a></li>
+  <li><a href="/careers">Careers</a></li><li><a href="/contact">Contact</a></li>
+  <li><a href="/yard">The boatyard</a></li>
+  <li><a href="/moorings">Moorings and storage</a></li></ul></div>
+ <h1>Boats for sale</h1>
+ <div class="grid">{_CARDS}</div>
+ <div class="rail">
+  <h3>More from Quay Works</h3>
+  <ul>{''.join(f'<li><a href="/p/{i}">{t}</a></li>' for i, t in enumerate([
+    "Dredging the inner basin without closing the port",
+    "How we rebuilt the ferry ramp in six weeks",
+    "Choosing timber for a pier that lasts a century",
+    "A new slipway for the fishing fleet",
+    "Monitoring scour with sonar",
+    "The lighthouse restoration, step by step"]))}</ul>
+ </div>
+ <div class="box-signup"><h3>Get our quarterly letter</h3>
+  <p>Project news and engineering notes, four times a year. No spam.</p>
+  <p><a href="/letter">Sign me up</a></p></div>
+ <div class="testimonials"><h3>What our clients say</h3>
+  <blockquote>"Quay Works delivered the breakwater on time and on budget." Port of Ness</blockquote>
+  <blockquote>"Their divers found problems nobody else had seen." Harbour Trust</blockquote></div>
+ <div class="bottom"><p>Quay Works Ltd, Unit 4, Dock Road. Registered in Scotland.</p>
+  <ul class="links"><li><a href="/privacy">Privacy</a></li><li><a href="/terms">Terms</a></li>
+  <li><a href="/cookies">Cookies</a></li></ul></div>
+</main></body></html>"""
+
+
+_CHROME = ("Careers", "Dredging the inner basin", "lighthouse restoration", "quarterly letter",
+           "Sign me up", "on time and on budget", "What our clients say",
+           "Registered in Scotland", "Privacy")
+
+
+@pytest.mark.parametrize("page", [WHOLE_MAIN, WHOLE_MAIN_LISTING], ids=["article", "listing"])
+def test_region_of_a_main_that_is_the_whole_page_is_pruned(page: str) -> None:
+    """A <main> around the whole page says nothing: the region candidate must shed the
+    top bar, the more-from-us rail, the sign-up box, testimonials and the legal line."""
+    out = Builder()
+    HtmlWalker(out).render(landmark(parse_html(page)))
+    text = out.text()
+    for chrome in _CHROME:
+        assert chrome not in text, chrome
+    for content in ("Work can only happen between April", "Harbour skiff, 4.2 m",
+                    "Clinker-built larch on oak", "11500 pounds"):
+        assert content in text or content not in page
+
+
+def test_main_text_of_a_whole_page_main_article() -> None:
+    text = main_text(WHOLE_MAIN)
+    assert "The harbour wall was built in 1887" in text
+    assert "Work can only happen between April" in text
+    for chrome in _CHROME:
+        assert chrome not in text, chrome
+
+
+def test_page_behind_a_loading_guard_is_not_empty() -> None:
+    """Next.js and other apps hide the whole page (visibility:hidden) until their styles
+    load; a browser shows it a moment later, so its text is the page's, not hidden."""
+    page = f"""<!DOCTYPE html><html lang="en"><head><title>Tides</title>
+<script>window.__NEXT_DATA__ = {{"props": {{"page": "tides"}}}};</script></head>
+<body><div id="__next"><div style="visibility:hidden;min-height:100vh">
+<header><nav><a href="/">Home</a> <a href="/tides">Tides</a></nav></header>
+<main><article><h1>Two rescues in one day</h1><p>{_STORY}</p><p>{_PARA2}</p></article></main>
+<footer><p>Coast News</p></footer></div></div>
+<script>self.__next_f.push([1, "hydrate"]);</script></body></html>"""
+    text = main_text(page)
+    assert "The lifeboat crew launched twice on Sunday" in text
+    assert "Volunteers train every Tuesday evening" in text

@@ -223,6 +223,13 @@ class Builder:
         """Content another extraction already rendered (a decrypted package), kept as is."""
         self._add(text, markdown or text)
 
+    def extend(self, other: Builder) -> None:
+        """Append the blocks of ``other`` (a trial rendering that was kept)."""
+        for text, md in zip(other._text, other._md, strict=True):
+            self._text.append(text)
+            self._md.append(md)
+        self._list_open = other._list_open
+
     def rule(self) -> None:
         self._text.append("")
         self._md.append("---")

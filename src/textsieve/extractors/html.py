@@ -22,8 +22,11 @@ from . import Context
 from ._xml import local, parse_xml
 
 # Output version (archives re-extract what an older one made): 2 = list numbers in the
-# text, picture alt text.
-VERSION = 2
+# text, picture alt text; 3 = self-closed scripts, hidden text, main-content choice.
+VERSION = 3
+
+# Imported on the first page (hidden-text handling), so preload() loads them up front.
+LAZY = ("textsieve.web.region",)
 
 # -- HTML -------------------------------------------------------------------------------
 _SKIP = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object",
@@ -45,6 +48,15 @@ _SPACES = re.compile(r"[ \t\r\n\f]+")
 _META_CHARSET = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""")
+# A raw-text element written XML-style, "<script .../>": browsers ignore the slash and
+# read up to the next </script> as code; libxml2 closes the element at once, so that code
+# became page text. The lookahead takes the segment up to the next </script>.
+_SELF_CLOSED_RAW = re.compile(
+    r"<(script|style)\b([^<>]*?)\s*/>(?=((?:(?!</\1\s*>).){0,200000}?)</\1\s*>)",
+    re.I | re.S)
+# Markup in that segment means the slash was meant (the page's text follows, a later
+# script has its own end tag): then the element stays empty, as libxml2 reads it.
+_MARKUP = re.compile(r"<(?:/?[a-z][\w:-]*[\s/>]|!--)", re.I)
 
 
 def _tag(el: etree._Element) -> str:
@@ -293,7 +305,17 @@ def decode_html(data: bytes, http_charset: str | None = None) -> tuple[str, str]
     return text, enc
 
 
+def _open_self_closed(m: re.Match[str]) -> str:
+    """``<script/>`` followed by bare code up to ``</script>``: an open script (the code
+    is its content); followed by markup: an empty one (the text after it is page text)."""
+    if _MARKUP.search(m.group(3)):
+        return m.group(0)
+    return f"<{m.group(1)}{m.group(2)}>"
+
+
 def parse_html(text: str) -> etree._Element:
+    if "/>" in text:
+        text = _SELF_CLOSED_RAW.sub(_open_self_closed, text)
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
                                   no_network=True)
     try:
@@ -316,6 +338,11 @@ def extract_html(src: Source, ctx: Context, doc: Document, out: Builder) -> None
     if not text.strip():
         return
     root = parse_html(text)
+    # What a browser shows after a click or once its scripts run (tab panels, a page
+    # behind a loading guard, React's streamed blocks) is text; other hidden parts go.
+    from ..web.region import drop_hidden  # lazily: web.region imports this module
+
+    drop_hidden(root, aria_shown=False)
     if ctx.options.html == "sieve" and ctx.options.topic:
         from ..web.sieve import sieve_document  # lazily: web.sieve imports this module
 

@@ -1,18 +1,23 @@
 """Main content of a web page: the article, post, product or listing, without navigation,
 ads, cookie banners, comments and footers; plus the page's metadata.
 
-Why an ensemble: trafilatura (a component, comments off) is precise on articles but
-under-extracts pages that are not articles (listings, category and product grids,
+Why an ensemble: trafilatura (its default cascade, comments off) is precise on articles
+but under-extracts pages that are not articles (listings, category and product grids,
 service pages): it keeps a fraction of the content or nothing. ``region.landmark`` is
 the page's boilerplate-free main region, found by generic signals (landmarks, tags,
-roles, class/id words). We take trafilatura's body unless it is short next to that
-region (``SHORT_RATIO``). Either is rendered by ``HtmlWalker`` into the ``Builder``, so
-headings, lists, tables and code keep their structure.
+roles, class/id words, link rails). We take trafilatura's body unless it is short next to
+that region, by a share that depends on what the page declares itself to be
+(``SHORT_RATIO``, ``structured.page_kind``). What a browser hides is removed before
+either is counted, and the chosen one is rendered on trial: if it renders to much less
+than it counted, the other is taken. Either is rendered by ``HtmlWalker`` into the
+``Builder``, so headings, lists, tables and code keep their structure.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 import lxml.html
@@ -22,6 +27,7 @@ from ..extractors.html import HtmlWalker, decode_html, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
 from . import region as content_region
+from .structured import page_kind
 
 _WORD = re.compile(r"\w+")
 
@@ -33,26 +39,30 @@ _TO_HTML = {"list": "ul", "item": "li", "row": "tr", "cell": "td", "quote": "blo
 
 # When trafilatura's text has fewer words than this share of the boilerplate-free page
 # region, it missed content (a listing, a product grid, a service page): take the region.
-# Tuned on the odd-numbered WCXB dev pages, confirmed on the even ones (bench/README.md).
-SHORT_RATIO = 0.6
+# The share depends on what the page declares itself to be (``structured.page_kind``): an
+# article or a product page is what trafilatura is made for, and the extra words of the
+# region there are mostly rails, reviews and boxes, so trafilatura must be much shorter
+# before the region wins. Tuned on WCXB dev half A, checked on half B (bench/README.md).
+SHORT_RATIO = {"article": 0.6, "product": 0.1, None: 0.7}
 
 
 def _trafilatura_body(tree: etree._Element, url: str | None) -> etree._Element | None:
-    """trafilatura's main-content tree for ``tree`` (which it prunes in place).
+    """trafilatura's main-content tree for ``tree``, through its public API.
 
-    Recall mode: on its own it scores a little below the balanced default, but it skips
-    the balanced mode's fallback cascade (readability, justext, re-runs), so it costs 40%
-    less; the landmark candidate catches what it misses, better than those fallbacks do.
+    Its default (balanced) cascade, not recall mode: recall mode alone keeps a third of a
+    forum thread and less of product pages, which the balanced mode's fallbacks and recall
+    escalation recover. ``bare_extraction`` works on a copy, so ``tree`` is left whole for
+    the region, and an upgrade of trafilatura cannot change a private call's contract.
     """
-    from trafilatura.core import trafilatura_sequence
-    from trafilatura.settings import Extractor
+    import trafilatura
 
-    opts = Extractor(output_format="txt", comments=False, tables=True, formatting=False,
-                     recall=True, url=url)
     try:
-        return trafilatura_sequence(tree, opts, url)[0]
+        doc = trafilatura.bare_extraction(tree, url=url, include_comments=False,
+                                          include_tables=True, include_formatting=False,
+                                          output_format="txt", with_metadata=False)
     except Exception:  # trafilatura raises on odd trees; the landmark path still answers
         return None
+    return getattr(doc, "body", None) if doc is not None else None
 
 
 def _as_html(body: etree._Element) -> etree._Element:
@@ -84,22 +94,65 @@ def _words(el: etree._Element | None) -> int:
     return len(_WORD.findall(" ".join(el.itertext()))) if el is not None else 0
 
 
+# A candidate that renders to fewer words than this share of what it was counted with
+# lost its content somewhere between the count and the renderer: the next one is taken.
+RENDERED_SHARE = 0.5
+
+
 def _render(els: list[etree._Element], out: Builder) -> None:
     walker = HtmlWalker(out)
     for el in els:
         walker.render(el)
 
 
-def _select(root: etree._Element, url: str | None) -> list[etree._Element]:
-    """trafilatura's body, unless it is short next to the page's boilerplate-free region.
+def _render_best(candidates: list[Callable[[], etree._Element]], out: Builder) -> None:
+    """Render the first candidate that renders to about what it was counted with; none
+    does: the one that rendered most. Never empty while any candidate has text.
+    Candidates are built on demand: the second one is rarely needed."""
+    best: Builder | None = None
+    best_words = -1
+    for make in candidates:
+        el = make()
+        trial = Builder()
+        _render([el], trial)
+        got = len(_WORD.findall(trial.text()))
+        if got and got >= RENDERED_SHARE * _words(el):
+            best = trial
+            break
+        if got > best_words:
+            best, best_words = trial, got
+    if best is not None:
+        out.extend(best)
 
-    trafilatura prunes comment sections and related-article blocks from ``root`` in
-    place first, so the region is taken from the pruned page."""
+
+# All the text the region could hold: only scripts and styles, which it always drops,
+# are left out (a forum may sit whole in <noscript>, which the region does keep).
+_PAGE_TEXT = etree.XPath("//body//text()[not(ancestor::script or ancestor::style)]")
+
+
+def _select(root: etree._Element, url: str | None) -> list[Callable[[], etree._Element]]:
+    """The candidates, best first: trafilatura's body, unless it is short next to the
+    page's boilerplate-free region.
+
+    What the browser hides is removed first, so no count includes it. The region is
+    the page's text minus what pruning removes, so it never has more words than the
+    page: when trafilatura's body already clears the bar against the whole page, the
+    region is not built (it costs a third of trafilatura) unless it is needed."""
+    kind = page_kind(root)
+    content_region.drop_hidden(root)
     traf = _trafilatura_body(root, url)
-    region = content_region.landmark(root)
-    if traf is None or _words(traf) < SHORT_RATIO * _words(region):
+    region = functools.cache(lambda: content_region.landmark(root))
+    if traf is None:
         return [region]
-    return [_as_html(traf)]
+    words = _words(traf)
+    body = functools.cache(lambda: _as_html(traf))
+    bar = SHORT_RATIO[kind]
+    page_words = len(_WORD.findall(" ".join(_PAGE_TEXT(root))))
+    if page_words and words >= bar * page_words:
+        return [body, region]
+    if words < bar * _words(region()):
+        return [region, body]
+    return [body, region]
 
 
 def _tree(html: str | bytes) -> etree._Element:
@@ -113,7 +166,7 @@ def main_text(html: str, url: str | None = None) -> str:
     if not html or not html.strip():
         return ""
     out = Builder()
-    _render(_select(_tree(html), url), out)
+    _render_best(_select(_tree(html), url), out)
     return out.text()
 
 
@@ -132,7 +185,7 @@ def extract_main(html: bytes | str, url: str | None, out: Builder, doc: Document
 def render_main(root: etree._Element, url: str | None, doc: Document, out: Builder) -> None:
     """``extract_main`` on an already parsed page (the HTML extractor's entry point)."""
     page_metadata(root, url, doc)
-    _render(_select(root, url), out)
+    _render_best(_select(root, url), out)
 
 
 def page_metadata(root: etree._Element, url: str | None, doc: Document) -> None:

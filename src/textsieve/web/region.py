@@ -18,6 +18,8 @@ import re
 
 from lxml import etree
 
+from ..extractors.html import _hidden
+
 _SKIP_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "select",
               "button", "form", "nav", "footer", "aside", "header", "dialog", "input",
               "textarea", "canvas", "video", "audio", "object", "embed", "map")
@@ -28,9 +30,9 @@ _BOILER_WORDS = (
     "nav|navbar|navigation|menu|footer|header|masthead|sidebar|side-bar|widget|cookies?|"
     "consent|gdpr|banner|breadcrumbs?|comments?|comment-list|disqus|share|sharing|social|"
     "related|recommended|newsletter|subscribe|popup|modal|promo|advert|ads?|sponsor|skip|"
-    "toolbar|pagination|author-bio|tags|signup|login")
+    "toolbar|pagination|author-bio|tags|signup|login|testimonials?|rail")
 _BOILER_RE = re.compile(rf"(?:^|[\s_-])(?:{_BOILER_WORDS})(?:$|[\s_-])", re.I)
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none", re.I)
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _TAGS = etree.XPath("|".join(f".//{t}" for t in _SKIP_TAGS))
 # Attribute values come back as strings (no element proxy per element); the element is
 # fetched only when a value marks it as boilerplate.
@@ -50,14 +52,132 @@ def _marks_boilerplate(value: etree._ElementUnicodeResult) -> bool:
         return value.strip().lower() == "true"
     return True  # hidden
 _MAIN = etree.XPath(".//main|.//*[@role='main']")
+# Elements a browser does not show, as HtmlWalker judges them (hidden attribute,
+# aria-hidden, display:none, visibility:hidden); the XPath preselects cheaply.
+_MAYBE_HIDDEN = etree.XPath(
+    ".//*[@hidden or @aria-hidden or contains(@style, 'none') or contains(@style, 'hidden')]")
+
+
+# Hidden until a click: tab panels, accordions, "read more" boxes. A reader gets there,
+# and people who judge main content count it (product descriptions and specifications
+# sit in such tabs), so these are shown rather than dropped; so is aria-hidden alone,
+# which hides from screen readers only (a browser shows it).
+_REVEALABLE = re.compile(
+    r"(?:^|[\s_-])(?:tabs?|tab-?pane|tab-?panel|tab-?content|panel|accordion|collapse|"
+    r"collapsible|expand|expandable|toggle|read-?more|more)(?:$|[\s_-])", re.I)
+
+# A hidden element with less than this share of its text outside it is the whole page
+# behind a loading guard, not hidden content.
+GUARD_OUTSIDE = 0.05
+# React's streamed server rendering sends the page's content in <div hidden id="S:0">
+# blocks that its script moves into place: the content a reader sees.
+_STREAMED = re.compile(r"S:(\d+)$")
+
+
+def _move_to_placeholder(root: etree._Element, el: etree._Element, number: str) -> None:
+    """Put a streamed block where React would: in place of its <template id="B:N">."""
+    slot = next((t for t in root.iter("template") if t.get("id") == f"B:{number}"), None)
+    parent, host = el.getparent(), slot.getparent() if slot is not None else None
+    if slot is None or host is None or parent is None:
+        return
+    if el.tail:  # the text after the block stays where it was
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    el.tail = slot.tail
+    host.replace(slot, el)
+
+
+def drop_hidden(root: etree._Element, aria_shown: bool = True) -> None:
+    """Remove what the renderer would not show (tails are kept), before any candidate is
+    counted: a paywall's display:none copy of the story must not win on word count and
+    then render to nothing, nor reach trafilatura, whose output loses the style. Content
+    behind a tab or an accordion is made visible instead, so every count still matches
+    what is rendered. ``aria_shown`` False leaves aria-hidden alone to the renderer,
+    which skips it (``--html full`` and the sieve keep their icon-free text)."""
+    page = None
+    for el in _MAYBE_HIDDEN(root):
+        if el.getparent() is None or el.tag in ("html", "body") or not _hidden(el):
+            continue
+        if page is None:
+            page = _visible_length(root)
+        # string-length counts scripts too: an upper bound, checked first (cheap)
+        if (page and _TEXT_LENGTH(el) >= 0.5 * page
+                and page - (inside := _visible_length(el)) < GUARD_OUTSIDE * inside):
+            # The whole page hidden until its styles load (Next.js and others): a
+            # browser shows it a moment later.
+            _unhide(el)
+            continue
+        aria_only = el.get("hidden") is None and not _HIDDEN_STYLE.search(el.get("style") or "")
+        if aria_only and not aria_shown:
+            continue
+        streamed = _STREAMED.match(el.get("id") or "")
+        if streamed:
+            _move_to_placeholder(root, el, streamed.group(1))
+        if (aria_only or streamed or el.get("role") == "tabpanel"
+                or _REVEALABLE.search(f"{el.get('class') or ''} {el.get('id') or ''}")):
+            _unhide(el)
+        else:
+            el.drop_tree()
+
+
+_CODE = etree.XPath(".//script|.//style")
+
+
+def _visible_length(el: etree._Element) -> int:
+    """About the characters of text under ``el``, scripts and styles left out (they can
+    outweigh the text: a framework's page data); XPath sums, no walk in Python."""
+    return int(_TEXT_LENGTH(el)) - sum(int(_TEXT_LENGTH(c)) for c in _CODE(el))
+
+
+def _unhide(el: etree._Element) -> None:
+    for attr in ("hidden", "aria-hidden", "style"):
+        el.attrib.pop(attr, None)
 _TEXT_LENGTH = etree.XPath("string-length(normalize-space(.))")
+
+
+# A list whose text is at least this share link text, with RAIL_LINKS links or more, is a
+# rail (related items, more-from-us, tag clouds, a menu without nav markup)...
+RAIL_LINK_SHARE = 0.8
+RAIL_LINKS = 3
+# ...unless the rails together hold more than this share of the region: then the links
+# are the content (an archive, a sitemap, a listing of titles).
+RAIL_MAX_SHARE = 0.5
+_LISTS = etree.XPath(".//ul|.//ol")
+_LINK_TEXT = etree.XPath(".//a")
+
+
+def _rails(el: etree._Element, total: float) -> list[etree._Element]:
+    """The link rails inside ``el`` (see RAIL_*), each with its heading-only wrapper."""
+    rails: list[etree._Element] = []
+    size = 0.0
+    for lst in _LISTS(el):
+        links = _LINK_TEXT(lst)
+        if len(links) < RAIL_LINKS:
+            continue
+        length = _TEXT_LENGTH(lst)
+        if not length or sum(_TEXT_LENGTH(a) for a in links) < RAIL_LINK_SHARE * length:
+            continue
+        if any(r in lst.iterancestors() for r in rails):
+            continue
+        size += length
+        parent = lst.getparent()
+        # "More from us" + the list: the heading goes with it.
+        if (parent is not None and parent is not el and parent.tag not in _KEEP
+                and _TEXT_LENGTH(parent) - length < 60):
+            lst = parent
+        rails.append(lst)
+    return rails if size <= RAIL_MAX_SHARE * total else []
 
 
 def strip_boilerplate(el: etree._Element, max_share: float = 0.5) -> etree._Element:
     """Remove the boilerplate containers inside ``el`` (in place; tails are kept).
 
     A container matched only by a class/id word is kept when it holds more than
-    ``max_share`` of the text: a "content-with-sidebar" wrapper is the page itself."""
+    ``max_share`` of the text: a "content-with-sidebar" wrapper is the page itself.
+    Link rails go too (``_rails``), measured after the marked containers are gone."""
     drop = list(_TAGS(el))
     total = None
     for value in _ATTRS(el):
@@ -72,6 +192,9 @@ def strip_boilerplate(el: etree._Element, max_share: float = 0.5) -> etree._Elem
                     continue
             drop.append(d)
     for d in drop:
+        if d is not el and d.getparent() is not None:
+            d.drop_tree()
+    for d in _rails(el, _TEXT_LENGTH(el)):
         if d is not el and d.getparent() is not None:
             d.drop_tree()
     return el

@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from lxml import etree
 from ..extractors.html import _BLOCK, HtmlWalker, _tag, decode_html, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
+from . import structured
 
 PRESETS = Path(__file__).with_name("presets")
 
@@ -62,6 +63,8 @@ WRAPPER = 0.5  # a boilerplate-looking container with more than this share of th
 NOISE_PENALTY = 0.3  # density factor inside nav/footer/aside/comments/related containers
 SIBLING = 0.3  # a same-level section next to a region joins it above this share of its density
 STUB = 0.15  # share of a region's topic mass under which a part beyond a heading is cut
+VARIETY = 6  # distinct topic terms a region needs for full confidence (see _variety)
+MIN_CONFIDENCE = 0.1  # below: "no block about this topic" rather than a wrong block
 RELATIVE = 0.1  # extra regions (max_regions > 1) must score this share of the best...
 SIMILAR = 0.5  # ...and be at least this share of its density (another instance, not a mention)
 LIST_KEEP = 0.5  # a list partly in a region is taken whole if its density >= this x peak
@@ -115,6 +118,79 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+@functools.lru_cache(maxsize=32)
+def stemmer(language: str | None) -> Callable[[str], str]:
+    """The stemmer for a page language ("de", "fr-CA"...): the suffix stripper above
+    for English and unknown languages (tuned on English recipe pages), Snowball for the
+    others it knows (German Äpfel/Apfel, French pommes/pomme, Spanish huevos/huevo)."""
+    lang = primary_language(language)
+    name = _SNOWBALL.get(lang or "")
+    if not name:
+        return stem
+    import snowballstemmer
+
+    algo = snowballstemmer.stemmer(name)
+    cache: dict[str, str] = {}
+
+    def snowball(word: str) -> str:
+        w = word.lower()
+        s = cache.get(w)
+        if s is None:
+            s = algo.stemWord(w) if w.isalpha() else w
+            if len(cache) < 1 << 16:
+                cache[w] = s
+        return s
+
+    return snowball
+
+
+_SNOWBALL = {"de": "german", "fr": "french", "es": "spanish", "it": "italian",
+             "pt": "portuguese", "nl": "dutch", "sv": "swedish", "da": "danish",
+             "no": "norwegian", "nb": "norwegian", "fi": "finnish", "ru": "russian"}
+
+
+def _set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Frequent function words of the preset languages: enough to tell them apart on a page
+# that does not declare its language (or declares it wrongly).
+STOP_WORDS = {
+    "en": _set("the and of to a in is it you that with for on are this be as your "
+                    "or at from have was i"),
+    "de": _set("der die und in den von zu das mit sich des auf für ist im dem nicht "
+                    "ein eine als auch es an werden aus er hat dass sie nach wird bei "
+                    "einer um am sind noch wie einem über einen so zum war haben nur oder "
+                    "aber vor zur bis mehr durch man"),
+    "fr": _set("le la les de des et à un une du en est que pour dans qui sur au "
+                    "pas par plus avec ce il se ne sont ou mais vous nous elle cette ces "
+                    "aux été leur"),
+    "es": _set("el la de que y en los del se las por un para con no una su al lo "
+                    "como más pero sus le ya o este sí porque esta entre cuando muy sin "
+                    "sobre también hasta hay donde"),
+}
+
+
+def primary_language(tag: str | None) -> str | None:
+    """ "de-AT" -> "de"; None for a missing or odd tag."""
+    if not tag:
+        return None
+    lang = re.split(r"[-_\s]", tag.strip().lower(), maxsplit=1)[0]
+    return lang if lang.isalpha() and 2 <= len(lang) <= 3 else None
+
+
+def guess_language(text: str) -> str | None:
+    """The preset language whose stop words are most frequent in ``text`` (None when
+    there are too few to tell)."""
+    counts = dict.fromkeys(STOP_WORDS, 0)
+    for w in words(text[:200_000]):
+        for lang, stops in STOP_WORDS.items():
+            if w in stops:
+                counts[lang] += 1
+    best = max(counts, key=counts.__getitem__)
+    return best if counts[best] >= 5 else None
+
+
 # -- topics --------------------------------------------------------------------------------
 @dataclass
 class Topic:
@@ -125,9 +201,16 @@ class Topic:
     phrases: dict[str, list[tuple[tuple[str, ...], float]]] = field(default_factory=dict)
     patterns: list[tuple[re.Pattern[str], float]] = field(default_factory=list)
     max_regions: int = 1
+    language: str | None = None  # stems are made for this language (None: English)
+    recipe: str | None = None  # "ingredients" | "instructions": a Recipe's part answers
     _cache: dict[str, float] = field(default_factory=dict, repr=False)
 
+    @property
+    def stem(self) -> Callable[[str], str]:
+        return stemmer(self.language)
+
     def add(self, text: str, weight: float = 1.0) -> None:
+        stem = self.stem
         stems = tuple(stem(w) for w in words(text))
         if len(stems) == 1:
             self.terms[stems[0]] = max(self.terms.get(stems[0], 0.0), weight)
@@ -138,7 +221,7 @@ class Topic:
         """Weight of one (lower-case) token; cached, tokens repeat a lot on a page."""
         w = self._cache.get(token)
         if w is None:
-            w = self.terms.get(stem(token), 0.0)
+            w = self.terms.get(self.stem(token), 0.0)
             if not w:
                 w = next((pw for rx, pw in self.patterns if rx.fullmatch(token)), 0.0)
             self._cache[token] = w
@@ -149,21 +232,31 @@ class Topic:
 
 
 def presets() -> list[str]:
-    return sorted(p.stem for p in PRESETS.glob("*.txt"))
+    """Preset names; each has an English file NAME.txt and may have NAME.LANG.txt
+    translations (German, French, Spanish for the recipe presets)."""
+    return sorted(p.stem for p in PRESETS.glob("*.txt") if "." not in p.stem)
 
 
-def load_topic(spec: str) -> Topic:
+def load_topic(spec: str, language: str | None = None) -> Topic:
     """A preset name ("recipe-directions"), a file of words/phrases one a line with
     optional weights ("preheat the oven 2"), or words: "a, b c" (comma-separated
-    phrases) or "a b c" (space-separated words). Raises ValueError when empty."""
+    phrases) or "a b c" (space-separated words). Raises ValueError when empty.
+
+    ``language`` is the page's: a preset comes in that language when it has a
+    translation (else in English), and words are stemmed for it."""
     spec = spec.strip()
+    lang = primary_language(language)
     preset = PRESETS / f"{spec}.txt"
-    if spec and "/" not in spec and preset.is_file():
-        topic = _parse_topic_file(spec, preset.read_text("utf-8"))
+    if spec and "/" not in spec and "." not in spec and preset.is_file():
+        local = PRESETS / f"{spec}.{lang}.txt"
+        if lang and local.is_file():
+            topic = _parse_topic_file(spec, local.read_text("utf-8"), lang)
+        else:
+            topic = _parse_topic_file(spec, preset.read_text("utf-8"))
     elif spec and Path(spec).is_file():
-        topic = _parse_topic_file(Path(spec).name, Path(spec).read_text("utf-8"))
+        topic = _parse_topic_file(Path(spec).name, Path(spec).read_text("utf-8"), lang)
     else:
-        topic = Topic(name=spec)
+        topic = Topic(name=spec, language=lang)
         items = spec.split(",") if "," in spec else spec.split()
         for item in items:
             topic.add(item)
@@ -172,10 +265,11 @@ def load_topic(spec: str) -> Topic:
     return topic
 
 
-def _parse_topic_file(name: str, text: str) -> Topic:
+def _parse_topic_file(name: str, text: str, language: str | None = None) -> Topic:
     """Lines: ``word [weight]``, ``a phrase [weight]``, ``/regex/ [weight]`` (matches
-    whole lower-case tokens), ``@regions N`` (keep up to N regions), ``# comment``."""
-    topic = Topic(name=name)
+    whole lower-case tokens), ``@regions N`` (keep up to N regions), ``@recipe PART``
+    (a page's Recipe data answers with its ingredients or instructions), ``# comment``."""
+    topic = Topic(name=name, language=language)
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -185,6 +279,9 @@ def _parse_topic_file(name: str, text: str) -> Topic:
             if key.lower() == "regions":
                 value = value.strip().lower()
                 topic.max_regions = 1_000_000 if value == "all" else max(int(value), 1)
+                continue
+            if key.lower() == "recipe" and value.strip() in ("ingredients", "instructions"):
+                topic.recipe = value.strip()
                 continue
             raise ValueError(f"{name}: unknown directive {line!r}")
         body, weight = line, 1.0
@@ -365,6 +462,9 @@ class SieveResult:
     regions: list[Region]
     confidence: float
     words: int = 0  # words kept
+    found: bool = True  # False: "no block about this topic" (confidence < MIN_CONFIDENCE)
+    source: str = "blocks"  # "blocks": the density sieve; "recipe": the page's Recipe data
+    items: int = 0  # lines given by the Recipe data
 
 
 def score_blocks(blocks: list[Block], topic: Topic) -> None:
@@ -376,7 +476,7 @@ def score_blocks(blocks: list[Block], topic: Topic) -> None:
         for t in toks:
             hits += weight(t)
         if topic.phrases:
-            stems = [stem(t) for t in toks]
+            stems = [topic.stem(t) for t in toks]
             phrases = topic.phrases
             for i, s in enumerate(stems):
                 for seq, w in phrases.get(s, ()):
@@ -552,6 +652,17 @@ def _transparent(blocks: list[Block]) -> list[bool]:
     return [groups[b.group] if b.group else t for b, t in zip(blocks, own, strict=True)]
 
 
+def _variety(blocks: list[Block], topic: Topic) -> float:
+    """How many different topic words the region uses, against what a real instance
+    shows (VARIETY distinct terms, fewer for a topic of few words), in [0, 1]. An
+    ingredient list names flour, butter, eggs, grams and spoons; a car review that only
+    hits numbers and litres is dense in the topic's weight but not about it."""
+    stem = topic.stem
+    seen = {s for b in blocks for s in map(stem, words(b.text)) if s in topic.terms}
+    need = min(VARIETY, max(1.0, len(topic.terms) / 2))
+    return min(1.0, len(seen) / need) ** 2  # squared: one or two terms are no evidence
+
+
 def sieve_blocks(blocks: list[Block], topic: Topic) -> SieveResult:
     """Choose the blocks to keep (see the module doc)."""
     score_blocks(blocks, topic)
@@ -582,8 +693,13 @@ def sieve_blocks(blocks: list[Block], topic: Topic) -> SieveResult:
     if chosen:
         best = max(chosen, key=lambda r: r.score)
         share = sum(r.mass for r in chosen) / total if total else 0.0
-        confidence = ((1 - math.exp(-best.mass / 6)) * min(1.0, best.density / 0.15)
-                      * (0.3 + 0.7 * share))
+        # A topic of a few words cannot reach the mass and density of a 50-word preset:
+        # the references shrink with its size.
+        size = min(1.0, (len(topic.terms) + len(topic.phrases) + len(topic.patterns)) / 20)
+        confidence = ((1 - math.exp(-best.mass / (6 * size)))
+                      * min(1.0, best.density / (0.15 * size))
+                      * (0.3 + 0.7 * share)
+                      * _variety(act[best.start:best.end + 1], topic))
     for r in chosen:  # report page block numbers
         r.start, r.end, r.peak = index[r.start], index[r.end], index[r.peak]
     return SieveResult(topic.name, len(blocks), kept, chosen, round(confidence, 3),
@@ -597,9 +713,28 @@ def replay(blocks: list[Block], kept: list[int], out: Builder) -> None:
 
 
 def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResult:
-    """Sieve a parsed page (the tree is modified: anchors get marks)."""
+    """Sieve a parsed page (the tree is modified: anchors get marks).
+
+    A topic tied to a recipe part (``@recipe``) is answered from the page's own Recipe
+    data when it has that part: the author's exact list, not a guess from the layout.
+    Otherwise the density sieve; a region kept with a confidence under MIN_CONFIDENCE
+    is not rendered (``found`` is False): no block is better than a wrong one."""
+    if topic.recipe:
+        found = structured.recipe(root)
+        lines = found.part(topic.recipe) if found else []
+        if lines:
+            ordered = topic.recipe == "instructions"
+            for n, line in enumerate(lines, 1):
+                out.list_item(line, 0, ordered, n)
+            return SieveResult(topic.name, 0, [], [], 1.0,
+                               sum(len(words(x)) for x in lines), source="recipe",
+                               items=len(lines))
     blocks = blocks_of(root)
     result = sieve_blocks(blocks, topic)
+    if result.kept and result.confidence < MIN_CONFIDENCE:
+        result.found, result.kept, result.words = False, [], 0
+    elif not result.kept:
+        result.found = False
     replay(blocks, result.kept, out)
     return result
 
@@ -614,7 +749,17 @@ def sieve_document(root: etree._Element, doc: Document, out: Builder, spec: str)
     """The ``--html sieve`` path of the HTML extractor: head metadata, then the sieve;
     the topic, confidence and kept block count go to ``doc.metadata.extra``."""
     html_metadata(root, doc)
-    topic = load_topic(spec)
+    language = primary_language(doc.metadata.language)
+    if language not in STOP_WORDS:  # undeclared, or one without presets: guess
+        body = next((c for c in root if _tag(c) == "body"), root)
+        language = guess_language(" ".join(body.itertext())) or language
+    topic = load_topic(spec, language)
     result = sieve_element(root, topic, out)
     doc.metadata.extra.update(sieve_topic=topic.name, sieve_confidence=result.confidence,
-                              sieve_blocks=len(result.kept))
+                              sieve_blocks=result.items or len(result.kept),
+                              sieve_found=result.found, sieve_source=result.source)
+    if topic.language:
+        doc.metadata.extra["sieve_language"] = topic.language
+    if not result.found:
+        doc.warnings.append(f"no block about this topic ({topic.name}); best confidence "
+                            f"{result.confidence} < {MIN_CONFIDENCE}")

@@ -1,0 +1,24 @@
+"""``textsieve serve``: extraction as a service (REST API, Tika-compatible endpoints).
+
+Needs the optional extra ``textsieve[server]`` (FastAPI, uvicorn, prometheus-client).
+"""
+
+from __future__ import annotations
+
+from ..options import Options
+
+
+def serve(config: object, options: Options) -> None:
+    """Run the service until interrupted (uvicorn, one process, the workers behind it)."""
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise ImportError("textsieve serve needs the server extra: pip install "
+                          "'textsieve[server]'") from exc
+
+    from .app import ServerConfig, create_app
+
+    assert isinstance(config, ServerConfig)
+    app = create_app(config, options)
+    uvicorn.run(app, host=config.host, port=config.port, log_level="warning",
+                timeout_graceful_shutdown=5)
