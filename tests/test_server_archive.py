@@ -58,3 +58,31 @@ def test_run_search_items_stats(tmp_path):
         mail = c.post("/v1/runs", json={"sources": ["imap://me@example.org/INBOX"]})
     assert outside.status_code == 403 and outside.json()["error"]["kind"] == "blocked_address"
     assert mail.status_code == 400 and mail.json()["error"]["kind"] == "bad_source"
+
+
+def test_serve_opens_the_reading_room_over_its_archive(tmp_path):
+    """`serve --archive FILE` serves the reading room under /ui beside the API: its pages
+    are HTML with their CSP, while the API's errors stay typed JSON."""
+    import subprocess
+    import sys
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(SAMPLES / "letter.docx", docs / "letter.docx")
+    archive = tmp_path / "a.db"
+    made = subprocess.run([sys.executable, "-m", "textsieve", "run", str(docs), "--archive",
+                           str(archive), "-q", "-j", "1"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert made.returncode == 0, made.stderr
+    with running_server("-j", "1", "--archive", str(archive)) as server, \
+            server.client() as c:
+        page = c.get("/ui/search", params={"q": "heron"})
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        hit = c.get("/v1/search", params={"q": "heron"}).json()[0]
+        assert f"items/{hit['id']}" in page.text
+        item = c.get(f"/ui/items/{hit['id']}")
+        assert item.status_code == 200 and "heron" in item.text.lower()
+        missing_api = c.get("/v1/items/999999")
+        assert missing_api.status_code == 404 and missing_api.json()["error"]["kind"]
+        assert c.get("/ui/items/999999").status_code == 404

@@ -5,6 +5,8 @@ Needs the optional extra ``textsieve[server]`` (FastAPI, uvicorn, prometheus-cli
 
 from __future__ import annotations
 
+import sys
+
 from ..options import Options
 
 
@@ -20,5 +22,10 @@ def serve(config: object, options: Options) -> None:
 
     assert isinstance(config, ServerConfig)
     app = create_app(config, options)
+    base = f"http://{config.host}:{config.port}"
+    room = f"; reading room {base}/ui/search" if any(
+        getattr(r, "path", "") == "/ui" for r in app.routes) else ""
+    print(f"textsieve: serving on {base} (API docs {base}/docs{room})", file=sys.stderr,
+          flush=True)
     uvicorn.run(app, host=config.host, port=config.port, log_level="warning",
                 timeout_graceful_shutdown=5)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import os
 import threading
 import time
 import uuid
@@ -341,6 +342,12 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
     app.include_router(tika.router, dependencies=[_auth()])
     app.add_api_route("/version", tika.version, methods=["GET"], tags=["tika"],
                       response_class=Response)
+    if config.archive and os.path.exists(config.archive):
+        # The reading room over the same archive, as a mounted app of its own: its HTML
+        # error pages and CSP stay there, the API keeps its typed JSON errors.
+        from ..ui import app as reading_room
+
+        app.mount("/ui", reading_room(config.archive, token=config.token, options=options))
     return app
 
 
