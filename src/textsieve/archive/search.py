@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..terminal import for_terminal
-from .store import Archive
+from .store import Archive, ArchiveError
 
 
 class QueryError(UsageError, ValueError):
@@ -151,8 +151,21 @@ def find(archive: Archive, query: str, filters: Filters | None = None, *,
                             title=title, mime_type=mime,
                             snippet=" ".join(snippets.get(item_id, "").split()), rank=rank))
     except sqlite3.OperationalError as exc:
-        raise QueryError(f"cannot search for {query!r}: {exc}") from exc
+        raise _search_error(query, exc) from exc
     return hits, total
+
+
+# What FTS5 says of a query it cannot parse; any other error comes from the archive itself.
+_QUERY_FAULTS = ("syntax error", "unterminated string", "no such column", "unknown special query")
+
+
+def _search_error(query: str, exc: sqlite3.OperationalError) -> Exception:
+    """A query FTS5 cannot parse is the user's to fix (a usage error); a damaged full-text
+    index ("SQL logic error", "malformed") is the archive's (``textsieve check``)."""
+    if any(fault in str(exc) for fault in _QUERY_FAULTS):
+        return QueryError(f"cannot search for {query!r}: {exc}")
+    return ArchiveError(f"cannot search: the archive's full-text index failed ({exc}); "
+                        "`textsieve check` tells what is damaged, `--repair` rebuilds it")
 
 
 def _snippets(archive: Archive, q: str, ids: list[int], marks: tuple[str, str]
