@@ -4,6 +4,7 @@ Run by hand, after ``bash bench/peers_setup.sh``::
 
     bench/.peers/venv/bin/python bench/bench_corpus.py [--corpus DIR] [--tools a,b]
         [--timeout 60] [--formats pdf,docx] [--no-cli] [--repeat 3]
+    bench/.peers/venv/bin/python bench/bench_corpus.py --per-file [--repeat 3]
 
 Every tool runs in its own FRESH worker process, file by file through its plain
 single-threaded Python API; each file goes to every tool in turn (never two at once on our
@@ -405,6 +406,81 @@ def run_cli(python: str, files: list[tuple[str, Path]], expect: Expectations,
     return tr
 
 
+# -- one process per file, as a shell loop runs it ----------------------------------------------
+
+# kreuzberg's PyPI package has no working CLI (its ``kreuzberg`` script asks for a separate
+# binary from GitHub), so its per-file process is the interpreter with its Python API: the
+# same call as the in-process row, its import included, as a one-line script would do.
+KREUZBERG_ONE = ("import sys\nfrom kreuzberg import ExtractionConfig, extract_file_sync\n"
+                 "sys.stdout.write(extract_file_sync(sys.argv[1], config=ExtractionConfig("
+                 "use_cache=False, disable_ocr=True)).content or '')\n")
+
+
+def per_file_commands(python: str) -> dict[str, Callable[[str], list[str]]]:
+    """How each contender is started on one file: textsieve's real command (the console
+    script of ``python``'s environment), OCR off like kreuzberg's."""
+    script = str(Path(python).parent / "textsieve")
+    return {
+        "textsieve extract --ocr never": lambda p: [script, "extract", "--ocr", "never", p],
+        "textsieve extract": lambda p: [script, "extract", p],
+        "kreuzberg (python -c)": lambda p: [python, "-c", KREUZBERG_ONE, p],
+    }
+
+
+def run_per_file(python: str, files: list[tuple[str, Path]], timeout: float,
+                 repeat: int, names: list[str]) -> str:
+    """Every file in a fresh process per contender, contenders alternating file by file
+    (a shared VM's drift hits all alike); each file's best of ``repeat`` counts. ok = exit
+    status 0 and some text on stdout. The cost of starting the command is the point here:
+    a user's ``for f in *; do textsieve extract "$f"; done``."""
+    commands = per_file_commands(python)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for make in commands.values():  # compile every module once, before the clock runs
+        subprocess.run(make(str(files[0][1])), capture_output=True, env=env, check=False,
+                       timeout=timeout)
+    best: dict[str, dict[str, float]] = {n: {} for n in names}
+    cpu: dict[str, float] = dict.fromkeys(names, 0.0)  # user + sys, all runs
+    ok: dict[str, set[str]] = {n: set() for n in names}
+    for _ in range(repeat):
+        for rel, path in files:
+            for name in names:
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                try:
+                    proc = subprocess.run(commands[name](str(path)), capture_output=True,
+                                          env=env, check=False, timeout=timeout)
+                    good = proc.returncode == 0 and bool(proc.stdout.strip())
+                except subprocess.TimeoutExpired:
+                    good = False
+                took = time.perf_counter() - t0
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu[name] += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                best[name][rel] = min(best[name].get(rel, float("inf")), took)
+                if good:
+                    ok[name].add(rel)
+    lines = [f"one process per file, {len(files)} files, best of {repeat}",
+             f"{'command':32s} | ok  | total s | median ms | CPU s per pass"]
+    for name in names:
+        times = sorted(best[name].values())
+        lines.append(f"{name:32s} | {len(ok[name]):3d} | {sum(times):7.2f} | "
+                     f"{1000 * times[len(times) // 2]:9.1f} | {cpu[name] / repeat:7.2f}")
+    formats = sorted({rel.split("/", 1)[0] for rel, _ in files})
+    lines.append("seconds by format: " + "; ".join(
+        f"{fmt} " + "/".join(f"{sum(t for r, t in best[n].items() if r.startswith(fmt + '/')):.2f}"
+                             for n in names) for fmt in formats))
+    first, *others = names
+    for other in others:
+        both = ok[first] & ok[other]
+        a = sum(best[first][r] for r in both)
+        b = sum(best[other][r] for r in both)
+        lines.append(f"{first} vs {other}: all files {sum(best[other].values()):.2f} s / "
+                     f"{sum(best[first].values()):.2f} s = "
+                     f"{sum(best[other].values()) / sum(best[first].values()):.2f}x; "
+                     f"{len(both)} both ok: {b:.2f} s / {a:.2f} s = {b / a if a else 0:.2f}x "
+                     "(above 1: textsieve faster)")
+    return "\n".join(lines)
+
+
 # -- inputs ------------------------------------------------------------------------------------
 
 def corpus_files(corpus: Path, formats: set[str] | None) -> list[tuple[str, Path]]:
@@ -561,12 +637,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="run each file n times and keep its best time (1)")
     ap.add_argument("--no-cli", action="store_true", help="skip the textsieve CLI row")
     ap.add_argument("--jobs", type=int, default=2, help="-j for the CLI row (2)")
+    ap.add_argument("--per-file", metavar="COMMANDS", nargs="?",
+                    const="textsieve extract --ocr never,kreuzberg (python -c)",
+                    help="only the one-process-per-file loop, for these commands "
+                         f"(comma-separated; of: {', '.join(per_file_commands('python'))})")
     ns = ap.parse_args(argv)
     if ns.worker:
         worker_main(ns.worker)
         return 0
     OUT.mkdir(parents=True, exist_ok=True)
     files = corpus_files(ns.corpus, set(ns.formats.split(",")) if ns.formats else None)
+    if ns.per_file:
+        print(run_per_file(ns.python, files, ns.timeout, ns.repeat, ns.per_file.split(",")))
+        return 0
     expect = load_expectations(EXPECTATIONS)
     rels = {rel for rel, _ in files}
     expect.words = {k: v for k, v in expect.words.items() if k in rels}

@@ -232,17 +232,31 @@ def test_a_refused_pipe_or_fork_leaves_nothing_open(monkeypatch: pytest.MonkeyPa
                 os.fstat(fd)  # closed
 
 
-def test_isolated_call_without_fork_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_isolated_call_with_threads_running_is_still_isolated() -> None:
+    """A web server or a Ray worker runs threads: no fork from here, but the helper comes
+    from the forkserver, and its memory cap and deadline hold (isolation is never off)."""
     # An earlier test may have started a helper while this process had one thread: set it
     # aside, so that the call must decide afresh, with a thread running.
-    monkeypatch.setattr(forking, "_helper", None)
+    if forking._helper is not None:
+        forking._retire(forking._helper)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
+    call = forking.call_isolated
     try:
-        assert forking.call_isolated(os.getpid, timeout=10, memory=1 << 30) == os.getpid()
-        assert forking._helper is None, "no helper forked while a thread runs"
+        helper = call(os.getpid, timeout=30, memory=1 << 30)
+        assert helper != os.getpid(), "the call runs in another process"
+        assert forking._helper is not None and forking._helper.proc is not None
+        assert call(os.getpid, timeout=30, memory=1 << 30) == helper, "the helper is kept"
+        with pytest.raises(MemoryError):  # the cap holds: 2 GB asked, 256 MB allowed
+            call(bytearray, 2 << 30, timeout=30, memory=256 << 20)
+        with pytest.raises(forking.JobsTimeout):
+            call(time.sleep, 60, timeout=1, memory=256 << 20)
+        with pytest.raises(forking.CallDied):
+            call(os.abort, timeout=30, memory=256 << 20)
     finally:
+        if forking._helper is not None:
+            forking._retire(forking._helper, kill=True)
         stop.set()
         other.join()
 

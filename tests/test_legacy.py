@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,7 @@ def test_truncated_doc_is_a_typed_error(corpus: Path) -> None:
     assert doc.error.kind in (ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED)
 
 
-@pytest.mark.skipif(shutil.which("soffice") or shutil.which("libreoffice"),
+@pytest.mark.skipif(bool(shutil.which("soffice") or shutil.which("libreoffice")),
                     reason="LibreOffice is installed here")
 def test_libreoffice_missing_is_missing_tool(corpus: Path) -> None:
     src = Source.from_path(corpus / "doc/poi__quick.doc")
@@ -230,3 +231,28 @@ def test_irm_protected_doc_is_encrypted_not_its_placeholder(corpus: Path) -> Non
     assert doc.error is not None and doc.error.kind == ErrorKind.ENCRYPTED
     assert "Information Rights Management" in doc.error.message
     assert doc.text == ""
+
+
+def _pfile(extension: bytes, placeholder: bytes) -> bytes:
+    """A PFILE laid out as the RMS SDK reads one (v2.1): ".pfile", versions, the cleartext
+    redirection header, the offsets, then extension, licence (a stand-in) and content."""
+    licence = b"<?xml version='1.0'?><XrML>publishing licence stand-in</XrML>"
+    content = bytes(range(256)) * 8  # ciphertext stands in as opaque bytes
+    fixed = 6 + 4 + 4 + 4 + len(placeholder)
+    ext_at = fixed + 6 * 4 + 8 + 4 + 4
+    pl_at = ext_at + len(extension)
+    content_at = pl_at + len(licence)
+    header = struct.pack("<IIIIIIQII", 0, ext_at, len(extension), pl_at, len(licence),
+                         content_at, len(content), content_at, 0)
+    return (b".pfile" + struct.pack("<III", 2, 1, len(placeholder)) + placeholder + header
+            + extension + licence + content)
+
+
+def test_pfile_is_encrypted_with_the_protected_files_type() -> None:
+    """Microsoft RMS wraps non-Office files (a protected PDF saved as .ppdf) in a PFILE;
+    its only readable text is the placeholder telling the reader to get the RMS viewer."""
+    data = _pfile(b".pdf", b"This file is protected by Microsoft Rights Management. "
+                           b"Open it with the Azure Information Protection viewer.")
+    doc = textsieve.extract(data, name="report.ppdf")
+    assert doc.error is not None and doc.error.kind == ErrorKind.ENCRYPTED
+    assert "PFILE" in doc.error.message and ".pdf" in doc.error.message

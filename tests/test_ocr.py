@@ -292,6 +292,53 @@ def test_low_resolution_image_is_upscaled_and_read() -> None:
     assert rate < 0.03, doc.text
 
 
+@pytest.mark.parametrize(("dpi", "seen"), [(200, 200), (400, 400), (600, 300)])
+def test_stamped_scan_is_ocred_at_its_own_resolution(dpi: int, seen: int) -> None:
+    """A scan with a Bates number drawn on it as text is still OCRed (the few characters of
+    text are not the page's text layer), and rendered at the scan's resolution, not
+    resampled to 300 dpi (which blurs and shifts strokes: more character errors)."""
+    from textsieve.ocr import raster
+    from textsieve.source import Source
+
+    width, height = round(A4_PT[0] / 72 * dpi), round(A4_PT[1] / 72 * dpi)
+    img = Image.new("L", (width, height), 255)
+    draw_lines(img, PAGES[0], size=round(11 / 72 * dpi), at=(dpi, dpi))
+    img = add_noise(img, seed=dpi)
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4_PT)
+    c.drawImage(ImageReader(img), 0, 0, width=A4_PT[0], height=A4_PT[1])
+    c.setFont("Helvetica", 8)
+    c.drawString(470, 20, "ACME000042")
+    c.showPage()
+    c.save()
+    src = Source.from_bytes(buf.getvalue(), name="stamped.pdf")
+    with raster.open_pages(src, "application/pdf", Options()) as pager:
+        page, got_dpi = pager.image(1)
+    # Drawn at the scan's resolution (to a pixel: page and scan differ in aspect by a
+    # rounding), not resampled to 300 dpi; above 400 dpi at a whole fraction of it.
+    assert got_dpi == seen
+    k = dpi // seen
+    assert abs(page.width - width / k) <= 1 and abs(page.height - height / k) <= 1
+    doc = ok(textsieve.extract(buf.getvalue(), name="stamped.pdf"))
+    assert cer(doc.text, joined(PAGES[0]) + " ACME000042") < 0.01, doc.text
+
+
+def test_short_text_beside_a_small_picture_keeps_its_text_layer() -> None:
+    """Only a page-covering picture makes a little text a stamp: a title page with a logo
+    keeps its exact text and is not OCRed."""
+    logo = Image.new("L", (300, 300), 255)
+    draw_lines(logo, ["LOGO"], size=60, at=(40, 100))
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4_PT)
+    c.drawImage(ImageReader(logo), 72, 600, width=150, height=150)
+    c.setFont("Helvetica", 20)
+    c.drawString(72, 500, "Annual report 2023")
+    c.showPage()
+    c.save()
+    doc = ok(textsieve.extract(buf.getvalue(), name="title.pdf"))
+    assert doc.text == "Annual report 2023" and not doc.pages[0].ocr
+
+
 def test_decompression_bomb_is_refused_quickly(tmp_path: Path) -> None:
     """A 30000 x 30000 PNG (900 Mpixels, a few hundred KB on disk) is refused, not decoded."""
     path = tmp_path / "bomb.png"

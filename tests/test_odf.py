@@ -429,3 +429,12 @@ def test_formula_objects_come_out_as_linear_text(annotation: str, expected: str)
     out = textsieve.extract(data, name="f.odt")
     assert out.status is Status.OK, out.error
     assert out.text == f"Pythagoras:\n\n{expected}"
+
+
+def test_a_formula_anchored_as_a_character_stays_in_its_sentence() -> None:
+    # Made by LibreOffice (tests/fixtures/office/make_fixtures.py): the formula is the
+    # sub-package "Object 1", its frame anchored as a character inside the paragraph.
+    path = Path(__file__).parent / "fixtures" / "office" / "inline_formula.odt"
+    out = textsieve.extract(path)
+    assert out.status is Status.OK, out.error
+    assert out.text == "Einstein wrote E = m c^2 in 1905."

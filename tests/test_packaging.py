@@ -38,9 +38,14 @@ def _declared() -> tuple[set[str], set[str]]:
 
 
 def _guarded(tree: ast.AST) -> set[int]:
-    """Line numbers of imports inside ``try: ... except ImportError``."""
+    """Line numbers of imports inside ``try: ... except ImportError``, or inside a function
+    body: a lazy import runs only when its feature is used, after that feature checked its
+    extra (``enrich.require()``), so it never breaks ``import textsieve``."""
     lines: set[int] = set()
     for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in node.body:
+                lines.update(n.lineno for n in ast.walk(inner) if hasattr(n, "lineno"))
         if isinstance(node, ast.Try) and any(
                 isinstance(h.type, ast.Name) and h.type.id in ("ImportError",
                                                                "ModuleNotFoundError")

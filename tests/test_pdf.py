@@ -401,3 +401,76 @@ def test_space_where_the_script_changes(tmp_path: Path) -> None:
     assert "Python" in words and "من" in words and "تعلمت" in words
     assert "שלום" in words and "עולם" in words
     assert words.count("Python") == 2
+
+
+def _rights_managed_pdf(handler: bytes) -> bytes:
+    """A one-page PDF whose /Encrypt names a rights-management handler (no password opens it).
+
+    Written by hand: no PDF library writes MicrosoftIRMServices or Adobe.APS encryption. The
+    trailer carries /Encrypt and /ID as a real one does; the handler's licence is a stand-in.
+    """
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+            b"<< /Filter /" + handler + b" /V 4 /R 4 /Length 128 /PublicationLicense (lic) >>"]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for i, body in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (i, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += (b"trailer\n<< /Size %d /Root 1 0 R /Encrypt 4 0 R /ID [<0011223344556677>"
+            b" <0011223344556677>] >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref))
+    return bytes(out)
+
+
+def _wrapper(placeholder: str, payload_name: str, payload: bytes) -> bytes:
+    """A cover page that tells the reader to use another viewer, the document attached."""
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(make_pdf([placeholder]))
+    pdf.new_attachment(payload_name).set_data(payload)
+    out = io.BytesIO()
+    pdf.save(out)
+    pdf.close()
+    return out.getvalue()
+
+
+# Placeholder pages as the vendors word them (paraphrased): Microsoft Purview's protected
+# PDF (the payload attachment has this fixed name) and Adobe LiveCycle/AEM's "page 0".
+_MS_PAGE = ("Microsoft Information Protection\nThis document is protected with encryption "
+            "by Microsoft Information Protection.\nOpen it with a PDF viewer that supports "
+            "Azure Rights Management.")
+_ADOBE_PAGE = ("This document is protected by Adobe LiveCycle Rights Management.\nOpen it "
+               "in Adobe Acrobat or Adobe Reader to view its content.")
+
+
+@pytest.mark.parametrize("page, name, handler", [
+    (_MS_PAGE, "MicrosoftIRMServices Protected PDF.pdf", b"MicrosoftIRMServices"),
+    (_ADOBE_PAGE, "protected.pdf", b"Adobe.APS"),
+])
+def test_rights_management_wrapper_is_encrypted(page: str, name: str, handler: bytes) -> None:
+    doc = textsieve.extract(_wrapper(page, name, _rights_managed_pdf(handler)))
+    assert doc.status is Status.ERROR
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert handler.decode() in doc.error.message and name in doc.error.message
+    assert "protected" not in doc.text  # the placeholder is not passed off as content
+
+
+def test_rights_managed_pdf_is_encrypted() -> None:
+    doc = textsieve.extract(_rights_managed_pdf(b"MicrosoftIRMServices"))
+    assert doc.error is not None and doc.error.kind is ErrorKind.ENCRYPTED
+    assert "MicrosoftIRMServices" in doc.error.message
+
+
+def test_cover_page_with_password_protected_attachment_keeps_its_text() -> None:
+    # A password (Standard handler) attachment is not a rights-management payload.
+    payload = make_pdf(["secret"], encrypt="pw")
+    doc = textsieve.extract(_wrapper("Cover letter: the report is attached.", "report.pdf",
+                                     payload))
+    assert doc.status is Status.OK
+    assert "Cover letter" in doc.text
+    assert doc.children[0].error is not None
+    assert doc.children[0].error.kind is ErrorKind.ENCRYPTED

@@ -277,3 +277,27 @@ def test_a_character_outside_the_bmp_does_not_shift_the_headers(
     assert paras[0] == "This is a simple header, with a € euro symbol in it."
     assert "\U0001F600P - £" in paras
     assert paras[-1] == "The footer, with Molière, has Unicode in it."
+
+
+# Made by LibreOffice from flat ODT (tests/fixtures/office/make_fixtures.py): no corpus DOC
+# has a text box in a header or lettered/roman list numbers.
+OFFICE = Path(__file__).parent / "fixtures" / "office"
+
+
+def test_a_text_box_in_the_header_is_read_whole() -> None:
+    doc = textsieve.extract(OFFICE / "header_text_box.doc")
+    assert "/word97/" in doc.extractor.replace(":", "/")
+    paras = [p for p in doc.text.split("\n\n") if p.strip()]
+    # the header story's own text first, the box in it with the other text boxes
+    assert paras == ["Quarterly header line", "The body paragraph of the report.",
+                     "Boxed header note"]
+
+
+def test_lettered_and_roman_list_numbers() -> None:
+    doc = textsieve.extract(OFFICE / "lettered_roman_lists.doc")
+    assert "/word97/" in doc.extractor.replace(":", "/")
+    lines = [line.strip() for line in doc.text.splitlines() if line.strip()]
+    assert lines == ["Steps follow.", "a) Alpha step", "b) Beta step", "i. First detail",
+                     "ii. Second detail", "iii. Third detail", "iv. Fourth detail",
+                     "c) Gamma step", "I. Roman one", "II. Roman two", "III. Roman three",
+                     "IV. Roman four"]

@@ -31,6 +31,7 @@ __all__ = [
     "__version__",
     "detect",
     "extract",
+    "handler",
     "preload",
 ]
 
@@ -107,9 +108,9 @@ def extract(source: Input, *, name: str | None = None, options: Options | None =
         from .run.pool import extract_many
 
         return next(iter(extract_many([source], opts, names=[name])))
-    from .core import extract_source
+    from .run.steps import extract_here
 
-    return extract_source(_source(source, name, opts), opts)
+    return extract_here(source, name, opts)
 
 
 def preload(mime_types: Iterable[str] | None = None) -> None:
@@ -117,6 +118,7 @@ def preload(mime_types: Iterable[str] | None = None) -> None:
     file of each format: for a long-lived process (a service, a batch job) that wants
     steady per-file times. ``import textsieve`` itself stays light (~50 ms)."""
     from .extractors import preload as _preload
+    from .run import steps  # noqa: F401  extract() goes through it (the page fan-out)
 
     _preload(mime_types)
 
@@ -127,3 +129,13 @@ def detect(source: Input, *, name: str | None = None) -> str:
 
     with _source(source, name, Options()) as src:
         return _detect(src).mime
+
+
+def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """A serverless function's entry point (AWS Lambda's ``handler(event, context)``): the
+    same "extract this URI to that URI" event as ``POST /v1/jobs`` (see
+    ``textsieve.events``), extracted in an isolated process. s3:// endpoint and credentials
+    come from boto3's usual environment variables; file:// URIs are refused."""
+    from .events import handle, local_runner
+
+    return handle(event, _DEFAULTS, local_runner)

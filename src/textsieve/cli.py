@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import signal
-import sqlite3
 import sys
 import traceback
 from collections.abc import Collection, Iterator
@@ -30,12 +29,14 @@ from .options import (
     CONFIG_FILE,
     GROUPS,
     KNOBS,
+    MiB,
     Options,
     OptionsError,
     convert_value,
     field_names,
     flag_of,
     load_config,
+    parse_size,
 )
 from .terminal import for_terminal
 
@@ -223,6 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only retry items that failed before")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
     _add_config_option(p)
+    p.add_argument("--enrich", nargs="?", const="all", metavar="KINDS",
+                   help="then bring topics, summaries, keyphrases, related items and "
+                        "near-duplicates up to date (only new items; KINDS: a comma list "
+                        "of those, default all; needs textsieve[topics])")
     _add_option_flags(p, run=True)
 
     p = sub.add_parser("ocr", help="make a scanned PDF searchable: the same pages with an "
@@ -251,11 +256,49 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="full-text search of the archive")
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
     p.add_argument("-n", "--limit", type=_sqlite_int, default=20)
+    p.add_argument("--all-duplicates", action="store_true",
+                   help="list near-duplicates of a hit as hits of their own")
     _add_archive_option(p)
 
     p = sub.add_parser("show", help="print an archived item")
     p.add_argument("id", type=_sqlite_int)
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
+    _add_archive_option(p)
+
+    p = sub.add_parser("topics", help="find the topics of the archive's texts (fitted once, "
+                       "new items placed in them on later runs)")
+    p.add_argument("-k", type=int, metavar="N",
+                   help="number of topics (default: chosen by coherence)")
+    p.add_argument("--refit", action="store_true", help="fit the topics again from scratch")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    _add_selection_options(p)
+    _add_archive_option(p)
+
+    p = sub.add_parser("summarize", help="write an extractive summary of items into the "
+                       "archive (shown by show, search and exports)")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID")
+    p.add_argument("--all", action="store_true", help="every item without a summary yet")
+    p.add_argument("-n", "--sentences", type=int, default=3, metavar="N",
+                   help="sentences per summary (default 3)")
+    p.add_argument("--force", action="store_true", help="summarise again (with --all)")
+    _add_archive_option(p)
+
+    p = sub.add_parser("keyphrases", help="find the keyphrases of items (stored in the "
+                       "archive, shown by show)")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID")
+    p.add_argument("--all", action="store_true", help="every item without keyphrases yet")
+    p.add_argument("--force", action="store_true", help="find them again (with --all)")
+    _add_archive_option(p)
+
+    p = sub.add_parser("related", help="items most like an item (nearest neighbours, kept "
+                       "up to date in the archive)")
+    p.add_argument("ids", nargs="*", type=int, metavar="ID")
+    p.add_argument("--all", action="store_true", help="compute the neighbours of every item")
+    _add_archive_option(p)
+
+    p = sub.add_parser("duplicates", help="group near-duplicate items (the same text under "
+                       "two URLs...): search shows each group once")
+    p.add_argument("--format", choices=["table", "json"], default="table")
     _add_archive_option(p)
 
     p = sub.add_parser("stats", help="summarise the archive by status, type and error")
@@ -271,9 +314,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export", help="write the archive out as files, JSONL or Parquet")
     p.add_argument("--to", required=True, metavar="PATH",
-                   help="folder (txt) or file (jsonl, parquet)")
+                   help="folder (txt) or file (jsonl, parquet); or s3://bucket/prefix")
     p.add_argument("--format", choices=["txt", "jsonl", "parquet"], default="txt")
     _add_archive_option(p)
+
+    p = sub.add_parser("serve", help="extraction as a service: REST API, Tika-compatible "
+                       "endpoints (needs textsieve[server])")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on; beyond loopback a bearer token is required")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--archive", default=None, metavar="FILE",
+                   help="the archive for /v1/search, /v1/items, /v1/runs, /v1/stats")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="the bearer token clients must send (or TEXTSIEVE_TOKEN)")
+    p.add_argument("--max-upload", type=parse_size, default=100 * MiB, metavar="SIZE",
+                   help="request bodies above this are refused (MiB, or 2GiB)")
+    p.add_argument("--queue", type=int, default=None, metavar="N",
+                   help="requests admitted beyond the busy workers before 503 (default: "
+                   "2 per worker)")
+    p.add_argument("--recycle-after", type=int, default=200, metavar="N",
+                   help="replace a worker process after N documents")
+    p.add_argument("--file-root", action="append", default=[], metavar="DIR",
+                   help="file:// URIs of jobs may read and write under this folder only")
+    _add_config_option(p)
+    _add_option_flags(p, run=True)  # jobs fetch http(s):// and s3:// URIs
     for p in sub.choices.values():  # `textsieve run ... --debug` works as well as before it
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show tracebacks and debug logging")
@@ -283,6 +347,14 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_archive_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--archive", default="textsieve.db", metavar="FILE",
                    help="the archive file (default: textsieve.db here)")
+
+
+def _add_selection_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--type", dest="mime", metavar="MIME",
+                   help="only items of this MIME type or prefix (text/html, application/)")
+    p.add_argument("--since", metavar="DATE", help="only items first seen on or after it")
+    p.add_argument("--until", metavar="DATE", help="only items first seen up to that day")
+    p.add_argument("--label", help="only items mailed with this mail label")
 
 
 def _read_stdin(options: Options, name: str) -> bytes | Document:
@@ -297,25 +369,36 @@ def _read_stdin(options: Options, name: str) -> bytes | Document:
         return Document.failed(exc.kind, exc.message, name=name)
 
 
-def cmd_extract(ns: argparse.Namespace) -> int:
-    from .run.pool import extract_many
+# `textsieve extract FILE` on one file up to this size skips the worker pool: it runs in
+# one forked child under the same deadline and memory cap (forking.call_alone).
+ALONE_MAX_BYTES = 16 * 1024 * 1024
 
+
+def cmd_extract(ns: argparse.Namespace) -> int:
     options: Options = ns.options
     paths = list(_expand(ns.inputs))
     if not paths:
         print("textsieve: no input files", file=sys.stderr)
         return EXIT_USAGE
-    objs = [_read_stdin(options, "<stdin>") if p == "-" else p for p in paths]
-    todo = [(o, "<stdin>" if p == "-" else None) for p, o in zip(paths, objs, strict=True)
-            if not isinstance(o, Document)]
     many = len(paths) > 1
+    docs: Iterator[Document]
+    alone = _extract_alone(paths[0], options) if not many and _alone(paths[0], options) \
+        else None
+    if alone is not None:
+        docs = iter([alone])
+    else:
+        from .run.pool import extract_many
+
+        objs = [_read_stdin(options, "<stdin>") if p == "-" else p for p in paths]
+        todo = [(o, "<stdin>" if p == "-" else None) for p, o in zip(paths, objs, strict=True)
+                if not isinstance(o, Document)]
+        workers = options.worker_count  # all of them even for one file: its OCR pages spread
+        extracted = extract_many([o for o, _ in todo], options, names=[n for _, n in todo],
+                                 workers=workers)
+        docs = (obj if isinstance(obj, Document) else next(extracted) for obj in objs)
     failed = 0
     out = sys.stdout
-    workers = options.worker_count  # all of them even for one file: its OCR pages spread
-    docs = extract_many([o for o, _ in todo], options, names=[n for _, n in todo],
-                        workers=workers)
-    for path, obj in zip(paths, objs, strict=True):
-        doc = obj if isinstance(obj, Document) else next(docs)
+    for path, doc in zip(paths, docs, strict=True):
         if doc.status is Status.ERROR:
             failed += 1
             assert doc.error is not None
@@ -325,6 +408,54 @@ def cmd_extract(ns: argparse.Namespace) -> int:
         _emit(out, path, doc, ns.format, many, clean=out.isatty())
     out.flush()
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _alone(path: str, options: Options) -> bool:
+    """One small regular file, nothing asked of the pool (a searchable copy) and a
+    platform that forks: the start-up of a pool would cost more than the extraction."""
+    from .forking import can_fork
+
+    try:
+        small = os.path.isfile(path) and os.path.getsize(path) <= ALONE_MAX_BYTES
+    except OSError:
+        return False
+    return small and options.searchable_pdf_dir is None and can_fork()
+
+
+def _extract_alone(path: str, options: Options) -> Document | None:
+    """One file in one forked child: a hang, a native crash or a memory hog becomes that
+    file's typed error, as in the pool. None: it has pages to OCR, which the pool does
+    (every core, one deadline for the document and its pages)."""
+    from .forking import CallDied, JobsTimeout, call_alone
+    from .model import ErrorKind
+
+    name = os.path.basename(path)
+    try:
+        doc: Document = call_alone(_extract_in_child, path, options, timeout=options.timeout,
+                                   memory=options.memory_limit)
+    except JobsTimeout:
+        return Document.failed(ErrorKind.TIMEOUT, f"extraction exceeded {options.timeout:g} s",
+                               name=name)
+    except CallDied as exc:
+        return Document.failed(ErrorKind.CRASHED, f"the extractor process died ({exc})",
+                               name=name)
+    except Exception as exc:  # a bug in the child, as the pool reports it
+        return Document.failed(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}", name=name)
+    if doc.ok and doc.metadata.extra.get("ocr_pending"):
+        # A scan: the pool reads it again and spreads its pages over every core, under the
+        # one document deadline that bounds them all (re-reading its text is cheap).
+        return None
+    return doc
+
+
+def _extract_in_child(path: str, options: Options) -> Document:
+    from . import _source
+    from .core import extract_source
+    from .forking import quiet_native_chatter
+
+    quiet_native_chatter()
+    return extract_source(_source(path, None, options), options, defer_ocr=True,
+                          page_workers=options.worker_count)
 
 
 def _say(message: str) -> None:
@@ -410,6 +541,18 @@ def cmd_run(ns: argparse.Namespace) -> int:
             raise UsageError(f"--searchable-pdf {options.searchable_pdf_dir}: cannot create "
                              f"the folder ({exc.strerror or exc})") from None
         options = options.with_(searchable_pdf_dir=os.path.abspath(options.searchable_pdf_dir))
+    enrich_kinds: tuple[str, ...] = ()
+    if ns.enrich:
+        from .enrich import require
+        from .options import ENRICH_KINDS
+
+        enrich_kinds = ENRICH_KINDS if ns.enrich == "all" else tuple(
+            k.strip() for k in ns.enrich.split(",") if k.strip())
+        unknown = [k for k in enrich_kinds if k not in ENRICH_KINDS]
+        if unknown or not enrich_kinds:
+            raise UsageError(f"--enrich: {', '.join(map(repr, unknown)) or 'nothing'} is not "
+                             f"one of {', '.join(ENRICH_KINDS)} (comma-separated) or all")
+        require()  # before the extraction, not after an hour of it
     sources = [open_source(spec, exclude=exclude, options=options) for spec in ns.sources]
     mode = Mode.FORCE if ns.force else Mode.RETRY_ERRORS if ns.retry_errors else \
         Mode.INCREMENTAL
@@ -420,6 +563,14 @@ def cmd_run(ns: argparse.Namespace) -> int:
                     run_options={"mode": str(mode), "timeout": options.timeout,
                                  "workers": options.worker_count})
         progress.finish(stats, totals(archive))  # on Ctrl-C, the summary so far
+        if ns.enrich:
+            from .enrich.driver import enrich
+
+            done = enrich(archive, options, kinds=enrich_kinds,
+                          progress=_enrich_progress(ns.quiet))
+            if not ns.quiet:
+                print("enriched: " + ", ".join(f"{k} {v}" for k, v in done.items()),
+                      file=sys.stderr)
     return EXIT_FAILED if stats.status.get("error") else EXIT_OK
 
 
@@ -457,8 +608,27 @@ def cmd_search(ns: argparse.Namespace) -> int:
 
     with _open_archive(ns.archive, readonly=True) as archive:
         hits = search(archive, ns.query, limit=ns.limit)  # QueryError: a usage error
+        from .enrich.items import duplicates_of, summary_of
+
+        summaries = {h.id: summary_of(archive, h.id) for h in hits}
+        collapsed: dict[int, list[int]] = {}
+        if not ns.all_duplicates:  # one hit per near-duplicate group (textsieve duplicates)
+            seen: set[int] = set()
+            kept = []
+            for h in hits:
+                if h.id in seen:
+                    continue
+                dups = duplicates_of(archive, h.id)
+                seen.update(dups)
+                kept.append(h)
+                collapsed[h.id] = dups
+            hits = kept
     for h in hits:
         print(format_hit(h))
+        if summaries.get(h.id):
+            print("    = " + for_terminal(summaries[h.id], one_line=True))
+        if collapsed.get(h.id):
+            print("    + near-duplicates: " + " ".join(f"[{d}]" for d in collapsed[h.id]))
     if not hits:
         print("no match", file=sys.stderr)
         return EXIT_FAILED
@@ -471,17 +641,160 @@ def cmd_show(ns: argparse.Namespace) -> int:
         lineage = archive.lineage(ns.id)
         where = " › ".join(w for _, w in lineage)
         mails = archive.mails_of(lineage[0][0]) if lineage else []
+        enriched = _enriched(archive, ns.id)
     if doc is None:
         _say(f"no item {ns.id}")
         return EXIT_FAILED
     if ns.format == "json":
-        record = {"path": where, **doc.to_dict(), "mails": mails}
+        record = {"path": where, **doc.to_dict(), "mails": mails, **enriched}
         sys.stdout.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     for m in mails:  # which mails named it: provenance a reader wants to see first
         print(for_terminal(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  "
                            f"«{m['subject'] or ''}»", one_line=True), file=sys.stderr)
+    if enriched["summary"]:
+        print(for_terminal(f"summary: {enriched['summary']}", one_line=True), file=sys.stderr)
     _emit(sys.stdout, where, doc, ns.format, many=False, clean=True)
+    return EXIT_OK
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    try:
+        from .server import serve
+        from .server.app import ServerConfig
+    except ImportError as exc:
+        raise UsageError(f"serve needs the server extra: pip install 'textsieve[server]' "
+                         f"({exc})") from exc
+    token = os.environ.get("TEXTSIEVE_TOKEN")
+    if ns.token_file:
+        try:
+            with open(ns.token_file, encoding="utf-8") as f:
+                token = f.read().strip()
+        except OSError as exc:
+            raise UsageError(f"--token-file: {exc}") from exc
+    config = ServerConfig(host=ns.host, port=ns.port, token=token or None, archive=ns.archive,
+                          max_upload=ns.max_upload,
+                          queue=None if ns.queue is None else max(0, ns.queue),
+                          recycle_after=max(1, ns.recycle_after),
+                          file_roots=tuple(os.path.abspath(r) for r in ns.file_root))
+    config.check()
+    serve(config, ns.options)
+
+
+def _enriched(archive, item_id: int) -> dict:
+    """What enrichment knows about an item (for show): summary, keyphrases, topics..."""
+    from .enrich.items import enriched
+
+    return enriched(archive, item_id)
+
+
+def _enrich_progress(quiet: bool = False):
+    """A one-line progress report on stderr for long enrichment work (a terminal only)."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def show(kind: str, done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(f"\r{kind}: {done:,}/{total:,}", end=end, file=sys.stderr, flush=True)
+    return show
+
+
+def cmd_topics(ns: argparse.Namespace) -> int:
+    from .enrich import items, require, topics
+
+    require()
+    if ns.k is not None and ns.k < 1:
+        print("textsieve: -k must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    selection = items.Selection(mime=ns.mime, since=ns.since, until=ns.until, label=ns.label)
+    with _open_archive(ns.archive, readonly=False) as archive:
+        report = topics.update(archive, k=ns.k, refit=ns.refit, selection=selection,
+                               progress=_enrich_progress())
+        found = topics.list_topics(archive)
+    if ns.format == "json":
+        sys.stdout.write(json.dumps([t.to_dict() for t in found], ensure_ascii=False,
+                                    indent=2) + "\n")
+    else:
+        for t in found:
+            coh = f"{t.coherence:+.2f}" if t.coherence is not None else "   ?"
+            print(f"{t.id:>3}  {t.size:>6,}  {coh}  {t.label}\n"
+                  f"     {', '.join(term for term, _ in t.terms)}")
+            for it in t.items:
+                print(f"     [{it['id']}] {it['title'] or it['key']}")
+    how = "fitted" if report.refitted else "placed in the existing topics"
+    print(f"{report.k} topics; {report.placed:,} item(s) {how}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_summarize(ns: argparse.Namespace) -> int:
+    from .enrich import require, summary
+
+    require()
+    if bool(ns.ids) == bool(ns.all) or ns.sentences < 1:
+        print("textsieve: summarize takes item ids or --all (and -n of at least 1)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    with _open_archive(ns.archive, readonly=False) as archive:
+        n = summary.update(archive, ns.ids or None, n=ns.sentences,
+                           force=ns.force or bool(ns.ids), progress=_enrich_progress())
+        for item_id in ns.ids:
+            text = summary.summary_of(archive, item_id)
+            print(f"[{item_id}] {text}" if text else
+                  f"[{item_id}] (no summary: no such item or too little text)")
+    print(f"{n:,} item(s) summarised", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_keyphrases(ns: argparse.Namespace) -> int:
+    from .enrich import items, keyphrases, require
+
+    require()
+    if bool(ns.ids) == bool(ns.all):
+        print("textsieve: keyphrases takes item ids or --all", file=sys.stderr)
+        return EXIT_USAGE
+    with _open_archive(ns.archive, readonly=False) as archive:
+        n = keyphrases.update(archive, ns.ids or None, force=ns.force or bool(ns.ids),
+                              progress=_enrich_progress())
+        for item_id in ns.ids:
+            print(f"[{item_id}] " + ", ".join(items.keyphrases_of(archive, item_id)))
+    print(f"{n:,} item(s) given keyphrases", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_related(ns: argparse.Namespace) -> int:
+    from .enrich import items, related, require
+
+    require()
+    if bool(ns.ids) == bool(ns.all):
+        print("textsieve: related takes item ids or --all", file=sys.stderr)
+        return EXIT_USAGE
+    with _open_archive(ns.archive, readonly=False) as archive:
+        n = related.update(archive, progress=_enrich_progress())
+        for item_id in ns.ids:
+            print(f"[{item_id}]")
+            for r in items.related_of(archive, item_id):
+                print(f"  {r['score']:.2f}  [{r['id']}] {r['title'] or r['key']}")
+    print(f"{n:,} item(s) given neighbours", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_duplicates(ns: argparse.Namespace) -> int:
+    from .enrich import neardup, require
+
+    require()
+    with _open_archive(ns.archive, readonly=False) as archive:
+        n = neardup.update(archive, progress=_enrich_progress())
+        found = neardup.groups(archive)
+        where = {g: [(i, archive.lineage(i)[0][1] if archive.lineage(i) else "?")
+                     for i in group] for g, group in enumerate(found)}
+    if ns.format == "json":
+        sys.stdout.write(json.dumps([[{"id": i, "key": k} for i, k in where[g]]
+                                     for g in where], ensure_ascii=False, indent=2) + "\n")
+    else:
+        for g in where:
+            print("  ".join(f"[{i}] {k}" for i, k in where[g]))
+    print(f"{len(found):,} group(s) of near-duplicates; {n:,} item(s) hashed",
+          file=sys.stderr)
     return EXIT_OK
 
 
@@ -493,6 +806,12 @@ def cmd_stats(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _s3_options() -> Options:
+    """Options for s3:// of a command without option flags: the endpoint from the
+    environment, as ``--s3-endpoint`` would take it."""
+    return Options(s3_endpoint=os.environ.get(KNOBS["s3_endpoint"].env) or None)
+
+
 def cmd_export(ns: argparse.Namespace) -> int:
     from collections import Counter
 
@@ -500,8 +819,15 @@ def cmd_export(ns: argparse.Namespace) -> int:
 
     counts: Counter[str] = Counter()
     with _open_archive(ns.archive, readonly=True) as archive:
-        n = export(archive, ns.to, ns.format, counts=counts,  # ExportError: exit 1
-                   on_error=_say)
+        if ns.to.startswith("s3://"):  # written locally, then uploaded
+            from .uris import export_to_s3
+
+            n = export_to_s3(lambda to: export(archive, to, ns.format, counts=counts,
+                                               on_error=_say),
+                             ns.to, ns.format, _s3_options())
+        else:
+            n = export(archive, ns.to, ns.format, counts=counts,  # ExportError: exit 1
+                       on_error=_say)
     more = "".join(f", {v:,} {k}" for k, v in sorted(counts.items()) if k != "items" and v)
     print(f"exported {n:,} items to {ns.to}{more}", file=sys.stderr)
     return EXIT_FAILED if counts["failed"] else EXIT_OK
@@ -572,6 +898,17 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     return demo_main(ns.archive, ns.jobs)
 
 
+def _database_error() -> type[Exception]:
+    """sqlite3's error class, if an archive was opened: ``extract`` never imports sqlite3
+    (only the archive commands need it), so it is not imported for this ``except``."""
+    sqlite3 = sys.modules.get("sqlite3")
+    return sqlite3.DatabaseError if sqlite3 is not None else _NoError
+
+
+class _NoError(Exception):
+    """Never raised: what ``_database_error`` catches when sqlite3 was never imported."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
@@ -581,10 +918,13 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["TEXTSIEVE_DEBUG"] = "1"  # workers keep native libraries' warnings too
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
-               "show": cmd_show,
-               "stats": cmd_stats, "export": cmd_export, "check": cmd_check}[ns.command]
+               "show": cmd_show, "topics": cmd_topics,
+               "summarize": cmd_summarize, "keyphrases": cmd_keyphrases,
+               "related": cmd_related, "duplicates": cmd_duplicates,
+               "stats": cmd_stats, "export": cmd_export, "check": cmd_check,
+               "serve": cmd_serve}[ns.command]
     try:
-        if ns.command in ("extract", "run", "ocr", "gmail-auth"):  # the commands with Options
+        if ns.command in ("extract", "run", "ocr", "gmail-auth", "serve"):  # those with Options
             ns.options = _check_sieve(_options(ns))
         return handler(ns)
     except TextsieveError as exc:  # options, config, archive, sources, mail servers
@@ -592,7 +932,7 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         _say(exc.message)
         return exc.exit_code
-    except sqlite3.DatabaseError as exc:  # damage the open checks cannot see (a bad page)
+    except _database_error() as exc:  # damage the open checks cannot see (a bad page)
         if debug:
             traceback.print_exc()
         _say(f"{getattr(ns, 'archive', 'archive')}: cannot use the archive ({exc})")

@@ -40,7 +40,7 @@ def _sha256(src: Source) -> str:
 def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
                    defer_ocr: bool = False, page_workers: int | None = None) -> Document:
     """Extract one input. With ``defer_ocr`` the pages to OCR are left listed in
-    ``metadata.extra["ocr_pending"]`` for the caller (the worker pool) to spread out.
+    ``metadata.extra["ocr_pending"]`` for the caller (the run's steps) to spread out.
     ``page_workers``: processes a long document may fork to read its pages; default all
     cores, except in a worker process (whose siblings are busy with other inputs)."""
     if ctx is None:
@@ -136,17 +136,10 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
 
 
 def _ocr_here(src: Source, doc: Document, options: Options, ctx: Context) -> list[PageOcr]:
-    """OCR the pending pages of a document extracted in this process: a long scan handed
-    to the API still spreads over the cores (a pool of its own); a short one, a member of
-    a container, or anything inside a worker process is done right here."""
-    pages: list[int] = doc.metadata.extra["ocr_pending"]
-    if len(pages) >= 3 and options.worker_count > 1 and ctx.depth == 0 and not in_worker():
-        from .run.pool import WorkerPool
-
-        obj = str(src.path) if src.path is not None else src.read()
-        with WorkerPool(options, min(options.worker_count, len(pages))) as pool:
-            return pool.ocr(obj, src.name, doc.mime_type, pages)
-    return ocr_pages(src, doc.mime_type, pages, options)
+    """OCR the pending pages of a document extracted in this process, one after the
+    other. Spreading a long scan over processes is the executor's business
+    (``run/steps.py``): a caller that wants it asks for ``defer_ocr``."""
+    return ocr_pages(src, doc.mime_type, doc.metadata.extra["ocr_pending"], options)
 
 
 def finish_ocr(doc: Document, results: list[PageOcr]) -> None:

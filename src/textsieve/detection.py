@@ -134,6 +134,8 @@ def _magic(h: bytes) -> str | None:
         return ZIP
     if h.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
         return "ole"
+    if h.startswith(b".pfile"):  # Microsoft RMS "protected file" (.pfile, .ppdf, .ptxt...)
+        return IRM_PROTECTED
     if h.startswith(b"{\\rtf"):
         return RTF
     if h.startswith(b"\x89PNG\r\n\x1a\n"):

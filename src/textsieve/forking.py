@@ -16,7 +16,8 @@ leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's buffer
 
 Safety: nothing is forked when this process has other threads (a fork copies a lock held
 by another thread in its locked state), when the platform has no ``fork``, or for a single
-process. Jobs of a child that fails are redone in the parent, so the result never depends
+process: pages are then read here, and ``call_isolated``'s helper comes from the
+forkserver. Jobs of a child that fails are redone in the parent, so the result never depends
 on the fork; a child still running at the deadline is killed and ``JobsTimeout`` raised
 (redoing its jobs would hang the parent too).
 """
@@ -25,17 +26,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import pickle
 import select
 import signal
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 _TOKEN = struct.Struct("<I")
 MAX_JOBS = 8192  # 32 KB of tokens: always fits the pipe buffer, so filling never blocks
@@ -80,9 +85,10 @@ class JobsTimeout(Exception):
 def in_worker() -> bool:
     """In a pool worker (a daemon process): its siblings use the other cores, and its own
     memory cap and deadline already contain a runaway parser."""
-    import multiprocessing
-
-    return multiprocessing.current_process().daemon
+    # Not imported yet: no pool made this process (and `textsieve extract FILE` need not
+    # pay ~10 ms to import multiprocessing only to learn that).
+    multiprocessing = sys.modules.get("multiprocessing")
+    return multiprocessing is not None and multiprocessing.current_process().daemon
 
 
 def can_fork() -> bool:
@@ -220,6 +226,7 @@ class _Helper:
     requests: int  # write end: length-prefixed pickled (fn, args)
     answers: int  # read end: length-prefixed pickled (ok, value, retiring)
     memory: int
+    proc: Any = None  # started by the forkserver: not our child, its status comes from it
 
 
 _helper: _Helper | None = None
@@ -235,17 +242,23 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
     ``fn`` must be a module-level function and ``args`` and the result picklable: the
     helper is forked once and kept for later calls (a fork per call cost ~5 ms, more than
     reading a typical workbook). It is replaced after it dies, times out, or keeps more
-    than half its memory allowance after a call. Without fork (other threads running when
-    a helper would be started), ``fn(*args)`` runs here."""
+    than half its memory allowance after a call. With other threads running (a web
+    server, a Ray worker) the helper is not forked from this process (a lock another
+    thread holds would stay locked in it) but started by multiprocessing's forkserver,
+    a clean single-threaded process: isolation is never silently off. Only a platform
+    with neither runs ``fn(*args)`` here, and says so in the log."""
     global _helper
     with _helper_lock:
         helper = _helper
         if helper is not None and helper.memory != memory:
             _retire(helper)
             helper = None
-        if helper is None and can_fork():
-            helper = _helper = _start_helper(memory)
         if helper is None:
+            helper = _helper = _start_helper(memory) if can_fork() \
+                else _start_clean_helper(memory)
+        if helper is None:
+            logger.warning("no process for an isolated call: %s runs unisolated",
+                           getattr(fn, "__name__", fn))
             return fn(*args)
         try:
             _send(helper.requests, pickle.dumps((fn, args, timeout),
@@ -272,6 +285,101 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
     raise value
 
 
+def call_alone(fn: Callable[..., Any], *args: Any, timeout: float, memory: int) -> Any:
+    """``fn(*args)`` once, in a forked child with the guarantees of a pool worker: its own
+    process group (killed whole, with any program it started), an address-space cap of
+    ``memory`` bytes (0: none), SIGINT left to the parent, a deadline it also enforces on
+    itself. Returns fn's result or raises its exception; ``JobsTimeout`` past the deadline,
+    ``CallDied`` if the child died or could not be made.
+
+    Why not the worker pool: for the one small file of ``textsieve extract FILE`` the pool
+    (multiprocessing, a worker, its pipes) costs more than the extraction; a fork costs
+    ~2 ms, and nothing is imported or pickled on the way in."""
+    made = _pipes_and_fork(1)
+    if made is None:
+        raise CallDied("no process could be started")
+    pid, (r, w) = made
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            with contextlib.suppress(OSError):
+                os.setpgid(0, 0)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(max(1, math.ceil(timeout)))
+            if memory > 0:
+                with contextlib.suppress(ValueError, OSError):
+                    import resource
+
+                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            try:
+                answer: tuple[bool, Any] = (True, fn(*args))
+            except Exception as exc:  # raised again in the parent
+                answer = (False, exc)
+            try:
+                payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # an unpicklable result or exception
+                payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            _send(w, payload)
+            code = 0
+        except BaseException:  # the parent sees a child that died
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    status: int | None = None
+    try:
+        got = _receive(r, time.monotonic() + timeout)
+        if got is None:  # died before answering: how?
+            status = os.waitpid(pid, 0)[1]
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)  # whatever it started, and itself if still there
+        if status is None:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        os.close(r)
+    if got is None:
+        if status is not None and os.WIFSIGNALED(status) \
+                and os.WTERMSIG(status) == signal.SIGALRM:
+            raise JobsTimeout("the call did not finish in time")
+        raise CallDied(_death(status))
+    ok, value = got
+    if ok:
+        return value
+    raise value
+
+
+def _death(status: int | None) -> str:
+    """How a child ended, for a person: "killed by SIGSEGV", "exited with status 1"."""
+    if status is not None and os.WIFSIGNALED(status):
+        try:
+            return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+        except ValueError:
+            return f"killed by signal {os.WTERMSIG(status)}"
+    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+    return f"exited with status {code}"
+
+
+def quiet_native_chatter() -> None:
+    """In a child that reports every problem as a typed record: damaged files make native
+    libraries talk on stderr (leptonica, libtiff, Rust panics, PIL warnings), which only
+    buries the run's own output. TEXTSIEVE_DEBUG=1 keeps it. (The pool's workers do the
+    same in ``run.pool._quiet``.)"""
+    if os.environ.get("TEXTSIEVE_DEBUG"):
+        return
+    import faulthandler
+    import warnings
+
+    warnings.simplefilter("ignore")
+    faulthandler.disable()  # a native crash is reported as a typed record
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+
+
 def _start_helper(memory: int) -> _Helper | None:
     """Fork the helper; None if no process could be made."""
     parent, _ = os.getpid(), libc_prctl()
@@ -292,6 +400,38 @@ def _start_helper(memory: int) -> _Helper | None:
     os.close(req_r)
     os.close(ans_w)
     return _Helper(pid, req_w, ans_r, memory)
+
+
+def _start_clean_helper(memory: int) -> _Helper | None:
+    """The helper, started by the forkserver (for a process with threads); None if the
+    platform has no forkserver or no process could be made."""
+    import multiprocessing as mp
+
+    try:
+        ctx = mp.get_context("forkserver")
+        req_r, req_w = ctx.Pipe(duplex=False)
+        ans_r, ans_w = ctx.Pipe(duplex=False)
+    except (ValueError, OSError):
+        return None
+    try:
+        proc = ctx.Process(target=_serve_clean, args=(req_r, ans_w, memory), daemon=False)
+        proc.start()
+        # Raw descriptors of our own, like the forked helper's: the Connection objects
+        # would close theirs behind our back.
+        requests, answers = os.dup(req_w.fileno()), os.dup(ans_r.fileno())
+    except OSError:
+        return None
+    finally:
+        for conn in (req_r, req_w, ans_r, ans_w):
+            conn.close()
+    return _Helper(proc.pid, requests, answers, memory, proc)
+
+
+def _serve_clean(requests: Any, answers: Any, memory: int) -> None:
+    """The forkserver-started helper: it dies with the forkserver, which leaves when the
+    process that started it dies."""
+    die_with_parent(os.getppid())
+    _serve(requests.fileno(), answers.fileno(), memory)
 
 
 def _serve(requests: int, answers: int, memory: int) -> None:
@@ -369,6 +509,12 @@ def _retire(helper: _Helper, *, kill: bool = False) -> int | None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(helper.pid, signal.SIGKILL)
     _close([helper.requests, helper.answers])
+    if helper.proc is not None:
+        helper.proc.join(5)
+        code = helper.proc.exitcode
+        if code is None:
+            return None
+        return -code if code < 0 else code << 8  # as a wait status
     try:
         return os.waitpid(helper.pid, 0)[1]
     except ChildProcessError:

@@ -209,6 +209,7 @@ class Item:
     mtime_ns: int | None = None
     url: str | None = None  # a web resource to fetch
     mails: tuple[MailRef, ...] = ()  # the mails that named it (mail sources)
+    remote: str | None = None  # an object-store URI (s3://), read only if it needs work
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ import functools
 import ipaddress
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -30,13 +29,17 @@ OCR_MODES = ("auto", "always", "never")
 MIN_MEMORY = 64 * MiB  # a memory cap below this would stop Python itself
 UNPACK_SHARE = 6  # at most 1/6 of a worker's memory cap is unpacked per top-level file
 HTML_MODES = ("auto", "main", "full", "sieve")
+EXECUTORS = ("local", "ray")
+# What `textsieve run --enrich` may keep up to date (textsieve.enrich), in the order it runs.
+ENRICH_KINDS = ("topics", "summaries", "keyphrases", "related", "duplicates")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
 # stop, or spin (a zero timeout, a zero memory cap, no members allowed in any container).
 _AT_LEAST: dict[str, float] = {
-    "workers": 0, "max_depth": 0, "max_redirects": 0, "retries": 0, "backoff": 0,
+    "workers": 0, "batch": 1, "max_depth": 0, "max_redirects": 0, "retries": 0, "backoff": 0,
     "max_retry_after": 0, "per_host_delay": 0, "max_members": 1, "per_host_concurrency": 1,
     "max_ratio": 1, "ocr_dpi": 50, "max_file_size": 1,
     "max_unpacked": 1, "max_image_pixels": 1, "max_body": 1, "max_crawl_delay": 0,
+    "topics_k": 0, "summary_sentences": 1,
 }
 _POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "read_timeout",
              "fetch_timeout")
@@ -58,6 +61,11 @@ class Options:
     timeout: float = 120.0  # seconds per top-level file (isolated runs)
     memory_limit: int = 4 * GiB  # address-space cap per worker process (isolated runs); 0: none
     workers: int = 0  # 0: one per core
+    # Where tasks run: "local" (worker processes here) or "ray" (a Ray cluster at
+    # ``address``: "auto" an existing one, "ray://host:port" a remote one, "local" a new one).
+    executor: str = "local"
+    address: str = "auto"
+    batch: int = 32  # small files per Ray task (Ray's per-task overhead, shared); 1: none
     max_file_size: int = 2 * GiB  # larger inputs are refused with too_large
     # Containers (ZIP/TAR/GZ, mail attachments, embedded files).
     max_depth: int = 8  # nesting levels below the top file
@@ -103,6 +111,13 @@ class Options:
     gmail_token_url: str = "https://oauth2.googleapis.com/token"
     gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
     imap_password: str | None = None  # None: ~/.netrc, else a prompt on a terminal
+    # s3:// URIs (textsieve.uris): any S3-compatible endpoint; None: boto3's own choice
+    # (AWS_ENDPOINT_URL when the command line or the environment of boto3 sets it, else AWS).
+    s3_endpoint: str | None = None
+    # Enrichment (textsieve.enrich: `run --enrich`, `topics`, `summarize`): the number of
+    # topics (0: chosen by coherence) and the sentences per summary.
+    topics_k: int = 0
+    summary_sentences: int = 3
 
     def __post_init__(self) -> None:
         if self.ocr not in OCR_MODES:
@@ -111,6 +126,9 @@ class Options:
         if self.html not in HTML_MODES:
             raise OptionsError(
                 f"html must be one of {', '.join(HTML_MODES)}, not {self.html!r}", "html")
+        if self.executor not in EXECUTORS:
+            raise OptionsError(f"executor must be one of {', '.join(EXECUTORS)}, "
+                               f"not {self.executor!r}", "executor")
         if not self.ocr_lang or not isinstance(self.ocr_lang, str):
             raise OptionsError("ocr_lang must name at least one tesseract language",
                                "ocr_lang")
@@ -225,9 +243,13 @@ GROUPS = {
     "html": "HTML and web pages",
     "fetch": "fetching web pages (run)",
     "mail": "mail sources (run)",
+    "enrich": "enrichment (run --enrich, topics, summarize)",
 }
 
 KNOBS: dict[str, Knob] = {
+    "s3_endpoint": Knob("the S3-compatible endpoint of s3:// URIs (SeaweedFS, MinIO, R2; "
+                        "default: AWS)", "fetch", metavar="URL", run_only=True,
+                        env="AWS_ENDPOINT_URL"),
     "password": Knob("password for encrypted PDF/Office/OpenDocument files (shows in ps: "
                      "prefer --password-file or TEXTSIEVE_PASSWORD)", "documents", secret=True,
                      env="TEXTSIEVE_PASSWORD"),
@@ -236,6 +258,13 @@ KNOBS: dict[str, Knob] = {
                          metavar="MiB", size=True),
     "workers": Knob("files extracted in parallel (0: one per core)", "documents",
                     flag="--jobs", short="-j", metavar="N"),
+    "executor": Knob("where files are extracted: local processes, or a Ray cluster "
+                     "(pip install textsieve[ray])", "documents", choices=EXECUTORS),
+    "address": Knob("the Ray cluster: auto (the one this machine belongs to), "
+                    "ray://host:port, or local (start one here)", "documents",
+                    metavar="ADDR"),
+    "batch": Knob("small files (under 256 KiB) per Ray task: shares Ray's few ms per "
+                  "task among them (1: one file per task)", "documents", metavar="N"),
     "max_file_size": Knob("larger inputs are refused as too_large", "documents",
                           metavar="MiB", size=True),
     "comments": Knob("include document comments (DOCX, ODT)", "documents"),
@@ -309,6 +338,9 @@ KNOBS: dict[str, Knob] = {
                           "--imap-password-file or TEXTSIEVE_IMAP_PASSWORD; default: ~/.netrc, "
                           "else a prompt)", "mail", run_only=True, secret=True,
                           env="TEXTSIEVE_IMAP_PASSWORD"),
+    "topics_k": Knob("number of topics (0: chosen by coherence)", "enrich", flag="--topics-k",
+                     metavar="K", run_only=True),
+    "summary_sentences": Knob("sentences per summary", "enrich", metavar="N", run_only=True),
 }
 
 CONFIG_FILE = "textsieve.toml"  # looked for in the working folder when --config is not given
@@ -409,6 +441,8 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     written as on the command line (sizes in MiB or with a unit); relative paths are taken
     from the file's folder. A missing file, bad TOML, an unknown key or a bad value is a
     ``ConfigError`` naming the file (and the key)."""
+    import tomllib  # here: only a run with a config file pays for the parser
+
     from .errors import ConfigError
 
     file = Path(path)

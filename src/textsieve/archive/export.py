@@ -38,11 +38,14 @@ class ExportError(TextsieveError):
 COLUMNS = ("id", "parent_id", "root_id", "key", "original", "name", "mime_type", "status",
            "error_kind", "error_message", "title", "metadata", "text", "markdown", "sha256",
            "size", "text_chars", "warnings", "first_seen", "last_seen", "extracted_at",
-           "extractor_version", "sources", "mails")
+           "extractor_version", "sources", "mails", "summary")
 
 _SELECT = ("SELECT id, parent_id, key, original, name, mime_type, status, error_kind, "
            "error_message, title, metadata, text, markdown, sha256, size, text_chars, "
-           "warnings, first_seen, last_seen, extracted_at, extractor_version FROM items ")
+           "warnings, first_seen, last_seen, extracted_at, extractor_version, "
+           # the summary of the item's current text (textsieve summarize), if any
+           "(SELECT e.summary FROM enrichment e WHERE e.item_id = items.id "
+           "AND e.extracted_at IS items.extracted_at) FROM items ")
 
 
 def export(archive: Archive, to: str | os.PathLike[str], fmt: str = "txt", *,
@@ -159,7 +162,7 @@ def rows(archive: Archive, counts: Counter[str] | None = None) -> Iterator[dict[
             "ORDER BY id", (root_id,))  # ids are assigned depth first: parents come first
         for r in cur:
             (iid, parent, key, original, name, mime, status, ekind, emsg, title, meta, text,
-             md, sha, size, chars, warnings, first, last, extracted, version) = r
+             md, sha, size, chars, warnings, first, last, extracted, version, summary) = r
             text_s = archive.unzip(text)
             yield {
                 "id": iid, "parent_id": parent, "root_id": root_id, "key": key,
@@ -171,6 +174,7 @@ def rows(archive: Archive, counts: Counter[str] | None = None) -> Iterator[dict[
                 "warnings": json.loads(warnings) if warnings else [],
                 "first_seen": first, "last_seen": last, "extracted_at": extracted,
                 "extractor_version": version, "sources": sources, "mails": mails,
+                "summary": summary,
             }
             counts["children" if parent is not None else "items"] += 1
 
@@ -210,6 +214,7 @@ def _export_parquet(archive: Archive, to: Path, counts: Counter[str]) -> None:
         ("mails", pa.list_(pa.struct([
             ("message_id", s), ("date", s), ("from", s), ("subject", s),
             ("labels", pa.list_(s)), ("source", s)]))),
+        ("summary", s),
     ])
     assert tuple(schema.names) == COLUMNS
 

@@ -122,7 +122,82 @@ CREATE TABLE source_state (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2, _V3]
+# Version 4 (enrichment, textsieve.enrich): topic models and each item's topic mixture,
+# summaries, keyphrases, related items and near-duplicate groups. Every per-item result
+# remembers the ``extracted_at`` of the text it was computed from, so a re-extracted item is
+# seen as stale and redone on the next incremental pass, and readers never show a summary
+# of an older text.
+_V4_ENRICH = """
+CREATE TABLE topic_models (
+    id          INTEGER PRIMARY KEY,
+    created     REAL NOT NULL,
+    active      INTEGER NOT NULL DEFAULT 1,   -- the one new items are placed in
+    k           INTEGER NOT NULL,
+    params      TEXT NOT NULL DEFAULT '{}',   -- JSON: filter, chosen k, coherence by k
+    vocabulary  BLOB NOT NULL,                -- zstd JSON list of terms
+    idf         BLOB NOT NULL,                -- zstd float32 array, one per term
+    components  BLOB NOT NULL                 -- zstd float32 array, k x terms (NMF H)
+);
+CREATE TABLE topics (
+    model_id  INTEGER NOT NULL REFERENCES topic_models(id) ON DELETE CASCADE,
+    topic     INTEGER NOT NULL,
+    label     TEXT NOT NULL,
+    terms     TEXT NOT NULL,                  -- JSON list of [term, weight]
+    coherence REAL,                           -- NPMI of the top terms
+    PRIMARY KEY (model_id, topic)
+) WITHOUT ROWID;
+CREATE TABLE item_topics (
+    item_id   INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    model_id  INTEGER NOT NULL REFERENCES topic_models(id) ON DELETE CASCADE,
+    topic     INTEGER NOT NULL,
+    weight    REAL NOT NULL,                  -- share of the item's mixture (sums to 1)
+    PRIMARY KEY (item_id, model_id, topic)
+) WITHOUT ROWID;
+CREATE INDEX item_topics_topic ON item_topics(model_id, topic, weight);
+CREATE TABLE enrichment (
+    item_id       INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+    extracted_at  REAL,                       -- of the text the results below come from
+    topic_model   INTEGER,                    -- model the item was placed in
+    summary       TEXT,
+    keyphrases    TEXT,                       -- JSON list of [phrase, score]
+    minhash       BLOB,                       -- near-duplicate signature
+    dup_group     INTEGER,                    -- smallest item id of its near-duplicate group
+    related_done  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX enrichment_dup ON enrichment(dup_group);
+CREATE TABLE related (
+    item_id   INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    other_id  INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    score     REAL NOT NULL,
+    PRIMARY KEY (item_id, other_id)
+) WITHOUT ROWID;
+"""
+
+# Version 5: what the reading room filters, sorts and counts by, indexed so its pages stay
+# fast on 100,000 items. A scan of `items` reads every compressed text (the rows hold them),
+# so site, language and publication date are virtual generated columns (computed, not
+# stored; not listed by table_info, so copies by column name skip them) with indexes, as
+# are type, first seen and mail dates. json_valid() first: a damaged metadata cell must
+# not make its row unwritable.
+_V5_UI = """
+ALTER TABLE items ADD COLUMN site TEXT GENERATED ALWAYS AS (
+    CASE WHEN substr(key, 1, 4) = 'http' AND instr(key, '://') BETWEEN 5 AND 6
+    THEN substr(substr(key, instr(key, '://') + 3), 1,
+                instr(substr(key, instr(key, '://') + 3) || '/', '/') - 1) END) VIRTUAL;
+ALTER TABLE items ADD COLUMN language TEXT GENERATED ALWAYS AS (
+    CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.language') END) VIRTUAL;
+ALTER TABLE items ADD COLUMN published TEXT GENERATED ALWAYS AS (
+    CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.created') END) VIRTUAL;
+CREATE INDEX items_site ON items(site, status);
+CREATE INDEX items_language ON items(language);
+CREATE INDEX items_published ON items(published);
+CREATE INDEX items_type ON items(mime_type);
+CREATE INDEX items_first_seen ON items(first_seen);
+CREATE INDEX mails_date ON mails(date);
+"""
+
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2, _V3, _V4_ENRICH,
+                                                             _V5_UI]
 VERSION = len(MIGRATIONS)
 
 

@@ -39,8 +39,9 @@ from . import Context
 from .zipnames import legacy_code_page, member_name
 
 # Output version (archives re-extract what an older one made): 2 = member names in a
-# legacy code page (GBK, Shift-JIS, CP866) decoded as such, not as CP437.
-VERSION = 2
+# legacy code page (GBK, Shift-JIS, CP866) decoded as such, not as CP437; 3 = Korean
+# (CP949) names no longer read as GBK.
+VERSION = 3
 
 _CHUNK = 1 << 20
 _SEVERITY = [ErrorKind.CORRUPT, ErrorKind.ENCRYPTED, ErrorKind.TOO_LARGE, ErrorKind.NEEDS_OCR,

@@ -25,7 +25,8 @@ from .odfcrypt import open_plain
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers, alt text, master-page furniture, formulas in the text
+VERSION = 4  # 3: list numbers, alt text, master-page furniture, formulas in the text;
+# 4: a formula anchored as a character stays in its sentence
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",
@@ -293,7 +294,11 @@ class _Odf:
                 self.annotation(ch)
             elif tag in (D + "frame", D + "custom-shape", D + "rect", D + "ellipse", D + "g",
                          D + "a", D + "text-box"):
-                frames.append(ch)
+                formula = self.inline_formula(ch) if tag == D + "frame" else None
+                if formula is not None:
+                    parts.append(formula)
+                else:
+                    frames.append(ch)
             elif tag in (T + "ruby-text", T + "tracked-changes", OF + "annotation-end",
                          T + "bookmark", T + "bookmark-start", T + "bookmark-end",
                          T + "reference-mark", T + "change", D + "image"):
@@ -302,6 +307,34 @@ class _Odf:
                 self._inline(ch, parts, frames)
             if ch.tail:
                 parts.append(ch.tail)
+
+    def inline_formula(self, frame: etree._Element) -> str | None:
+        """The linear text of a formula anchored as a character, else None.
+
+        "Einstein wrote E = m c^2 in 1905." is one sentence: an as-char formula is part of
+        its line, so it goes where it stands, not after the paragraph as other frames do.
+        """
+        if frame.get(T + "anchor-type") != "as-char":
+            return None
+        obj = frame.find(D + "object")
+        if obj is None:
+            return None
+        inline = obj.find(_MATHML + "math")
+        if inline is not None:
+            return mathml_text(inline)
+        href = (obj.get(XL + "href") or "").removeprefix("./").strip("/")
+        part = posixpath.join(href, "content.xml")
+        if not href or part not in self.zf.NameToInfo:
+            return None
+        try:
+            root = read_xml(self.zf, part, self.ctx)
+        except ExtractionError as exc:
+            if exc.kind is not ErrorKind.CORRUPT:
+                raise
+            return None
+        if root is None or root.tag != _MATHML + "math":
+            return None
+        return mathml_text(root)
 
     def note(self, note: etree._Element) -> None:
         cit = note.find(T + "note-citation")

@@ -33,8 +33,9 @@ from . import Context
 
 # Output version (archives re-extract items made by an older one): 2 = OCR of pages/images;
 # 3 = text of FreeText annotations (and notes with --comments); 4 = right-to-left
-# ligatures in logical order, a space where the script changes.
-VERSION = 4
+# ligatures in logical order, a space where the script changes; 5 = a rights-management
+# wrapper (placeholder page + encrypted payload) and a rights-managed PDF are `encrypted`.
+VERSION = 5
 
 # Control characters PDFium or broken fonts leave in the text (NUL, form feed, ...). PDFium
 # marks a hyphen it removed at a line end with U+FFFE and has already joined the word
@@ -57,6 +58,16 @@ _MARKUP = {c.FPDF_ANNOT_TEXT, c.FPDF_ANNOT_HIGHLIGHT, c.FPDF_ANNOT_UNDERLINE,
            c.FPDF_ANNOT_SQUIGGLY, c.FPDF_ANNOT_STRIKEOUT, c.FPDF_ANNOT_SQUARE,
            c.FPDF_ANNOT_CIRCLE, c.FPDF_ANNOT_LINE, c.FPDF_ANNOT_POLYGON, c.FPDF_ANNOT_POLYLINE,
            c.FPDF_ANNOT_INK, c.FPDF_ANNOT_STAMP, c.FPDF_ANNOT_CARET}
+# A security handler's name is the /Filter of the /Encrypt dictionary; every other /Filter in
+# a file names a stream filter (ISO 32000-1 7.4), so the first name outside these is it.
+_FILTER_NAME = re.compile(rb"/Filter\s*/([^\s/<>\[\]()%]+)")
+_STREAM_FILTERS = {b"FlateDecode", b"Fl", b"ASCIIHexDecode", b"AHx", b"ASCII85Decode", b"A85",
+                   b"LZWDecode", b"LZW", b"RunLengthDecode", b"RL", b"CCITTFaxDecode", b"CCF",
+                   b"JBIG2Decode", b"DCTDecode", b"DCT", b"JPXDecode", b"Crypt",
+                   b"BrotliDecode"}
+# A wrapper is a cover page or two; a longer document that happens to carry a protected
+# attachment keeps its own text (the attachment child says `encrypted` on its own).
+_WRAPPER_MAX_PAGES = 2
 _SHOWN_FIELD_TYPES = {c.FPDF_FORMFIELD_TEXTFIELD, c.FPDF_FORMFIELD_COMBOBOX,
                       c.FPDF_FORMFIELD_LISTBOX}
 
@@ -81,6 +92,8 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                 garbled.append(i + 1)
             elif page.text:
                 any_text = True
+                if page.stamped_scan:
+                    image_only.append(i + 1)
             elif page.has_images:
                 image_only.append(i + 1)
             fields = []
@@ -94,7 +107,16 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
             for note in page.notes:
                 out.paragraph(note)
                 any_text = True
-        _attachments(pdf, ctx, doc)
+        payload = _attachments(pdf, ctx, doc)
+    if payload is not None and n_pages <= _WRAPPER_MAX_PAGES:
+        # Microsoft Purview/AIP "protected PDF" (PDF 2.0 unencrypted wrapper, ISO 32000-2
+        # 7.6.7) and Adobe LiveCycle/AEM "page 0" cover pages: the page only tells a reader
+        # to get another viewer; the document is the payload, encrypted for licensed users.
+        name, handler = payload
+        raise ExtractionError(ErrorKind.ENCRYPTED, f"protected PDF: the content is the "
+                              f"attachment {name!r}, encrypted with the {handler} rights-"
+                              "management handler; the readable page is only the "
+                              "wrapper's placeholder")
     mode = ctx.options.ocr
     if mode == "always":
         doc.metadata.extra["ocr_pending"] = list(range(1, n_pages + 1))
@@ -190,13 +212,47 @@ def _open_error(err: int, password: str | None, src: Source) -> ExtractionError:
             return ExtractionError(ErrorKind.ENCRYPTED, "encrypted PDF: password required")
         return ExtractionError(ErrorKind.ENCRYPTED, "encrypted PDF: wrong password")
     if err == c.FPDF_ERR_SECURITY:
-        return ExtractionError(ErrorKind.UNSUPPORTED,
-                               "PDF is encrypted with an unsupported security handler")
+        # Not the password handler: rights management (MicrosoftIRMServices, Adobe.APS) or
+        # certificates (Adobe.PubSec). No password opens it, but it is encrypted content,
+        # not a format we lack, so the verdict is the one an IRM Office file gets.
+        with src.open() as f:
+            handler = _security_handler(f.read(_HANDLER_SCAN))
+        return ExtractionError(ErrorKind.ENCRYPTED, f"PDF encrypted with the {handler} "
+                               "security handler (rights management or certificates): no "
+                               "password opens it")
     if err == c.FPDF_ERR_FILE and src.path is not None and not src.path.is_file():
         return ExtractionError(ErrorKind.NOT_FOUND, f"cannot open {src.path}")
     if b"%PDF-" not in src.head(1024):
         return ExtractionError(ErrorKind.CORRUPT, "not a PDF: no %PDF header")
     return ExtractionError(ErrorKind.CORRUPT, f"damaged PDF: {_why(src)}")
+
+
+_HANDLER_SCAN = 64 << 20  # bytes read to name a security handler (only after a failure)
+
+
+def _security_handler(data: bytes) -> str:
+    """The /Filter name of the /Encrypt dictionary, for the message (best effort)."""
+    for m in _FILTER_NAME.finditer(data):
+        if m.group(1) not in _STREAM_FILTERS:
+            return m.group(1).decode("latin-1")
+    return "an unknown"
+
+
+def _rights_managed(data: bytes) -> str | None:
+    """The security handler of a PDF no password can open, or None for any other data.
+
+    PDFium reports FPDF_ERR_SECURITY exactly when the /Encrypt dictionary names a handler
+    other than the Standard (password) one, which is what a wrapper's payload is.
+    """
+    if b"%PDF-" not in data[:1024]:
+        return None
+    raw = c.FPDF_LoadMemDocument64(data, len(data), None)
+    if raw:
+        c.FPDF_CloseDocument(raw)
+        return None
+    if c.FPDF_GetLastError() != c.FPDF_ERR_SECURITY:
+        return None
+    return _security_handler(data)
 
 
 def _why(src: Source) -> str:
@@ -223,6 +279,7 @@ class _PageText:
     md: str = ""  # the text escaped for Markdown: done where the page is read, in parallel
     has_images: bool = False
     garbled: bool = False  # a text layer in fonts without a Unicode mapping
+    stamped_scan: bool = False  # a little text over a page-covering image: OCR it all
     fields: list[tuple[str, str]] = field(default_factory=list)  # (name, value) of form fields
     notes: list[str] = field(default_factory=list)  # text of annotations shown on the page
     warning: str | None = None
@@ -280,6 +337,9 @@ class _Reader:
         return [_page(pdf, i, forms, self.comments) for i in pages]
 
 
+_STAMP_CHARS = 120  # at most this much text on a scan is a stamp, not a text layer
+
+
 def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None,
           comments: bool = False) -> _PageText:
     """Text, images, garbling, form values and annotation text of one page.
@@ -295,6 +355,10 @@ def _page(pdf: pdfium.PdfDocument, index: int, forms: c.FPDF_FORMHANDLE | None,
         # walking every object of a page of unmapped glyphs costs more than its text.
         result = _PageText(text, md_escape(text),
                            not text and not garbled and _has_images(page), garbled)
+        # A scan with a line of text drawn on it (a Bates number, a court's filing header,
+        # a page number added by the scanner) is still a scan: its text is in the picture.
+        result.stamped_scan = bool(text) and len(text) <= _STAMP_CHARS and not garbled \
+            and _covered_by_image(page)
         if forms is not None:  # values are read from the fields; no form-fill page events
             result.fields = _field_values(page, forms)
         result.notes = _annotation_texts(page, comments)
@@ -390,6 +454,28 @@ def _has_images(page: c.FPDF_PAGE) -> bool:
     """Image objects on the page, also inside form XObjects (a scan is often wrapped)."""
     return _any_image(c.FPDFPage_CountObjects(page),
                       lambda i: c.FPDFPage_GetObject(page, i), depth=0)
+
+
+def _covered_by_image(page: c.FPDF_PAGE) -> bool:
+    """Half the page or more is one picture (an image, or a form XObject holding one)."""
+    area = c.FPDF_GetPageWidthF(page) * c.FPDF_GetPageHeightF(page)
+    for i in range(max(c.FPDFPage_CountObjects(page), 0)):
+        obj = c.FPDFPage_GetObject(page, i)
+        if not obj:
+            continue
+        kind = c.FPDFPageObj_GetType(obj)
+        if kind == c.FPDF_PAGEOBJ_FORM:
+            if not _any_image(c.FPDFFormObj_CountObjects(obj),
+                              lambda j, o=obj: c.FPDFFormObj_GetObject(o, j), 1):
+                continue
+        elif kind != c.FPDF_PAGEOBJ_IMAGE:
+            continue
+        box = [ctypes.c_float() for _ in range(4)]
+        if c.FPDFPageObj_GetBounds(obj, *(ctypes.byref(v) for v in box)):
+            left, bottom, right, top = (v.value for v in box)
+            if (right - left) * (top - bottom) >= 0.5 * area:
+                return True
+    return False
 
 
 def _any_image(count: int, get: object, depth: int) -> bool:
@@ -538,8 +624,14 @@ def pdf_date(value: str) -> str | None:
 
 # -- attachments ------------------------------------------------------------------------------
 
-def _attachments(pdf: pdfium.PdfDocument, ctx: Context, doc: Document) -> None:
-    """Embedded files become children, extracted like any other input (with budgets)."""
+def _attachments(pdf: pdfium.PdfDocument, ctx: Context,
+                 doc: Document) -> tuple[str, str] | None:
+    """Embedded files become children, extracted like any other input (with budgets).
+
+    Returns (name, security handler) of the first attachment that is a rights-managed PDF:
+    the payload of a protected-PDF wrapper.
+    """
+    payload = None
     for i in range(max(pdf.count_attachments(), 0)):
         name = f"attachment-{i + 1}"
         try:
@@ -556,5 +648,9 @@ def _attachments(pdf: pdfium.PdfDocument, ctx: Context, doc: Document) -> None:
             ctx.account(len(data), "PDF attachments")
         except ExtractionError as exc:
             doc.warnings.append(f"attachment {name} skipped: {exc.message}")
-            return
+            return payload
+        handler = _rights_managed(data) if payload is None else None
+        if handler is not None:
+            payload = (name, handler)
         doc.children.append(ctx.child(data, name))
+    return payload

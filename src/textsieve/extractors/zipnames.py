@@ -11,6 +11,10 @@ Order of trust: the flag; the Unicode Path field; UTF-8 that decodes; then the c
 that makes the archive's names (all of them together: one short name is too little
 evidence) most plausible as words in one script. General charset detectors are tuned for
 running text and a Western default, and pick Big5 or CP949 for two-character GBK names.
+
+Korean (CP949) and GBK share their most common rows: every KS X 1001 Hangul syllable's bytes
+are also a common GB2312 Hanzi, so the word score ties and GBK would win. The separating
+signal is in the Hangul reading (see ``_reads_as_korean``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,15 @@ _UNICODE_PATH = 0x7075
 # (correct by the specification), then by how common the archives are.
 _CANDIDATES = ("cp437", "cp866", "gb18030", "cp932", "cp850", "cp852", "big5", "cp949")
 _WORD = re.compile(r"[^\W\d_]+")
+# Hangul syllable = initial * 588 + medial * 28 + final (Unicode 3.12). Real Korean words are
+# mostly built from plain initials (and kk, ss), vowels other than yae/wae/we, and no final
+# or one of g n l m b ng; GB2312 bytes read as CP949 land evenly on the 2350 KS X 1001
+# syllables, a third of which have another shape.
+_COMMON_INITIALS = frozenset(range(19)) - {4, 8, 13}  # not tt, pp, jj
+_COMMON_MEDIALS = frozenset(range(21)) - {3, 10, 15}  # not yae, wae, we
+_COMMON_FINALS = frozenset({0, 1, 4, 8, 16, 17, 21})  # none, g n l m b ng
+_MIN_SYLLABLES = 6  # fewer is too little evidence to overturn the GBK reading
+_KOREAN_SHARE = 0.9
 
 
 def raw_name(info: zipfile.ZipInfo) -> bytes:
@@ -72,6 +85,8 @@ def legacy_code_page(infos: Iterable[zipfile.ZipInfo]) -> str:
     raws = [r for r in map(_needs_code_page, infos) if r is not None]
     if not raws:
         return "cp437"
+    if _reads_as_korean(raws):
+        return "cp949"
     best, best_score = "cp437", -1.0
     for enc in _CANDIDATES:
         try:
@@ -82,6 +97,27 @@ def legacy_code_page(infos: Iterable[zipfile.ZipInfo]) -> str:
         if score > best_score:
             best, best_score = enc, score
     return best
+
+
+def _reads_as_korean(raws: list[bytes]) -> bool:
+    """Every non-ASCII character read as CP949 is a Hangul syllable, there are enough of them,
+    and nearly all have the shape of syllables Korean words use.
+
+    A Chinese archive passes only if every one of its characters sits in the 25 GB2312 rows
+    that overlap Hangul (about 60% of common Hanzi do) and nearly all read as common-shaped
+    syllables (about 70%): for random level-1 Hanzi that is 0.5% of six-character archives
+    and 0.05% of eight; names of fewer than six characters keep the GBK reading.
+    """
+    try:
+        texts = [r.decode("cp949") for r in raws]
+    except UnicodeDecodeError:
+        return False
+    syllables = [ord(c) - 0xAC00 for t in texts for c in t if not c.isascii()]
+    if len(syllables) < _MIN_SYLLABLES or not all(0 <= s <= 11171 for s in syllables):
+        return False
+    common = sum(s // 588 in _COMMON_INITIALS and (s % 588) // 28 in _COMMON_MEDIALS
+                 and s % 28 in _COMMON_FINALS for s in syllables)
+    return common >= _KOREAN_SHARE * len(syllables)
 
 
 def member_name(info: zipfile.ZipInfo, code_page: str = "cp437") -> str:

@@ -50,13 +50,13 @@ class _PdfPages:
             native = _native_scan(page, w, h)
             if native is not None:
                 return native
-            dpi = self.dpi
+            dpi: float = _scan_dpi(page, w, h) or self.dpi
             pixels = (w / 72 * dpi) * (h / 72 * dpi)
             if pixels > MAX_PAGE_PIXELS:
                 dpi = int(dpi * math.sqrt(MAX_PAGE_PIXELS / pixels))
             bitmap = page.render(scale=dpi / 72, grayscale=True, draw_annots=True)
             try:
-                return bitmap.to_pil().copy(), dpi
+                return bitmap.to_pil().copy(), round(dpi)
             finally:
                 bitmap.close()
         finally:
@@ -104,6 +104,36 @@ def _native_scan(page: Any, w: float, h: float) -> tuple[Image.Image, int] | Non
     if ImageStat.Stat(grey.reduce(8)).mean[0] < 110:
         return None  # mostly dark: a decode array or mask we did not apply; render instead
     return grey, round(dpi)
+
+
+def _scan_dpi(page: Any, w: float, h: float) -> float | None:
+    """The resolution of the scan on a page that is more than its scan (a Bates stamp, a
+    header drawn as text, a scan with margins): the page is rendered at that resolution,
+    so PDFium copies the scan's pixels one to one instead of resampling them to 300 dpi.
+    Resampling blurs strokes and shifts them by fractions of a pixel; on held-out scans at
+    200-600 dpi with a text stamp, rendering at the scan's own resolution cut the character
+    error rate from 0.037% to 0.013% (bench/bench_ocr.py --held-out). Not rounded: a scan
+    of 3307 px across a 595.28 pt page drawn at 400 dpi (3307.1 px) would be resampled
+    all over. None: no large scan."""
+    import pypdfium2.raw as c
+
+    best: tuple[float, float] | None = None  # (area covered, dpi) of the largest image
+    for obj in page.get_objects(max_depth=3):
+        if obj.type != c.FPDF_PAGEOBJ_IMAGE:
+            continue
+        m = obj.get_matrix()
+        placed_w, placed_h = math.hypot(m.a, m.b), math.hypot(m.c, m.d)  # points
+        if placed_w <= 0 or placed_h <= 0:
+            continue
+        px_w, _px_h = obj.get_px_size()
+        area = placed_w * placed_h
+        if best is None or area > best[0]:
+            best = (area, px_w / (placed_w / 72))
+    if best is None or best[0] < 0.5 * w * h or not 150 <= best[1] <= 1200:
+        return None  # no scan, a small picture, a thumbnail or a 2400 dpi monster
+    # Above 400 dpi OCR gains nothing but time: a whole fraction of the scan's resolution
+    # (600 -> 300) still maps its pixels evenly, 2x2 to one.
+    return best[1] / math.ceil(best[1] / 400)
 
 
 class _ImagePages:

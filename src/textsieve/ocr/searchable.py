@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import detection as d
 from ..model import ErrorKind, ExtractionError, Status
@@ -29,11 +29,17 @@ from . import PageOcr, ocr_pages
 if TYPE_CHECKING:
     import pypdfium2 as pdfium
 
-    from ..run.pool import WorkerPool
+
+class PageReader(Protocol):
+    """What OCRs many pages at once (``run.pool.WorkerPool``: over an executor's workers).
+    A protocol, so the OCR code imports no executor."""
+
+    def ocr(self, obj: Any, name: str | None, mime: str, pages: list[int], *,
+            want_pdf: bool = False) -> list[PageOcr]: ...
 
 
 def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLike[str],
-                    options: Options, pool: WorkerPool | None = None) -> dict[str, Any]:
+                    options: Options, pool: PageReader | None = None) -> dict[str, Any]:
     """Write ``out_path``: ``src_path`` with an invisible text layer on the pages that need
     OCR (all pages with ``options.ocr == "always"``).
 

@@ -1,11 +1,10 @@
-"""Isolated, parallel extraction: a hang or a native crash costs one file, not the run.
+"""The local executor: isolated worker processes; a hang or a crash costs one task.
 
 A small pool of long-lived worker processes (forked, so the parsers imported once stay
-warm). Each worker has an address-space cap (RLIMIT_AS). The parent hands out one input
+warm). Each worker has an address-space cap (RLIMIT_AS). The driver hands out one task
 at a time per worker and watches a deadline for each; a worker that overruns is killed and
-replaced, and its file gets a ``timeout`` record; one that dies gets ``crashed``. Results
-come back in input order through a bounded window, so memory stays flat however many
-inputs there are.
+replaced, and its task gets a ``timeout`` result; one that dies gets ``crashed``. What a
+task is and what is done with its result are ``executor.py``'s and ``steps.py``'s.
 """
 
 from __future__ import annotations
@@ -27,25 +26,9 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ..forking import die_with_parent, libc_prctl
-from ..model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
+from ..model import Document, ErrorKind
 from ..options import Options
-
-
-@dataclass
-class _Task:
-    """One unit of work for a worker: a whole input, or one page of it to OCR."""
-
-    key: int
-    obj: Any
-    name: str | None
-    page: int | None = None  # set: OCR this page (1-based) of ``obj`` (a PDF or an image)
-    mime: str | None = None
-    want_pdf: bool = False  # OCR pages: also return tesseract's text-only PDF page
-    out: list[str] | None = None  # where its searchable copy goes (safe parts), if not by name
-    page_workers: int = 1  # whole inputs: processes it may fork for its pages (idle cores)
-    # When the document's time is up (``Options.timeout`` from its start): it bounds its
-    # OCR pages too, however many there are, not only their extraction.
-    deadline: float | None = None
+from .executor import Task, failed, late_message, run_task
 
 
 def _worker_main(conn: Connection, options: Options, parent: int) -> None:
@@ -67,40 +50,22 @@ def _worker_main(conn: Connection, options: Options, parent: int) -> None:
     if options.memory_limit > 0:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
-    from .. import _source
-    from ..core import extract_source
-    from ..ocr import PageOcr, ocr_pages
-
     while True:
         try:
-            task: _Task | None = conn.recv()
+            task: Task | None = conn.recv()
         except (EOFError, KeyboardInterrupt):
             return
         if task is None:
             return
-        result: Document | PageOcr
         try:
-            src = _source(task.obj, task.name, options)
-            if task.page is None:
-                # Top-level documents leave their OCR pages to the pool, which spreads
-                # them over every worker.
-                result = extract_source(src, options, defer_ocr=True,
-                                        page_workers=task.page_workers)
-            else:
-                assert task.mime is not None
-                result = ocr_pages(src, task.mime, [task.page], options,
-                                   want_pdf=task.want_pdf)[0]
-        except ExtractionError as exc:  # a page task that cannot start (no language data)
-            result = PageOcr(task.page or 0, error=f"{exc.kind}: {exc.message}")
-        except BaseException as exc:
-            msg = f"{type(exc).__name__}: {exc}"
-            result = (Document.failed(ErrorKind.INTERNAL, msg, name=task.name)
-                      if task.page is None else PageOcr(task.page, error=f"internal: {msg}"))
+            result = run_task(task, options)
+        except BaseException as exc:  # a worker answers, whatever happened
+            result = failed(task, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
         try:
             conn.send((task.key, task.page, result))
         except MemoryError:
-            conn.send((task.key, task.page, Document.failed(
-                ErrorKind.TOO_LARGE, "result too large", name=task.name)))
+            conn.send((task.key, task.page, failed(task, ErrorKind.TOO_LARGE,
+                                                   "result too large")))
 
 
 def _guard_group() -> None:
@@ -157,21 +122,30 @@ def _quiet() -> None:
 class _Worker:
     proc: Any
     conn: Connection
-    task: _Task | None = None
+    task: Task | None = None
     deadline: float = 0.0
 
 
-class WorkerPool:
-    """N isolated workers; ``map`` yields one Document per input, in input order."""
+class LocalExecutor:
+    """N isolated worker processes on this machine: the ``local`` executor.
+
+    Workers are forked (the parsers imported once stay warm), from the main thread or the
+    one long-lived forker thread, so they die with this process (PR_SET_PDEATHSIG). One
+    task per worker at a time; a worker past its task's deadline is killed with its
+    process group and replaced, and the task gets a ``timeout`` result; one that dies
+    gets ``crashed``. Driven by one thread (see ``steps.ExtractionService`` for more).
+    """
 
     def __init__(self, options: Options, workers: int | None = None) -> None:
         self.options = options
         self.size = max(1, workers or options.worker_count)
+        self.window = self.size * 4
         self._ctx = mp.get_context("fork")
         self._workers: list[_Worker] = []
+        self._backlog: deque[Task] = deque()
         self._warmed = False
 
-    def __enter__(self) -> WorkerPool:
+    def __enter__(self) -> LocalExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -197,6 +171,7 @@ class WorkerPool:
             w.conn.close()
 
     def close(self) -> None:
+        self._backlog.clear()
         for w in self._workers:
             with contextlib.suppress(OSError, ValueError):
                 w.conn.send(None)
@@ -207,117 +182,16 @@ class WorkerPool:
             w.conn.close()
         self._workers.clear()
 
-    def map(self, inputs: Iterable[Any], names: Iterable[str | None] | None = None,
-            ) -> Iterator[Document]:
-        """One Document per input (a path, bytes or a file object), in input order."""
-        if names is None:
-            return self.map_pairs((obj, None) for obj in inputs)
-        return self.map_pairs(zip(inputs, names, strict=False))
+    def submit(self, tasks: Iterable[Task], *, first: bool = False) -> None:
+        if first:
+            self._backlog.extendleft(reversed(list(tasks)))
+        else:
+            self._backlog.extend(tasks)
 
-    def map_pairs(self, pairs: Iterable[tuple[Any, ...]]) -> Iterator[Document]:
-        """Like ``map``, for (input, name) pairs; the iterable is consumed lazily, a
-        bounded window ahead of the results, so it may be an endless stream. A third
-        element, when given, is where the input's searchable PDF copy goes below
-        ``Options.searchable_pdf_dir`` (safe path parts; ``textsieve run`` mirrors the tree).
+    def busy(self) -> bool:
+        return bool(self._backlog) or any(w.task is not None for w in self._workers)
 
-        A document that comes back with pages to OCR is not finished: its pages go to the
-        front of the queue as one task each, so a long scan keeps every worker busy, and
-        the document is merged and yielded when its last page is in.
-        """
-        from ..core import finish_ocr
-        from ..ocr import PageOcr
-
-        items = iter(pairs)
-        order: deque[int] = deque()  # keys in input order
-        done: dict[int, Document] = {}
-        waiting: dict[int, tuple[Document, set[int], list[PageOcr]]] = {}
-        backlog: deque[_Task] = deque()
-        window = self.size * 4
-        state = {"next": 0, "exhausted": False}
-
-        def refill() -> None:
-            while not state["exhausted"] and len(order) < window:
-                try:
-                    obj, name, *out = next(items)
-                except StopIteration:
-                    state["exhausted"] = True
-                    return
-                key = state["next"]
-                state["next"] += 1
-                order.append(key)
-                backlog.append(_Task(key, obj, name, out=out[0] if out else None))
-
-        def finished(task: _Task, result: Any) -> None:
-            if task.page is None:
-                doc: Document = result
-                pages = doc.metadata.extra.get("ocr_pending") if doc.ok else None
-                if not pages:
-                    done[task.key] = doc
-                    return
-                waiting[task.key] = (doc, set(pages), [])
-                want_pdf = self.options.searchable_pdf_dir is not None and \
-                    doc.mime_type == "application/pdf"
-                backlog.extendleft(reversed([
-                    _Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type,
-                          want_pdf=want_pdf, deadline=task.deadline, out=task.out)
-                    for p in pages]))
-                return
-            doc, left, results = waiting[task.key]
-            results.append(result)
-            left.discard(task.page)
-            if not left:
-                del waiting[task.key]
-                results.sort(key=lambda r: r.number)
-                if task.want_pdf:
-                    self._searchable_copy(task, doc, results)
-                finish_ocr(doc, results)
-                self._overran(task, doc, results)
-                done[task.key] = doc
-
-        def failed(task: _Task, kind: ErrorKind, message: str) -> Any:
-            if task.page is not None:
-                return PageOcr(task.page, error=f"{kind}: {message}")
-            return _failed(task.obj, task.name, kind, message)
-
-        while True:
-            refill()
-            while order and order[0] in done:
-                yield done.pop(order.popleft())
-            if state["exhausted"] and not order:
-                return
-            self._step(backlog, finished, failed)
-
-    def _overran(self, task: _Task, doc: Document, results: list[Any]) -> None:
-        """A document whose pages ran past its deadline is a ``timeout``: the pages read in
-        time are kept, the others are in ``missing_pages``."""
-        if task.deadline is None or time.monotonic() < task.deadline:
-            return
-        late = [r.number for r in results if r.error and r.error.startswith("timeout")]
-        if late:
-            doc.status = Status.ERROR
-            doc.error = ErrorInfo(ErrorKind.TIMEOUT, (
-                f"extraction exceeded {self.options.timeout:g} s: {len(late)} of "
-                f"{len(results)} page(s) to OCR not read in time (missing_pages)"))
-
-    def _searchable_copy(self, task: _Task, doc: Document, results: list[Any]) -> None:
-        """Lay the pages' text-only PDFs over the original: a searchable copy in
-        ``searchable_pdf_dir`` at ``task.out``, else named like the input (its path is in
-        the metadata), written only through ``outfiles`` (safe names, no symlink followed)."""
-        from .. import _source
-        from ..ocr.searchable import pdf_parts, write_overlay
-
-        assert self.options.searchable_pdf_dir is not None
-        parts = task.out or pdf_parts([doc.name or task.name or f"document-{task.key}"])
-        try:
-            report = write_overlay(_source(task.obj, task.name, self.options), results,
-                                   (self.options.searchable_pdf_dir, parts), self.options)
-            doc.metadata.extra["searchable_pdf"] = report["path"]
-        except Exception as exc:  # the text is what matters; the copy is a bonus
-            doc.warnings.append(f"searchable PDF not written: {type(exc).__name__}: {exc}")
-        for r in results:
-            r.pdf = None  # the page layers are large: do not keep them
-
-    def _warm(self, backlog: deque[_Task]) -> None:
+    def _warm(self) -> None:
         """Before the first fork: import the parsers the first inputs need, so the workers
         start with them loaded (imported once, pages shared copy-on-write) instead of each
         importing them on its first file (~50 ms for PDF)."""
@@ -327,7 +201,7 @@ class WorkerPool:
 
         self._warmed = True
         mimes: set[str] = set()
-        for task in list(backlog)[: 2 * self.size]:
+        for task in list(self._backlog)[: 2 * self.size]:
             # Regular files only: reading the head of a pipe (``<(curl ...)``) here would
             # steal those bytes from the worker.
             if (task.page is None and isinstance(task.obj, (str, os.PathLike))
@@ -338,42 +212,44 @@ class WorkerPool:
         with contextlib.suppress(Exception):
             preload(mimes)
 
-    def _step(self, backlog: deque[_Task], finished: Any, failed: Any) -> None:
-        """Hand out tasks to idle workers, then wait for one result or deadline."""
-        if not self._warmed:
-            self._warm(backlog)
+    def wait(self, timeout: float | None = None) -> list[tuple[Task, Any]]:
+        """Hand out tasks to idle workers, then wait for results or a deadline."""
+        out: list[tuple[Task, Any]] = []
+        if not self._warmed and self._backlog:
+            self._warm()
         while len(self._workers) < self.size:
             self._workers.append(self._spawn())
         for i, w in enumerate(self._workers):
-            while w.task is None and backlog:
-                task = backlog.popleft()
+            while w.task is None and self._backlog:
+                task = self._backlog.popleft()
                 if task.deadline is not None and time.monotonic() >= task.deadline:
                     # A page of a document out of time: not started at all.
-                    finished(task, failed(task, ErrorKind.TIMEOUT, self._late(task)))
+                    out.append((task, failed(task, ErrorKind.TIMEOUT,
+                                             late_message(task, self.options))))
                     continue
                 if task.page is None:
                     # The last input in sight may use the idle workers' cores for its
                     # pages (one long PDF given to the CLI); otherwise they are needed.
                     idle = sum(1 for x in self._workers if x.task is None and x is not w)
-                    task.page_workers = 1 + idle if not backlog else 1
+                    task.page_workers = 1 + idle if not self._backlog else 1
                 try:
                     w.conn.send(task)
                 except (OSError, ValueError):
                     self._kill(w)
                     w = self._workers[i] = self._spawn()
                     w.conn.send(task)
-                limit = self.options.timeout if task.page is None else \
-                    self.options.ocr_page_timeout
-                w.task, w.deadline = task, time.monotonic() + limit
+                w.task, w.deadline = task, time.monotonic() + task.limit(self.options)
                 if task.deadline is not None:
                     w.deadline = min(w.deadline, task.deadline)
                 elif task.page is None:
                     task.deadline = w.deadline  # its pages inherit it
         busy = [w for w in self._workers if w.task is not None]
-        if not busy:
-            return
-        timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
-        ready = wait([w.conn for w in busy], timeout=timeout)
+        if out or not busy:
+            return out
+        left = min(w.deadline for w in busy) - time.monotonic()
+        if timeout is not None:
+            left = min(left, timeout)
+        ready = wait([w.conn for w in busy], timeout=max(0.0, left))
         for i, w in enumerate(self._workers):
             task = w.task
             if task is None:
@@ -382,48 +258,50 @@ class WorkerPool:
                 try:
                     _key, _page, result = w.conn.recv()
                     w.task = None
-                    finished(task, result)
+                    out.append((task, result))
                     continue
                 except (EOFError, OSError):
                     code = w.proc.exitcode if not w.proc.is_alive() else None
                     w.proc.join(1)
                     code = w.proc.exitcode if code is None else code
-                    finished(task, failed(task, ErrorKind.CRASHED, _how(code)))
+                    out.append((task, failed(task, ErrorKind.CRASHED, _how(code))))
             elif time.monotonic() >= w.deadline:
                 what = "extraction" if task.page is None else f"OCR of page {task.page}"
-                limit = self.options.timeout if task.page is None else \
-                    self.options.ocr_page_timeout
-                message = self._late(task) if task.page is not None and \
+                message = late_message(task, self.options) if task.page is not None and \
                     task.deadline is not None and w.deadline >= task.deadline \
-                    else f"{what} exceeded {limit:g} s"
-                finished(task, failed(task, ErrorKind.TIMEOUT, message))
+                    else f"{what} exceeded {task.limit(self.options):g} s"
+                out.append((task, failed(task, ErrorKind.TIMEOUT, message)))
             else:
                 continue
             self._kill(w)
             self._workers[i] = self._spawn()
+        return out
 
-    def _late(self, task: _Task) -> str:
-        return f"the document's {self.options.timeout:g} s were over before page " \
-               f"{task.page} was read"
+
+class WorkerPool(LocalExecutor):
+    """The local executor with the document steps on top (the API the CLI, the library and
+    the service used before the executor seam): ``map`` yields one Document per input, in
+    input order; ``ocr`` reads pages of one input across all workers."""
+
+    def map(self, inputs: Iterable[Any], names: Iterable[str | None] | None = None,
+            ) -> Iterator[Document]:
+        """One Document per input (a path, bytes or a file object), in input order."""
+        if names is None:
+            return self.map_pairs((obj, None) for obj in inputs)
+        return self.map_pairs(zip(inputs, names, strict=False))
+
+    def map_pairs(self, pairs: Iterable[tuple[Any, str | None]]) -> Iterator[Document]:
+        """Like ``map``, for (input, name) pairs, consumed lazily (see steps.extract)."""
+        from .steps import extract
+
+        return extract(self, pairs, self.options)
 
     def ocr(self, obj: Any, name: str | None, mime: str, pages: list[int], *,
             want_pdf: bool = False) -> list[Any]:
         """OCR pages of one PDF or image across all workers; PageOcr per page, in order."""
-        from ..ocr import PageOcr
+        from .steps import ocr_pages
 
-        backlog = deque(_Task(0, obj, name, page=p, mime=mime, want_pdf=want_pdf)
-                        for p in pages)
-        results: dict[int, PageOcr] = {}
-
-        def finished(task: _Task, result: PageOcr) -> None:
-            results[task.page or 0] = result
-
-        def failed(task: _Task, kind: ErrorKind, message: str) -> PageOcr:
-            return PageOcr(task.page or 0, error=f"{kind}: {message}")
-
-        while len(results) < len(pages):
-            self._step(backlog, finished, failed)
-        return [results[p] for p in pages]
+        return ocr_pages(self, obj, name, mime, pages, want_pdf=want_pdf)
 
 
 # The driver's ends of its workers' sockets. A forked child (a worker, a page reader) must
@@ -479,20 +357,6 @@ def _kill_group(proc: Any) -> None:
         proc.kill()  # in case setpgid failed and it is not a group leader
 
 
-def _display_name(obj: Any, name: str | None) -> str | None:
-    if name:
-        return name
-    if isinstance(obj, (str, os.PathLike)):
-        return os.path.basename(os.fspath(obj))
-    return None
-
-
-def _failed(obj: Any, name: str | None, kind: ErrorKind, message: str) -> Document:
-    doc = Document(name=_display_name(obj, name), status=Status.ERROR,
-                   error=ErrorInfo(kind, message))
-    return doc
-
-
 def _how(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         try:
@@ -508,5 +372,13 @@ def extract_many(inputs: Iterable[Any], options: Options, *,
                  names: Iterable[str | None] | None = None,
                  workers: int | None = None) -> Iterator[Document]:
     """Extract every input in isolated worker processes; yields in input order."""
-    with WorkerPool(options, workers) as pool:
-        yield from pool.map(inputs, names)
+    from .executor import make_executor
+    from .steps import extract
+
+    pairs = ((obj, None) for obj in inputs) if names is None else \
+        zip(inputs, names, strict=False)
+    executor = make_executor(options, workers)
+    try:
+        yield from extract(executor, pairs, options)
+    finally:
+        executor.close()

@@ -1,11 +1,12 @@
-"""``textsieve run``: sources -> decide what is new -> isolated extraction -> archive.
+"""``textsieve run``: list -> decide -> fetch -> resolve -> extract -> OCR pages -> write.
 
-Like a build system, the archive is the state: an item is extracted only when it is new,
-its content changed (size or mtime moved and the content hash differs), it failed in a way
-that may not repeat (timeout, crash, missing tool), or the extractor that made it (or
-failed on it) has a newer version. Results are written by this process
-alone, in batches of one transaction each, so a run killed at any moment is resumed by
-running the same command again.
+Each step is a small function (or object) of its input and the options; this module only
+wires them. Listing is the sources' (``sources/``); deciding is the one freshness policy
+(``fresh.py``); fetching and resolving are ``_WebStage`` and ``resolve``; extraction and
+OCR pages run on an executor (``steps.py`` over ``executor.py``: local processes or a Ray
+cluster); writing is ``_Writer``, the archive's single writer, here in the driver, in
+batches of one transaction each, so a run killed at any moment is resumed by running the
+same command again.
 """
 
 from __future__ import annotations
@@ -19,31 +20,20 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from ..archive.store import Archive, Entry, Known
-from ..extractors import FETCH_TAG, is_current
-from ..model import Document, Item, MailRef, Status
+from ..extractors import FETCH_TAG
+from ..model import Document, Item, MailRef
 from ..options import Options
 from ..sources import ItemSource
-from .pool import WorkerPool
+from .executor import make_executor
+from .fresh import TRANSIENT_ERRORS, Freshness, Mode, Why
+from .steps import extract
+
+__all__ = ["TRANSIENT_ERRORS", "Mode", "RunStats", "Why", "run"]
 
 logger = logging.getLogger(__name__)
-
-
-class Mode(StrEnum):
-    INCREMENTAL = "incremental"  # new, changed, failed, outdated
-    FORCE = "force"  # everything again
-    RETRY_ERRORS = "retry-errors"  # only items that failed before
-
-
-class Why(StrEnum):
-    NEW = "new"
-    CHANGED = "changed"
-    FAILED = "failed"
-    OUTDATED = "outdated"
-    FORCED = "forced"
 
 
 @dataclass
@@ -71,57 +61,9 @@ class RunStats:
 
 ProgressFn = Callable[[RunStats, Document | None], None]
 
-# Failures that may not happen again on the same bytes with the same extractor: retried
-# on every run. The others (encrypted, corrupt, unsupported, needs_ocr, ...) are retried
-# when their extractor gets a new version, or on request (--retry-errors).
-TRANSIENT_ERRORS = frozenset({"timeout", "crashed", "internal", "not_found", "missing_tool",
-                              "http_5xx", "http_429", "dns", "connection"})
-
 BATCH_ITEMS = 64  # at most this many items per transaction ...
 BATCH_SECONDS = 2.0  # ... and at least one commit every this many seconds
-
-
-def _sha256(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def is_fresh(tag: str | None, options: Options) -> bool:
-    """Made by the current extractor version with the same output options?"""
-    base, _, fingerprint = (tag or "").partition("#")
-    return fingerprint == options.output_fingerprint() and is_current(base)
-
-
-def stamp(doc: Document, options: Options) -> None:
-    """Record with what, and with which output options, a top-level item was made."""
-    doc.extractor = f"{doc.extractor or ''}#{options.output_fingerprint()}"
-
-
-def decide(item: Item, known: Known | None, mode: Mode,
-           options: Options) -> tuple[Why | None, str | None]:
-    """Why an item needs extracting (None: it does not), and its hash if we computed one."""
-    if mode is Mode.FORCE:
-        return Why.FORCED, None
-    if known is None:
-        return (None if mode is Mode.RETRY_ERRORS else Why.NEW), None
-    if known.status == Status.ERROR and (mode is Mode.RETRY_ERRORS
-                                         or known.error_kind in TRANSIENT_ERRORS
-                                         or (known.error_kind == "encrypted"
-                                             and options.password)):
-        return Why.FAILED, None
-    if mode is Mode.RETRY_ERRORS:
-        return None, None
-    if not is_fresh(known.extractor_version, options):
-        return Why.OUTDATED, None  # includes failures a newer extractor may now overcome
-    if item.data is not None:  # bytes from a mail (a newsletter's article): the hash decides
-        sha = hashlib.sha256(item.data).hexdigest()
-        return (None if sha == known.sha256 else Why.CHANGED), sha
-    if item.size == known.size and item.mtime_ns == known.mtime_ns:
-        return None, None
-    if item.path is None:
-        return Why.CHANGED, None
-    sha = _sha256(item.path)  # touched but maybe not changed: the content decides
-    return (None if sha == known.sha256 else Why.CHANGED), sha
+LIST_CHUNK = 256  # items looked up in the archive at once
 
 
 def run(sources: list[ItemSource], archive: Archive, options: Options, *,
@@ -166,7 +108,7 @@ def _count_ahead(sources: list[ItemSource], stats: RunStats) -> None:
 
 @dataclass
 class _Job:
-    """An item on its way to a worker, with what fetching it taught us."""
+    """An item on its way to the executor, with what fetching it taught us."""
 
     item: Item
     obj: object  # a path, or a Source holding fetched bytes and transport hints
@@ -174,136 +116,185 @@ class _Job:
     fetched: dict[str, object] | None = None  # url, final_url, http_status, validators...
 
 
-def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mode,
-         stats: RunStats, run_id: int, source_ids: dict[str, int],
-         progress: ProgressFn | None) -> None:
-    pending: deque[_Job] = deque()
-    batch: list[Entry] = []
-    seen: set[str] = set()  # keys listed in this run: a link mailed ten times is one item
-    mail_links: list[tuple[str, MailRef]] = []  # (item key, mail) still to record
-    last_commit = time.monotonic()
-    notify = progress or (lambda s, d: None)
-    web = _WebStage(options, mode)
+class _Writer:
+    """The write step: the archive's one writer. Counts each finished item, commits in
+    batches (one transaction each), touches unchanged items, records mail provenance."""
 
-    def record(entry: Entry) -> None:
+    def __init__(self, archive: Archive, run_id: int, source_ids: dict[str, int],
+                 stats: RunStats, policy: Freshness, notify: ProgressFn) -> None:
+        self.archive, self.run_id, self.source_ids = archive, run_id, source_ids
+        self.stats, self.policy, self.notify = stats, policy, notify
+        self.batch: list[Entry] = []
+        self.mail_links: list[tuple[str, MailRef]] = []  # (item key, mail) still to record
+        self.last_commit = time.monotonic()
+
+    def record(self, entry: Entry) -> None:
         """Count a finished item and commit the batch when it is due."""
-        nonlocal last_commit
         doc = entry.doc
-        stamp(doc, options)
-        batch.append(entry)
-        stats.done += 1
-        stats.status[str(doc.status)] += 1
+        self.policy.stamp(doc)
+        self.batch.append(entry)
+        self.stats.done += 1
+        self.stats.status[str(doc.status)] += 1
         if doc.error:
-            stats.errors[str(doc.error.kind)] += 1
-        if len(batch) >= BATCH_ITEMS or time.monotonic() - last_commit > BATCH_SECONDS:
-            flush()
-        notify(stats, doc)
+            self.stats.errors[str(doc.error.kind)] += 1
+        if len(self.batch) >= BATCH_ITEMS or \
+                time.monotonic() - self.last_commit > BATCH_SECONDS:
+            self.flush()
+        self.notify(self.stats, doc)
 
-    def flush() -> None:
-        nonlocal last_commit
-        archive.write(batch, run_id, source_ids)
-        batch.clear()
-        link()
-        last_commit = time.monotonic()
+    def unchanged(self, seen: list[tuple[int, int | None, int | None, str | None]],
+                  spec: str) -> None:
+        self.archive.touch(seen, self.run_id, self.source_ids[spec])
 
-    def link() -> None:
+    def flush(self) -> None:
+        self.archive.write(self.batch, self.run_id, self.source_ids)
+        self.batch.clear()
+        self.link()
+        self.last_commit = time.monotonic()
+
+    def link(self) -> None:
         """Mail provenance for the items that exist by now (the rest wait for theirs)."""
-        if mail_links:
-            mail_links[:] = archive.link_mails(mail_links, run_id, source_ids)
+        if self.mail_links:
+            self.mail_links[:] = self.archive.link_mails(self.mail_links, self.run_id,
+                                                         self.source_ids)
 
-    def fetched(jobs: Iterator[tuple[_Job | Entry | int, str]]) -> Iterator[_Job]:
+
+def list_items(sources: list[ItemSource]) -> Iterator[tuple[str, list[Item]]]:
+    """The list step: each source's items, in chunks (looked up in the archive at once)."""
+    for src in sources:
+        for chunk in _chunks(src.items(), LIST_CHUNK):
+            yield src.spec, chunk
+
+
+class _Decider:
+    """The decide step (and the hand-off to fetching): the jobs to extract, in source
+    order; unchanged items and failed fetches go to the writer on the way."""
+
+    def __init__(self, archive: Archive, policy: Freshness, stats: RunStats,
+                 writer: _Writer, web: _WebStage) -> None:
+        self.archive, self.policy, self.stats = archive, policy, stats
+        self.writer, self.web = writer, web
+        self.seen: set[str] = set()  # keys listed in this run: a link mailed ten times is one
+
+    def jobs(self, chunks: Iterator[tuple[str, list[Item]]]) -> Iterator[_Job]:
+        for spec, chunk in chunks:
+            self.stats.total += len(chunk)
+            known = self.archive.known(i.key for i in chunk)
+            unchanged: list[tuple[int, int | None, int | None, str | None]] = []
+            for item in chunk:
+                if not self._first_time(item):
+                    continue
+                k = known.get(item.key)
+                if item.url is not None:
+                    if not self.policy.fetch_wanted(k):
+                        self.stats.skipped += 1
+                        if k is not None:
+                            unchanged.append((k.id, None, None, None))
+                        continue
+                    yield from self._fetched(self.web.submit(item, k))
+                    yield from self._followups()
+                    continue
+                why, sha = self.policy.decide(item, k)
+                if why is None:
+                    if k is not None:
+                        unchanged.append((k.id, item.size, item.mtime_ns, sha))
+                    self.stats.skipped += 1
+                    continue
+                if item.path is None and item.data is None and item.remote:
+                    # An object-store item is downloaded only now that it needs work.
+                    obj = _download(item, self.policy.options)
+                    if isinstance(obj, Document):
+                        self.writer.record(Entry(item, obj))
+                        continue
+                    yield _Job(item, obj, why)
+                    continue
+                yield _Job(item, item.path if item.path is not None else item.data, why)
+            self.writer.unchanged(unchanged, spec)
+            self.writer.link()
+            self.writer.notify(self.stats, None)
+        while self.web.busy():
+            yield from self._fetched(self.web.drain())
+            yield from self._followups()
+        self.stats.listing_done = True
+
+    def _first_time(self, item: Item) -> bool:
+        """Its mail provenance is recorded either way; an item named again (another
+        mail) is only counted."""
+        self.writer.mail_links.extend((item.key, ref) for ref in item.mails)
+        if item.key in self.seen:
+            self.stats.skipped += 1
+            return False
+        self.seen.add(item.key)
+        return True
+
+    def _fetched(self, jobs: Iterator[tuple[_Job | Entry | int, str]]) -> Iterator[_Job]:
         """Web results: extract the new, record failures, touch what did not change."""
         for out, spec in jobs:
             if isinstance(out, _Job):
                 yield out
             elif isinstance(out, Entry):
-                record(out)
+                self.writer.record(out)
             else:
-                stats.skipped += 1
-                archive.touch([(out, None, None, None)], run_id, source_ids[spec])
+                self.stats.skipped += 1
+                self.writer.unchanged([(out, None, None, None)], spec)
 
-    def todo() -> Iterator[_Job]:
-        """Jobs for the workers, in source order; unchanged items are recorded on the way."""
-        for src in sources:
-            for chunk in _chunks(src.items(), 256):
-                stats.total += len(chunk)
-                known = archive.known(i.key for i in chunk)
-                unchanged: list[tuple[int, int | None, int | None, str | None]] = []
-                for item in chunk:
-                    mail_links.extend((item.key, ref) for ref in item.mails)
-                    if item.key in seen:
-                        stats.skipped += 1  # named again (another mail): provenance only
-                        continue
-                    seen.add(item.key)
-                    k = known.get(item.key)
-                    if item.url is not None:
-                        if ((mode is Mode.RETRY_ERRORS and (k is None or k.status != Status.ERROR))
-                                or _settled_failure(k, mode, options)):
-                            stats.skipped += 1
-                            if k is not None:
-                                unchanged.append((k.id, None, None, None))
-                            continue
-                        yield from fetched(web.submit(item, k))
-                        yield from followups()
-                        continue
-                    why, sha = decide(item, k, mode, options)
-                    if why is None:
-                        if k is not None:
-                            unchanged.append((k.id, item.size, item.mtime_ns, sha))
-                        stats.skipped += 1
-                        continue
-                    yield _Job(item, item.path if item.path is not None else item.data, why)
-                archive.touch(unchanged, run_id, source_ids[src.spec])
-                link()
-                notify(stats, None)
-        while web.busy():
-            yield from fetched(web.drain())
-            yield from followups()
-        stats.listing_done = True
-
-    def followups() -> Iterator[_Job]:
+    def _followups(self) -> Iterator[_Job]:
         """Links found by resolvers (a Hacker News item's story) join the run."""
-        while web.followups:
-            item = web.followups.popleft()
-            stats.total += 1
-            mail_links.extend((item.key, ref) for ref in item.mails)
-            if item.key in seen:
-                stats.skipped += 1
+        while self.web.followups:
+            item = self.web.followups.popleft()
+            self.stats.total += 1
+            if not self._first_time(item):
                 continue
-            seen.add(item.key)
-            k = archive.known([item.key]).get(item.key)
-            yield from fetched(web.submit(item, k))
+            k = self.archive.known([item.key]).get(item.key)
+            yield from self._fetched(self.web.submit(item, k))
 
-    copies_root = _copies_root(sources) if options.searchable_pdf_dir else None
-    if options.searchable_pdf_dir is not None:
-        from ..ocr.searchable import searchable_parts
 
-    def queued() -> Iterator[tuple[object, ...]]:
-        for job in todo():
-            stats.why[job.why] += 1
-            pending.append(job)
-            if options.searchable_pdf_dir is None:
-                yield job.obj, job.item.name
-            else:  # where its searchable copy would go: the tree mirrored, never by name
-                yield job.obj, job.item.name, searchable_parts(job.item.key, copies_root)
+def _finished(job: _Job, doc: Document) -> Entry:
+    """An extracted document as the archive entry of its item."""
+    if doc.name is None:
+        doc.name = job.item.name
+    if job.fetched:
+        doc.metadata.extra.update({k: v for k, v in job.fetched.items()
+                                   if k not in ("etag", "last_modified")})
+    return Entry(job.item, doc, validators=_validators(job.fetched))
 
-    try:
-        with WorkerPool(options) as pool, web:
-            for doc in pool.map_pairs(queued()):
-                job = pending.popleft()
-                if doc.name is None:
-                    doc.name = job.item.name
-                if job.fetched:
-                    doc.metadata.extra.update({k: v for k, v in job.fetched.items()
-                                               if k not in ("etag", "last_modified")})
-                record(Entry(job.item, doc, validators=_validators(job.fetched)))
-    except KeyboardInterrupt:
-        flush()  # Ctrl-C: keep what is already extracted; the re-run does the rest
-        raise
-    flush()
-    link()
+
+def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mode,
+         stats: RunStats, run_id: int, source_ids: dict[str, int],
+         progress: ProgressFn | None) -> None:
+    """Wire the steps: list -> decide -> fetch -> resolve -> extract/OCR -> write."""
+    policy = Freshness(options, mode)
+    writer = _Writer(archive, run_id, source_ids, stats, policy,
+                     progress or (lambda s, d: None))
+    pending: deque[_Job] = deque()
+    with _WebStage(options, policy) as web:
+        decider = _Decider(archive, policy, stats, writer, web)
+
+        copies_root = _copies_root(sources) if options.searchable_pdf_dir else None
+        if options.searchable_pdf_dir is not None:
+            from ..ocr.searchable import searchable_parts
+
+        def queued() -> Iterator[tuple[object, ...]]:
+            for job in decider.jobs(list_items(sources)):
+                stats.why[job.why] += 1
+                pending.append(job)
+                if options.searchable_pdf_dir is None:
+                    yield job.obj, job.item.name
+                else:  # where its searchable copy would go: the tree mirrored, never by name
+                    yield job.obj, job.item.name, searchable_parts(job.item.key, copies_root)
+
+        executor = make_executor(options)
+        try:
+            for doc in extract(executor, queued(), options):
+                writer.record(_finished(pending.popleft(), doc))
+        except KeyboardInterrupt:
+            writer.flush()  # Ctrl-C: keep what is already extracted; the re-run does the rest
+            raise
+        finally:
+            executor.close()
+    writer.flush()
     stats.listing_done = True
-    notify(stats, None)
+    writer.notify(stats, None)
 
 
 def _copies_root(sources: list[ItemSource]) -> str | None:
@@ -311,6 +302,17 @@ def _copies_root(sources: list[ItemSource]) -> str | None:
     root, so files of one run never share a copy (``a/scan.pdf``, ``b/scan.pdf``)."""
     roots = [r for r in (getattr(s, "root", None) for s in sources) if r]
     return os.path.commonpath(roots) if roots else None
+
+
+def _download(item: Item, options: Options) -> bytes | Document:
+    """The bytes of an object-store item, or a failed Document saying why not."""
+    from ..uris import UriError, read
+
+    assert item.remote is not None
+    try:
+        return read(item.remote, options).data
+    except UriError as exc:
+        return Document.failed(exc.kind, exc.message, name=item.name)
 
 
 def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | None] | None:
@@ -321,40 +323,26 @@ def _validators(fetched: dict[str, object] | None) -> tuple[str | None, str | No
             modified if isinstance(modified, str) else None)
 
 
-def _hn_resolution(item: Item, final_url: str, content: bytes,
-                   hosts: tuple[str, ...]) -> tuple[Item | None, bytes]:
-    """A Hacker News item page: (its story as a new item, the discussion as text)."""
+def resolve(item: Item, final_url: str, content: bytes, options: Options
+            ) -> tuple[Item | None, bytes, str, str] | None:
+    """The resolve step: a resolver page (a Hacker News item) is archived as its context
+    (the discussion as text), and the link it resolves to (the story) becomes a new item.
+    None: not a resolver page."""
     from ..links.resolve import hn_item_id, resolve_hn
     from ..sources.urls import url_item
 
-    if hn_item_id(final_url, hosts) is None:
-        return None, b""
+    if hn_item_id(final_url, options.hn_hosts) is None:
+        return None
     hn = resolve_hn(content, final_url)
     parts = [p for p in (hn.title, hn.story_url, hn.text) if p]
+    if not parts:
+        return None
     story = None
     if hn.story_url:
         story = url_item(hn.story_url, item.source)
         story = Item(key=story.key, original=story.original, source=item.source,
                      url=story.url, name=story.name, mails=item.mails)
-    return story, "\n\n".join(parts).encode("utf-8")
-
-
-def _settled_failure(known: Known | None, mode: Mode, options: Options) -> bool:
-    """A failure that would repeat (a 404, a redirect loop): not fetched again on a plain
-    re-run, like a corrupt file; --retry-errors or a new extractor version retries it."""
-    return known is not None and mode is Mode.INCREMENTAL and known.status == Status.ERROR \
-        and known.error_kind not in TRANSIENT_ERRORS and is_fresh(known.extractor_version,
-                                                                  options)
-
-
-def _why_again(known: Known | None, mode: Mode, options: Options) -> Why:
-    if known is None:
-        return Why.NEW
-    if mode is Mode.FORCE:
-        return Why.FORCED
-    if known.status == Status.ERROR:
-        return Why.FAILED
-    return Why.CHANGED if is_fresh(known.extractor_version, options) else Why.OUTDATED
+    return story, "\n\n".join(parts).encode("utf-8"), "discussion.txt", "text/plain"
 
 
 class _WebStage:
@@ -367,8 +355,8 @@ class _WebStage:
 
     WINDOW = 32
 
-    def __init__(self, options: Options, mode: Mode) -> None:
-        self.options, self.mode = options, mode
+    def __init__(self, options: Options, policy: Freshness) -> None:
+        self.options, self.policy = options, policy
         self._fetcher: object | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._queue: deque[tuple[Item, Known | None, Future[object]]] = deque()
@@ -394,8 +382,7 @@ class _WebStage:
         if self._pool is None:
             self._start()
         assert self._pool is not None and item.url is not None
-        conditional = known is not None and self.mode is Mode.INCREMENTAL and \
-            known.status != Status.ERROR and is_fresh(known.extractor_version, self.options)
+        conditional = self.policy.still_good(known)
         fut = self._pool.submit(
             self._fetcher.fetch, item.url,  # type: ignore[union-attr]
             etag=known.etag if conditional and known else None,
@@ -413,14 +400,15 @@ class _WebStage:
         """Resolver pages are archived as their context (an HN discussion), and the link
         they resolve to is fetched too."""
         try:
-            story, text = _hn_resolution(item, final_url, content, self.options.hn_hosts)
+            resolved = resolve(item, final_url, content, self.options)
         except ImportError:
             return None
-        if not text:
+        if resolved is None:
             return None
+        story, text, name, ctype = resolved
         if story is not None:
             self.followups.append(story)
-        return text, "discussion.txt", "text/plain"
+        return text, name, ctype
 
     def busy(self) -> bool:
         return bool(self._queue or self.followups)
@@ -444,10 +432,8 @@ class _WebStage:
         if res.not_modified and known is not None:
             return known.id, item.source
         content: bytes = res.content or b""
-        if known is not None and self.mode is Mode.INCREMENTAL and \
-                known.status != Status.ERROR and \
-                is_fresh(known.extractor_version, self.options) and \
-                hashlib.sha256(content).hexdigest() == known.sha256:
+        if self.policy.still_good(known) and \
+                hashlib.sha256(content).hexdigest() == known.sha256:  # type: ignore[union-attr]
             return known.id, item.source  # served again, byte for byte the same
         resolved = self._resolve(item, res.final_url, content)
         if resolved is not None:
@@ -456,7 +442,7 @@ class _WebStage:
             name, ctype = item.name, res.content_type
         src = Source(name=name, data_=content, max_size=self.options.max_file_size,
                      url=res.final_url, charset=res.charset, content_type=ctype)
-        return _Job(item, src, _why_again(known, self.mode, self.options), info), item.source
+        return _Job(item, src, self.policy.why_again(known), info), item.source
 
 
 def _chunks(it: Iterator[Item], n: int) -> Iterator[list[Item]]:

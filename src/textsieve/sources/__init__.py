@@ -34,7 +34,8 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
 
     ``https://...`` is a page to fetch; ``urls:FILE`` (or a file whose every line is a URL,
     or a CSV with a ``url`` column) a list of pages; ``mbox:``, ``maildir:``, ``eml:``,
-    ``imap://`` and ``gmail:`` mailboxes of links; anything else a file, folder or glob.
+    ``imap://`` and ``gmail:`` mailboxes of links; ``s3://bucket/prefix/`` the objects
+    under a prefix; anything else a file, folder or glob.
     """
     import os
 
@@ -53,6 +54,10 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
         if mail_source is None:
             raise SourceError(f"{spec}: not a mail source this textsieve knows")
         return MailLinkSource(mail_source, opts)
+    if spec.startswith("s3://"):
+        from .s3 import S3Source
+
+        return S3Source(spec, options or Options())
     if is_url(spec):
         return UrlSource(spec)
     if spec.startswith("urls:"):

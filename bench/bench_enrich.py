@@ -1,0 +1,98 @@
+"""Enrichment benchmark: topics, summaries, keyphrases, related items and near-duplicates
+over an archive of N items built from real web pages, then the cost of adding 100 items.
+
+Run by hand, niced (a few minutes for 10,000 items on 2 shared cores)::
+
+    nice -n 10 .venv/bin/python bench/bench_enrich.py [--items 10000] [--add 100] [-k 0]
+
+Items: the WCXB dev pages' ground-truth texts (1,459 real pages of 400+ characters). Item i
+is page i mod 1,459 with a seeded random third of its paragraphs dropped and one paragraph
+of another page added, so no two items are the same text and the word statistics stay
+those of real pages. They are written through ``Archive.write`` as a run would.
+
+Each stage runs in this one process, in the order ``run --enrich`` runs them; its wall time
+and the process's peak RSS after it (``ru_maxrss``: monotonic, so a stage's own peak shows
+only when it raises the high-water mark) are printed. Then ``--add`` new items are written
+and every stage is run again: the incremental cost (no refit, only the new items).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from textsieve.archive.store import Archive
+from textsieve.enrich import keyphrases, neardup, related, summary, topics
+from wcxb_archive import pages, write_pages
+
+
+def _items(n: int, start: int, base: list[dict], seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(start, start + n):
+        page = base[i % len(base)]
+        paras = page["text"].split("\n\n")
+        keep = [p for p in paras if rng.random() > 0.33] or paras[:1]
+        other = base[rng.randrange(len(base))]["text"].split("\n\n")
+        keep.insert(rng.randrange(len(keep) + 1), rng.choice(other))
+        out.append({**page, "url": f"{page['url']}#v{i}", "text": "\n\n".join(keep)})
+    return out
+
+
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _stages(archive: Archive, k: int | None) -> list[tuple[str, float, float, str]]:
+    rows = []
+    for name, fn in (
+            ("topics", lambda: topics.update(archive, k=k)),
+            ("summaries", lambda: summary.update(archive)),
+            ("keyphrases", lambda: keyphrases.update(archive)),
+            ("related", lambda: related.update(archive)),
+            ("duplicates", lambda: neardup.update(archive))):
+        t = time.perf_counter()
+        result = fn()
+        secs = time.perf_counter() - t
+        what = (f"k={result.k} placed {result.placed}" if name == "topics"
+                else f"{result} items")
+        rows.append((name, secs, _rss_mib(), what))
+    return rows
+
+
+def _table(title: str, rows: list[tuple[str, float, float, str]], n: int) -> None:
+    print(f"\n== {title}")
+    print(f"{'stage':<12}{'seconds':>9}{'items/s':>10}{'peak RSS MiB':>14}  done")
+    for name, secs, rss, what in rows:
+        print(f"{name:<12}{secs:>9.1f}{n / secs if secs else 0:>10.0f}{rss:>14.0f}  {what}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--items", type=int, default=10_000)
+    ap.add_argument("--add", type=int, default=100)
+    ap.add_argument("-k", type=int, default=0, help="topics (0: chosen by coherence)")
+    args = ap.parse_args()
+    base = pages()
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Archive(Path(tmp) / "bench.db")
+        t = time.perf_counter()
+        write_pages(archive, _items(args.items, 0, base, 1))
+        print(f"{args.items:,} items from {len(base):,} real pages written in "
+              f"{time.perf_counter() - t:.1f} s; RSS {_rss_mib():.0f} MiB")
+        _table(f"full pass over {args.items:,} items", _stages(archive, args.k or None),
+               args.items)
+        write_pages(archive, _items(args.add, args.items, base, 2))
+        _table(f"incremental: {args.add} items added", _stages(archive, None), args.add)
+        archive.close()
+
+
+if __name__ == "__main__":
+    main()

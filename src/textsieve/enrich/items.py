@@ -1,0 +1,179 @@
+"""Which archived items enrichment works on, their texts, and what is stale.
+
+One place decides both, so every capability agrees: an item is a candidate when it was
+extracted ``ok`` with enough text to say something about; a result is stale when the item
+was re-extracted after it was computed (``enrichment.extracted_at`` no longer matches).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+from ..archive.store import Archive
+from . import EnrichError
+
+MIN_CHARS = 200  # shorter texts (error pages, stubs) say too little to model or summarise
+MAX_CHARS = 200_000  # a huge text is read up to this much: enough to know what it is about
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A subset of the archive: a MIME type (prefix), a date range (first seen, ISO dates)
+    and a mail label. Empty fields select everything."""
+
+    mime: str | None = None
+    since: str | None = None
+    until: str | None = None
+    label: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        return {k: v for k, v in asdict(self).items() if v}
+
+    def where(self) -> tuple[str, list[object]]:
+        """SQL conditions on ``items i`` and their parameters."""
+        sql = ["i.status = 'ok'", f"i.text_chars >= {MIN_CHARS}"]
+        args: list[object] = []
+        if self.mime:
+            sql.append("i.mime_type LIKE ?")
+            args.append(self.mime.rstrip("*") + "%")
+        for bound, op in ((self.since, ">="), (self.until, "<")):
+            if bound:
+                sql.append(f"i.first_seen {op} ?")
+                args.append(_epoch(bound, end=op == "<"))
+        if self.label:
+            # Labels belong to the mails that named a top-level item; its members and
+            # attachments (one level down) share them.
+            sql.append(
+                "EXISTS (SELECT 1 FROM item_mails im JOIN mails m ON m.id = im.mail_id, "
+                "json_each(m.labels) l WHERE im.item_id IN (i.id, i.parent_id) "
+                "AND l.value = ?)")
+            args.append(self.label)
+        return " AND ".join(sql), args
+
+
+def _epoch(day: str, *, end: bool) -> float:
+    """An ISO date (YYYY-MM-DD) as seconds since the epoch, local time; ``end`` makes the
+    bound inclusive of that whole day."""
+    try:
+        t = time.mktime(time.strptime(day, "%Y-%m-%d"))
+    except ValueError:
+        raise EnrichError(f"{day!r} is not a date like 2024-05-31") from None
+    return t + 86400 if end else t
+
+
+def refresh(archive: Archive) -> None:
+    """Forget results computed from an older text of an item (re-extracted since), and
+    give every candidate a row, so each capability only has to look for NULLs."""
+    with archive.transaction() as c:
+        stale = [r[0] for r in c.execute(
+            "SELECT e.item_id FROM enrichment e JOIN items i ON i.id = e.item_id "
+            "WHERE e.extracted_at IS NOT i.extracted_at")]
+        for i in range(0, len(stale), 500):
+            chunk = stale[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            c.execute(f"DELETE FROM item_topics WHERE item_id IN ({marks})", chunk)
+            c.execute(f"DELETE FROM related WHERE item_id IN ({marks}) "
+                      f"OR other_id IN ({marks})", chunk + chunk)
+            c.execute(f"DELETE FROM enrichment WHERE item_id IN ({marks})", chunk)
+        where, args = Selection().where()
+        c.execute("INSERT OR IGNORE INTO enrichment (item_id, extracted_at) "
+                  f"SELECT i.id, i.extracted_at FROM items i WHERE {where}", args)
+
+
+def candidate_ids(archive: Archive, selection: Selection | None = None,
+                  missing: str | None = None) -> list[int]:
+    """Ids of candidate items in the selection, oldest first; ``missing`` names an
+    ``enrichment`` condition (e.g. ``e.summary IS NULL``) to keep only the work left."""
+    where, args = (selection or Selection()).where()
+    if missing:
+        where += f" AND ({missing})"
+    return [r[0] for r in archive.conn.execute(
+        f"SELECT i.id FROM items i JOIN enrichment e ON e.item_id = i.id WHERE {where} "
+        "ORDER BY i.id", args)]
+
+
+def texts(archive: Archive, ids: list[int]) -> Iterator[tuple[int, str, str | None]]:
+    """(id, title + text, language) for these items, read in batches (bounded memory)."""
+    for i in range(0, len(ids), 200):
+        chunk = ids[i:i + 200]
+        rows = archive.conn.execute(
+            "SELECT id, title, text, metadata FROM items "
+            f"WHERE id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+        by_id = {r[0]: r for r in rows}
+        for item_id in chunk:
+            r = by_id.get(item_id)
+            if r is None:
+                continue
+            text = archive.unzip(r[2])[:MAX_CHARS]
+            title = r[1] or ""
+            body = f"{title}\n\n{text}" if title and not text.startswith(title) else text
+            yield item_id, body, _language(r[3])
+
+
+def _language(meta: str | None) -> str | None:
+    try:
+        lang = json.loads(meta or "{}").get("language")
+    except (ValueError, AttributeError):
+        return None
+    return lang.lower() if isinstance(lang, str) and lang else None
+
+
+# -- reading results (here, not in the capability modules, so that show, search and exports
+# read them without the optional extra) --------------------------------------------------
+def _current(archive: Archive, item_id: int, column: str) -> object | None:
+    row = archive.conn.execute(
+        f"SELECT e.{column} FROM enrichment e JOIN items i ON i.id = e.item_id "
+        "WHERE e.item_id = ? AND e.extracted_at IS i.extracted_at", (item_id,)).fetchone()
+    return row[0] if row and row[0] is not None else None
+
+
+def summary_of(archive: Archive, item_id: int) -> str | None:
+    """The stored summary of an item's current text, or None."""
+    return _current(archive, item_id, "summary") or None  # type: ignore[return-value]
+
+
+def keyphrases_of(archive: Archive, item_id: int) -> list[str]:
+    """The item's keyphrases, best first."""
+    raw = _current(archive, item_id, "keyphrases")
+    return [p for p, _ in json.loads(raw)] if isinstance(raw, str) else []
+
+
+def related_of(archive: Archive, item_id: int) -> list[dict[str, object]]:
+    """An item's nearest neighbours, closest first."""
+    return [{"id": r[0], "score": round(r[1], 3), "title": r[2], "key": r[3]}
+            for r in archive.conn.execute(
+                "SELECT r.other_id, r.score, i.title, i.key FROM related r "
+                "JOIN items i ON i.id = r.other_id WHERE r.item_id = ? "
+                "ORDER BY r.score DESC, r.other_id", (item_id,))]
+
+
+def topics_of(archive: Archive, item_id: int) -> list[dict[str, object]]:
+    """An item's mixture in the active topic model, largest share first."""
+    return [{"topic": r[0], "label": r[1], "weight": round(r[2], 3)}
+            for r in archive.conn.execute(
+                "SELECT it.topic, t.label, it.weight FROM item_topics it "
+                "JOIN topic_models m ON m.id = it.model_id AND m.active = 1 "
+                "JOIN topics t ON t.model_id = it.model_id AND t.topic = it.topic "
+                "WHERE it.item_id = ? ORDER BY it.weight DESC", (item_id,))]
+
+
+def duplicates_of(archive: Archive, item_id: int) -> list[int]:
+    """The other items of the item's near-duplicate group."""
+    group = _current(archive, item_id, "dup_group")
+    if group is None:
+        return []
+    return [r[0] for r in archive.conn.execute(
+        "SELECT item_id FROM enrichment WHERE dup_group = ? AND item_id != ? ORDER BY item_id",
+        (group, item_id))]
+
+
+def enriched(archive: Archive, item_id: int) -> dict[str, object]:
+    """Everything enrichment knows about one item, for show --format json."""
+    return {"summary": summary_of(archive, item_id),
+            "keyphrases": keyphrases_of(archive, item_id),
+            "topics": topics_of(archive, item_id),
+            "related": related_of(archive, item_id),
+            "duplicates": duplicates_of(archive, item_id)}

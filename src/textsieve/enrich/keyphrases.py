@@ -1,0 +1,117 @@
+"""Keyphrases: the few words and short phrases that say what one item is about.
+
+Candidates are runs of one to three content words inside a sentence (stop words and
+punctuation end a run); each is scored by how often the item uses it and how rare its words
+are across the archive (the idf of the archive's topic model, so no other model or word
+list is needed and any language works; English also drops its stop words). A phrase
+repeated in the title counts more. Phrases contained in a better one are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from ..archive.store import Archive
+from .items import candidate_ids, refresh, texts
+
+COUNT = 10
+_RUN_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”«»|/\\\n\t–—]+|\s-\s")
+_WORD = re.compile(r"(?u)\b[^\W\d_][\w'’-]*[^\W_]\b|\b[^\W\d_]{2}\b")
+
+Progress = Callable[[str, int, int], None]
+
+
+_CONTRACTION = ("t", "re", "ve", "ll", "d", "m", "s")
+
+
+def _is_stop(word: str, stop: frozenset[str]) -> bool:
+    """A stop word, also when contracted (it's, don't, we're): those carry no subject."""
+    if word in stop:
+        return True
+    base, sep, tail = word.replace("’", "'").partition("'")
+    return bool(sep) and (base in stop or (tail in _CONTRACTION and tail != "s"))
+
+
+def extract(text: str, idf: dict[str, float], *, default_idf: float, title: str = "",
+            language: str | None = None, count: int = COUNT) -> list[tuple[str, float]]:
+    """The ``count`` best phrases of ``text``, with their scores, best first."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    stop = ENGLISH_STOP_WORDS if (language or "en").startswith("en") else frozenset()
+    counts: Counter[str] = Counter()
+    surface: dict[str, str] = {}
+    for chunk in _RUN_BREAK.split(text):
+        words = _WORD.findall(chunk)
+        run: list[str] = []
+        for w in [*words, ""]:
+            low = w.lower()
+            if low and not _is_stop(low, stop) and len(low) > 2:
+                run.append(w)
+                continue
+            for n in (1, 2, 3):
+                for i in range(len(run) - n + 1):
+                    phrase = " ".join(run[i:i + n])
+                    key = phrase.lower()
+                    counts[key] += 1
+                    surface.setdefault(key, phrase)
+            run = []
+    title_low = title.lower()
+    scored = []
+    for key, tf in counts.items():
+        words = key.split()
+        rarity = sum(idf.get(w, default_idf) for w in words) / len(words)
+        score = (1 + math.log(tf)) * rarity * (1 + 0.6 * (len(words) - 1))
+        if len(words) > 1 and tf < 2:  # a phrase seen once is a chance sequence
+            continue
+        if key in title_low:
+            score *= 1.5
+        scored.append((score, key))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    out: list[tuple[str, float]] = []
+    for score, key in scored:
+        if any(key in kept.lower() or kept.lower() in key for kept, _ in out):
+            continue
+        out.append((surface[key], round(score, 3)))
+        if len(out) >= count:
+            break
+    return out
+
+
+def update(archive: Archive, ids: list[int] | None = None, *, force: bool = False,
+           progress: Progress | None = None, batch: int = 200) -> int:
+    """Keyphrases for the given items (default: every candidate without them yet)."""
+    from . import require, topics
+
+    require()
+    model = topics.load_model(archive)
+    if model is None:  # the archive's own word statistics come from its topic model
+        topics.update(archive, progress=progress)
+        model = topics.load_model(archive)
+    assert model is not None
+    refresh(archive)
+    idf_values = model.idf
+    idf = {w: float(idf_values[i]) for i, w in enumerate(model.vocabulary)}
+    default = math.log((1 + model.n_docs) / 2) + 1.0  # a word in no text or one: rare
+    if ids is None:
+        ids = candidate_ids(archive, missing=None if force else "e.keyphrases IS NULL")
+    else:
+        known = set(candidate_ids(archive))
+        ids = [i for i in ids if i in known]
+    done = 0
+    for i in range(0, len(ids), batch):
+        chunk = ids[i:i + batch]
+        titles = dict(archive.conn.execute(
+            f"SELECT id, title FROM items WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        rows = [(json.dumps(extract(text, idf, default_idf=default, language=lang,
+                                    title=titles.get(item_id) or ""), ensure_ascii=False),
+                 item_id) for item_id, text, lang in texts(archive, chunk)]
+        with archive.transaction() as c:
+            c.executemany("UPDATE enrichment SET keyphrases = ? WHERE item_id = ?", rows)
+        done += len(rows)
+        if progress:
+            progress("keyphrases", done, len(ids))
+    return done

@@ -1,0 +1,154 @@
+"""Extractive summaries: the few sentences of a text that best stand for it.
+
+LexRank (Erkan & Radev 2004) over the text's own sentences: a sentence is central when it
+is similar to many other central sentences. Being extractive, a summary is always in the
+item's own language and never says anything the text does not. Writers of articles and
+pages put what matters first (the lead), so a summary opens with the lead sentence and
+LexRank picks the rest. A long text with headings is summarised section by section: the
+lead, then one sentence for each of its largest sections, in reading order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+try:
+    import numpy as np
+except ImportError as exc:  # the optional extra: say which, not just the module
+    raise ImportError("enrichment needs the topics extra: pip install "
+                      "'textsieve[topics]'") from exc
+
+from ..archive.store import Archive
+from .items import candidate_ids, refresh, summary_of, texts  # noqa: F401 (re-export)
+
+SENTENCES = 3  # sentences in a summary
+LONG = 60  # sentences above which a text with sections is summarised by section
+MAX_SECTIONS = 6
+_SPLIT = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[^\W_a-z])", re.UNICODE)
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_END = re.compile(r"[.!?…。！？:;][\"'”’)\]]*$")
+_BULLET = re.compile(r"^\s*(?:[-*•·–]|\d{1,3}[.)])\s+")
+_WORD = re.compile(r"(?u)\b[^\W\d_]{2,}\b")
+
+Progress = Callable[[str, int, int], None]
+
+
+def sentences(paragraph: str) -> list[str]:
+    """Sentences of one paragraph: split after . ! ? when a capital or digit follows."""
+    return [s.strip() for s in _SPLIT.split(" ".join(paragraph.split())) if s.strip()]
+
+
+def _units(text: str) -> list[tuple[str | None, list[str]]]:
+    """(heading, sentences) sections of a text. A Markdown heading, or a short line with no
+    closing punctuation, starts a section; sentences need closing punctuation and 4+ words
+    (menus, captions and headings are not sentences a summary could use)."""
+    out: list[tuple[str | None, list[str]]] = [(None, [])]
+    for para in re.split(r"\n\s*\n|\n(?=\s{0,3}#)", text):
+        para = para.strip()
+        if not para:
+            continue
+        first, _, rest = para.partition("\n")
+        head = _HEADING.match(first)
+        if head:
+            out.append((head.group(1), []))
+            para = rest
+        elif not rest and not _END.search(first) and len(first.split()) < 15:
+            out.append((first, []))
+            continue
+        for line in para.split("\n"):  # list items and lines stand alone, bullets off
+            for s in sentences(_BULLET.sub("", line)):
+                if len(_WORD.findall(s)) >= 4 and _END.search(s):
+                    out[-1][1].append(s)
+    return [(h, s) for h, s in out if s]
+
+
+def lexrank(sents: list[str], n: int, *, language: str | None = None,
+            lead: float = 1.0) -> list[int]:
+    """Indices of the ``n`` most central sentences, in text order. ``lead`` weighs the
+    restart towards early sentences (0: plain LexRank)."""
+    if len(sents) <= n:
+        return list(range(len(sents)))
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    stop = "english" if (language or "en").startswith("en") else None
+    try:
+        x = TfidfVectorizer(token_pattern=_WORD.pattern, stop_words=stop,
+                            sublinear_tf=True).fit_transform(sents)
+    except ValueError:  # no words at all after stop words: keep the first sentences
+        return list(range(n))
+    sim = (x @ x.T).toarray()
+    np.fill_diagonal(sim, 0.0)
+    adj = (sim > 0.1).astype(np.float64) * sim
+    rows = adj.sum(axis=1, keepdims=True)
+    m = len(sents)
+    trans = np.divide(adj, rows, out=np.full_like(adj, 1.0 / m), where=rows > 0)
+    restart = 1.0 / (1.0 + np.arange(m)) ** lead
+    restart /= restart.sum()
+    score = np.full(m, 1.0 / m)
+    for _ in range(100):  # power iteration of a PageRank with damping 0.85
+        new = 0.15 * restart + 0.85 * trans.T @ score
+        if np.abs(new - score).sum() < 1e-8:
+            score = new
+            break
+        score = new
+    return sorted(np.argsort(-score, kind="stable")[:n].tolist())
+
+
+def summarize(text: str, *, language: str | None = None, n: int = SENTENCES) -> str:
+    """The summary of one text: ``n`` sentences, or one per main section when the text is
+    long and has headings ("Heading: sentence" lines)."""
+    units = _units(text)
+    flat = [s for _, ss in units for s in ss]
+    if not flat:
+        return ""
+    sectioned = [u for u in units if u[0]]
+    if len(flat) > LONG and len(sectioned) >= 2:
+        # The opening section's best sentences first (the lead), then one line for each of
+        # the largest other sections, in reading order.
+        head0, lead = units[0]
+        lines = [" ".join(lead[i] for i in _lead_and_central(lead, min(n, 2), language))]
+        rest = sorted(sorted(range(1, len(units)), key=lambda i: -len(units[i][1]))
+                      [:MAX_SECTIONS - 1])
+        for i in rest:
+            head, ss = units[i]
+            best = ss[lexrank(ss, 1, language=language)[0]]
+            lines.append(f"{head}: {best}" if head else best)
+        if head0:
+            lines[0] = f"{head0}: {lines[0]}"
+        return "\n".join(lines)
+    return " ".join(flat[i] for i in _lead_and_central(flat, n, language))
+
+
+def _lead_and_central(sents: list[str], n: int, language: str | None) -> list[int]:
+    """The opening sentence, then the most central of the others: the lead of a page says
+    what it is about far more often than any other sentence (Lead-3 is the baseline
+    extractive summarisers of news struggle to beat), centrality picks the rest."""
+    if n <= 1 or len(sents) <= n:
+        return list(range(min(n, len(sents))))
+    return [0, *(i + 1 for i in lexrank(sents[1:], n - 1, language=language))]
+
+
+def update(archive: Archive, ids: list[int] | None = None, *, n: int = SENTENCES,
+           force: bool = False, progress: Progress | None = None, batch: int = 200) -> int:
+    """Summarise the given items (default: every candidate without a summary); returns how
+    many were written. Items without enough text are skipped, not failed."""
+    from . import require
+
+    require()
+    refresh(archive)
+    if ids is None:
+        ids = candidate_ids(archive, missing=None if force else "e.summary IS NULL")
+    else:
+        known = set(candidate_ids(archive))
+        ids = [i for i in ids if i in known]
+    done = 0
+    for i in range(0, len(ids), batch):
+        rows = [(summarize(text, language=lang, n=n), item_id)
+                for item_id, text, lang in texts(archive, ids[i:i + batch])]
+        with archive.transaction() as c:
+            c.executemany("UPDATE enrichment SET summary = ? WHERE item_id = ?", rows)
+        done += len(rows)
+        if progress:
+            progress("summaries", done, len(ids))
+    return done

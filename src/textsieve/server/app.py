@@ -1,0 +1,356 @@
+"""The ASGI application of ``textsieve serve``: configuration, auth, limits, typed errors,
+metrics; the routes live in ``routes`` (the /v1 API) and ``tika`` (Tika-compatible).
+
+Safety is decided here, once for every route: a bearer token (required when the server
+listens beyond loopback), a body size cap read as the body streams in (a lying or missing
+Content-Length does not help), a bounded number of admitted requests (503 + Retry-After
+beyond it), and every error answered as ``{"error": {"kind", "message"}}`` JSON, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    import anyio
+    from fastapi import Depends, FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse, Response
+    from prometheus_client import (
+        CONTENT_TYPE_LATEST,
+        CollectorRegistry,
+        Counter,
+        Gauge,
+        Histogram,
+        generate_latest,
+    )
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+except ImportError as exc:  # the optional extra: say which, not just the module
+    raise ImportError(f"textsieve serve needs the server extra: pip install "
+                      f"'textsieve[server]' ({exc})") from exc
+
+from .. import __version__
+from ..errors import TextsieveError, UsageError
+from ..model import Document, ErrorKind
+from ..options import MiB, Options, OptionsError
+from .workers import Busy, ExtractPool
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Settings of the service itself (extraction settings are the ``Options``)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    token: str | None = None  # bearer token; required when host is not loopback
+    archive: str | None = None  # the archive of /v1/search, /v1/items, /v1/runs, /v1/stats
+    max_upload: int = 100 * MiB  # request bodies above this are refused (413)
+    queue: int | None = None  # requests admitted beyond the busy workers (None: 2 per worker)
+    recycle_after: int = 200  # a worker is replaced after this many jobs
+    recycle_rss: int = 1024 * MiB  # ... or once its resident memory is above this
+    file_roots: tuple[str, ...] = ()  # file:// URIs of jobs are allowed only under these
+
+    def check(self) -> None:
+        """Refuse to start an open service: beyond loopback, a token is required."""
+        if not self.token and not is_loopback(self.host):
+            raise UsageError(f"serve: --host {self.host} is reachable from other machines: "
+                             "set a bearer token (TEXTSIEVE_TOKEN or --token-file)")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ApiError(Exception):
+    """A typed error answer: HTTP status, a stable kind, a message, extra headers."""
+
+    def __init__(self, status: int, kind: str, message: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+        self.headers = headers or {}
+
+
+def error_response(status: int, kind: str, message: str,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"kind": kind, "message": message}}, status_code=status,
+                        headers=headers)
+
+
+# A failed document's kind -> the HTTP status that tells a client what to do about it.
+_DOC_STATUS = {ErrorKind.TOO_LARGE: 413, ErrorKind.TIMEOUT: 504, ErrorKind.UNSUPPORTED: 415,
+               ErrorKind.BLOCKED_ADDRESS: 403, ErrorKind.NOT_FOUND: 404}
+
+
+def document_error(doc: Document) -> ApiError:
+    """The typed error answer for a document that failed (only where the client asked for
+    text, not for the Document itself, which carries its error as data)."""
+    assert doc.error is not None
+    return ApiError(_DOC_STATUS.get(doc.error.kind, 422), str(doc.error.kind),
+                    doc.error.message)
+
+
+class Service:
+    """What the routes share: config, base options, the worker pool, the metrics."""
+
+    def __init__(self, config: ServerConfig, options: Options) -> None:
+        self.config, self.options = config, options
+        workers = options.worker_count
+        self.pool = ExtractPool(options, workers=workers,
+                                queue_size=2 * workers if config.queue is None else config.queue,
+                                recycle_after=config.recycle_after,
+                                recycle_rss=config.recycle_rss)
+        self.limiter = anyio.CapacityLimiter(self.pool.capacity)
+        self.registry = CollectorRegistry()
+        self.requests = Counter("textsieve_requests", "HTTP requests answered",
+                                ["route", "status"], registry=self.registry)
+        self.latency = Histogram("textsieve_request_seconds", "request latency",
+                                 ["route"], registry=self.registry)
+        self.documents = Counter("textsieve_documents", "documents extracted, by status",
+                                 ["status"], registry=self.registry)
+        Gauge("textsieve_in_flight", "requests admitted now",
+              registry=self.registry).set_function(lambda: self.pool.in_flight)
+        self.jobs = Jobs(self, limit=64 * self.pool.size)
+        from .archive_routes import Runs
+
+        self.runs = Runs()
+        for key in self.pool.stats:
+            Gauge(f"textsieve_pool_{key}", f"worker pool: {key} since start",
+                  registry=self.registry).set_function(lambda k=key: self.pool.stats[k])
+
+    def options_for(self, values: dict[str, Any]) -> Options:
+        """The server's options with a request's choices; a bad value is a 400."""
+        try:
+            return Options.from_mapping({k: v for k, v in values.items() if v is not None},
+                                        base=self.options, origin="query")
+        except OptionsError as exc:
+            raise ApiError(400, "bad_option", str(exc)) from exc
+
+    async def extract(self, obj: bytes | str, name: str | None, options: Options, *,
+                      detect_only: bool = False) -> Document:
+        """Extract in the pool, from the event loop: the request must already hold a slot
+        (``admit``)."""
+        doc = await anyio.to_thread.run_sync(
+            lambda: self.pool.extract(obj, name, options, detect_only=detect_only),
+            limiter=self.limiter)
+        self.documents.labels(str(doc.status)).inc()
+        return doc
+
+    def admit(self) -> Any:
+        """A context manager holding one admission; ``Busy`` becomes 503 + Retry-After."""
+        return self.pool.slot()
+
+    async def body(self, request: Request) -> bytes:
+        """The request body, refused with 413 as soon as it passes ``max_upload``, and with
+        408 when it has not all arrived by the request's deadline (``Options.timeout``)."""
+        cap = self.config.max_upload
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > cap:
+            raise ApiError(413, "too_large", f"body larger than {cap} bytes")
+        chunks: list[bytes] = []
+        size = 0
+        limit = self.options.timeout  # the request's deadline covers its upload too
+        try:
+            with anyio.fail_after(limit):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > cap:
+                        raise ApiError(413, "too_large", f"body larger than {cap} bytes")
+                    chunks.append(chunk)
+        except TimeoutError:
+            # A client trickling its body would hold an admission for ever (slowloris).
+            raise ApiError(408, "timeout", f"the body did not arrive within {limit:g} s"
+                           ) from None
+        return b"".join(chunks)
+
+
+class Jobs:
+    """Events run in the background (``POST /v1/jobs``), their replies kept for
+    ``GET /v1/jobs/{id}``: at most ``limit`` pending (503 beyond), the last 10 000 kept."""
+
+    KEEP = 10_000
+
+    def __init__(self, service: Service, limit: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.service, self.limit = service, limit
+        self._runner = ThreadPoolExecutor(max_workers=service.pool.size,
+                                          thread_name_prefix="textsieve-job")
+        self._lock = threading.Lock()
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._pending = 0
+
+    def submit(self, event: dict[str, Any]) -> dict[str, Any]:
+        from ..events import Event
+
+        Event.parse(event)  # a bad event is a 400 now, not a failed job later
+        with self._lock:
+            if self._pending >= self.limit:
+                raise Busy(5)
+            self._pending += 1
+            job_id = uuid.uuid4().hex
+            job = self._jobs[job_id] = {"id": job_id, "status": "queued",
+                                        "created": time.time()}
+            while len(self._jobs) > self.KEEP:
+                del self._jobs[next(iter(self._jobs))]
+        self._runner.submit(self._run, job, event)
+        return dict(job)
+
+    def _run(self, job: dict[str, Any], event: dict[str, Any]) -> None:
+        from ..events import handle
+
+        service = self.service
+        job["status"] = "running"
+        try:
+            reply = handle(event, service.options,
+                           lambda data, name, options, mode: service.pool.extract(
+                               data, name, options, mode=mode),
+                           roots=service.config.file_roots)
+        except Exception as exc:  # a bug: the job says so, the server goes on
+            log.exception("job %s failed", job["id"])
+            reply = {"status": "error", "error": {"kind": "internal",
+                                                  "message": f"{type(exc).__name__}"}}
+        finally:
+            with self._lock:
+                self._pending -= 1
+        job.update(status="done", reply=reply, finished=time.time())
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise ApiError(404, "not_found", f"no job {job_id!r}")
+        return dict(job)
+
+    def close(self) -> None:
+        self._runner.shutdown(wait=False, cancel_futures=True)
+
+
+def service_of(request: Request) -> Service:
+    return request.app.state.service
+
+
+def check_token(request: Request) -> None:
+    """A dependency of every route but /healthz and /version: the bearer token, compared
+    in constant time."""
+    token = service_of(request).config.token
+    if not token:
+        return
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), token.encode()):
+        raise ApiError(401, "unauthorized", "a valid bearer token is required",
+                       {"WWW-Authenticate": "Bearer"})
+
+
+def create_app(config: ServerConfig | None = None, options: Options | None = None) -> FastAPI:
+    """The application; the worker pool starts with it and stops with it."""
+    config = config or ServerConfig()
+    options = options or Options()
+    config.check()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = Service(config, options)
+        app.state.service = service
+        try:
+            yield
+        finally:
+            service.jobs.close()
+            service.pool.close()
+
+    app = FastAPI(title="textsieve", version=__version__, lifespan=lifespan,
+                  description="Clean, searchable text from documents; Tika-compatible.")
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.kind, exc.message, exc.headers)
+
+    @app.exception_handler(Busy)
+    async def _busy(request: Request, exc: Busy) -> JSONResponse:
+        return error_response(503, "busy", str(exc), {"Retry-After": str(exc.retry_after)})
+
+    @app.exception_handler(UsageError)
+    async def _usage(request: Request, exc: UsageError) -> JSONResponse:
+        return error_response(400, "bad_request", exc.message)
+
+    @app.exception_handler(TextsieveError)
+    async def _textsieve(request: Request, exc: TextsieveError) -> JSONResponse:
+        return error_response(503, "unavailable", exc.message)  # the archive is unusable
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        where = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
+                          for e in exc.errors())
+        return error_response(422, "invalid_request", where or "invalid request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, kind, str(exc.detail), exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("internal error on %s", request.url.path)
+        return error_response(500, "internal", f"internal error ({type(exc).__name__})")
+
+    @app.middleware("http")
+    async def _measure(request: Request, call_next: Any) -> Response:
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        service = getattr(request.app.state, "service", None)
+        if service is not None:
+            service.requests.labels(path, str(response.status_code)).inc()
+            service.latency.labels(path).observe(time.perf_counter() - t0)
+        return response
+
+    @app.get("/healthz", tags=["service"])
+    async def healthz() -> dict[str, Any]:
+        """Liveness: answers while the event loop runs (no auth, no worker needed)."""
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/metrics", tags=["service"], response_class=Response,
+             dependencies=[_auth()])
+    async def metrics(request: Request) -> Response:
+        """Prometheus metrics: requests by route and status, latency, documents by status,
+        admitted requests, worker timeouts, crashes and recycling."""
+        return Response(generate_latest(service_of(request).registry),
+                        media_type=CONTENT_TYPE_LATEST)
+
+    from . import archive_routes, routes, tika
+
+    app.include_router(routes.router, dependencies=[_auth()])
+    app.include_router(archive_routes.router, dependencies=[_auth()])
+    app.include_router(tika.router, dependencies=[_auth()])
+    app.add_api_route("/version", tika.version, methods=["GET"], tags=["tika"],
+                      response_class=Response)
+    if config.archive and os.path.exists(config.archive):
+        # The reading room over the same archive, as a mounted app of its own: its HTML
+        # error pages and CSP stay there, the API keeps its typed JSON errors.
+        from ..ui import app as reading_room
+
+        app.mount("/ui", reading_room(config.archive, token=config.token, options=options))
+    return app
+
+
+def _auth() -> Any:
+    return Depends(check_token)
+

@@ -1,0 +1,203 @@
+"""The /v1 routes over an archive (``textsieve serve --archive FILE``): search, items,
+stats, and runs of sources into it.
+
+Reads open the archive read-only per request (SQLite in WAL mode lets them go on while a
+run writes). A run goes through the run pipeline (``run.runner.run``) in a process of its
+own, started by a forkserver: the runner's worker pool forks, which is only safe from a
+single-threaded process, and a server never is. One run at a time; its counts are kept
+for ``GET /v1/runs/{id}``. Sources are restricted to what a remote caller may name:
+http(s) URLs (under the address policy) and paths under ``--file-root``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import threading
+import time
+import uuid
+from typing import Annotated, Any
+
+try:
+    from fastapi import APIRouter, Path, Query, Request
+    from fastapi.responses import PlainTextResponse
+    from pydantic import BaseModel, ConfigDict, Field
+except ImportError as exc:  # the optional extra: say which, not just the module
+    raise ImportError(f"textsieve serve needs the server extra: pip install "
+                      f"'textsieve[server]' ({exc})") from exc
+
+from ..archive import Archive
+from ..options import Options
+from .app import ApiError, Busy, service_of
+
+router = APIRouter(prefix="/v1", tags=["archive"])
+
+SQLITE_MAX = 2**63 - 1
+
+
+def _archive(request: Request, *, readonly: bool = True) -> Archive:
+    path = service_of(request).config.archive
+    if not path:
+        raise ApiError(404, "no_archive", "this server has no archive (serve --archive FILE)")
+    if readonly and not os.path.exists(path):
+        raise ApiError(404, "no_archive", "the archive is empty: POST /v1/runs fills it")
+    return Archive(path, readonly=readonly)
+
+
+@router.get("/search")
+def search(request: Request, q: Annotated[str, Query(min_length=1, max_length=1000)],
+           limit: Annotated[int, Query(ge=1, le=200)] = 20,
+           offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0) -> list[dict[str, Any]]:
+    """Ranked hits with snippets and where each came from (as ``textsieve search``)."""
+    from ..archive.search import search as find
+
+    with _archive(request) as archive:
+        return [{"id": h.id, "where": h.where, "title": h.title, "mime_type": h.mime_type,
+                 "snippet": h.snippet, "rank": h.rank}
+                for h in find(archive, q, limit=limit, offset=offset)]
+
+
+def _item(request: Request, item_id: int) -> Any:
+    with _archive(request) as archive:
+        doc = archive.document(item_id)
+    if doc is None:
+        raise ApiError(404, "not_found", f"no item {item_id}")
+    return doc
+
+
+ItemId = Annotated[int, Path(ge=1, le=SQLITE_MAX)]
+
+
+@router.get("/items/{item_id}")
+def item(request: Request, item_id: ItemId) -> dict[str, Any]:
+    """An archived item as a Document (its children included)."""
+    return _item(request, item_id).to_dict()
+
+
+@router.get("/items/{item_id}/text", response_class=PlainTextResponse)
+def item_text(request: Request, item_id: ItemId) -> PlainTextResponse:
+    return PlainTextResponse(_item(request, item_id).full_text())
+
+
+@router.get("/items/{item_id}/markdown", response_class=PlainTextResponse)
+def item_markdown(request: Request, item_id: ItemId) -> PlainTextResponse:
+    return PlainTextResponse(_item(request, item_id).full_text(markdown=True),
+                             media_type="text/markdown")
+
+
+@router.get("/stats")
+def stats(request: Request) -> dict[str, Any]:
+    """Counts by status, type and error kind, and the last runs."""
+    from ..archive.stats import stats as archive_stats
+
+    with _archive(request) as archive:
+        return archive_stats(archive)
+
+
+class RunBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
+        min_length=1, max_length=100)
+    force: bool = False
+
+
+def _run_process(conn: Any, specs: list[str], path: str, options: Options,
+                 force: bool) -> None:
+    """In the run's own process: the run pipeline, its counts sent back."""
+    from ..errors import TextsieveError
+    from ..run.runner import Mode, run
+    from ..sources import open_source
+
+    try:
+        sources = [open_source(s, options=options) for s in specs]
+        with Archive(path) as archive:
+            counts = run(sources, archive, options,
+                         mode=Mode.FORCE if force else Mode.INCREMENTAL).as_dict()
+        conn.send({"status": "done", "counts": counts})
+    except TextsieveError as exc:
+        conn.send({"status": "error", "error": {"kind": "bad_source", "message": exc.message}})
+    except Exception as exc:
+        conn.send({"status": "error",
+                   "error": {"kind": "internal", "message": type(exc).__name__}})
+
+
+class Runs:
+    """One run at a time, in its own process; the last 100 runs remembered."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._busy = False
+        self._runs: dict[str, dict[str, Any]] = {}
+
+    def start(self, specs: list[str], path: str, options: Options, force: bool
+              ) -> dict[str, Any]:
+        with self._lock:
+            if self._busy:
+                raise Busy(10)
+            self._busy = True
+            run_id = uuid.uuid4().hex
+            info = self._runs[run_id] = {"id": run_id, "status": "running",
+                                         "sources": specs, "started": time.time()}
+            while len(self._runs) > 100:
+                del self._runs[next(iter(self._runs))]
+        threading.Thread(target=self._watch, args=(info, specs, path, options, force),
+                         daemon=True).start()
+        return dict(info)
+
+    def _watch(self, info: dict[str, Any], specs: list[str], path: str, options: Options,
+               force: bool) -> None:
+        ctx = mp.get_context("forkserver")
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_run_process, args=(child, specs, path, options, force))
+        try:
+            proc.start()
+            child.close()
+            result = parent.recv() if parent.poll(None) else None
+        except (EOFError, OSError):
+            result = None
+        finally:
+            proc.join()
+            with self._lock:
+                self._busy = False
+        info.update(result or {"status": "error", "error": {
+            "kind": "crashed", "message": f"the run process died (exit {proc.exitcode})"}})
+        info["ended"] = time.time()
+
+    def get(self, run_id: str) -> dict[str, Any]:
+        info = self._runs.get(run_id)
+        if info is None:
+            raise ApiError(404, "not_found", f"no run {run_id!r}")
+        return dict(info)
+
+
+def _allowed(spec: str, roots: tuple[str, ...]) -> str:
+    """A source a remote caller may name: an http(s) URL, or a path under a file root."""
+    from ..uris import UriError, under_roots
+
+    if spec.startswith(("http://", "https://")):
+        return spec
+    if "://" in spec or ":" in spec.split("/", 1)[0]:
+        raise ApiError(400, "bad_source", f"{spec!r}: only http(s) URLs and paths under "
+                       "--file-root can be run from the API")
+    try:
+        return str(under_roots("file://" + os.path.abspath(spec), roots))
+    except UriError as exc:
+        raise ApiError(403, "blocked_address", str(exc)) from exc
+
+
+@router.post("/runs", status_code=202)
+def start_run(request: Request, body: RunBody) -> dict[str, Any]:
+    """Run sources into the archive (incremental; ``force`` re-extracts everything)."""
+    service = service_of(request)
+    specs = [_allowed(s, service.config.file_roots) for s in body.sources]
+    path = service.config.archive
+    if not path:
+        raise ApiError(404, "no_archive", "this server has no archive (serve --archive FILE)")
+    return service.runs.start(specs, path, service.options, body.force)
+
+
+@router.get("/runs/{run_id}")
+def get_run(request: Request, run_id: Annotated[str, Path(max_length=64)]) -> dict[str, Any]:
+    """A run's status (running, done, error) and, once done, its counts."""
+    return service_of(request).runs.get(run_id)

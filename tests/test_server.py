@@ -1,0 +1,270 @@
+"""textsieve serve over HTTP: the real server (uvicorn on 127.0.0.1) in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from server_proc import running_server
+from textsieve.model import ErrorKind
+from textsieve.options import Options
+
+SAMPLES = Path(__file__).parent.parent / "samples" / "docs"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_server("-j", "1", "--max-upload", "1") as s:
+        yield s
+
+
+def test_extract_text_markdown_json(server):
+    data = (SAMPLES / "letter.docx").read_bytes()
+    with server.client() as c:
+        text = c.put("/v1/extract", content=data)
+        md = c.put("/v1/extract", params={"format": "markdown"}, content=data)
+        js = c.put("/v1/extract", params={"format": "json", "name": "letter.docx"},
+                   content=data)
+    assert text.status_code == 200 and text.headers["content-type"].startswith("text/plain")
+    assert md.headers["content-type"].startswith("text/markdown")
+    doc = js.json()
+    assert doc["status"] == "ok" and doc["name"] == "letter.docx"
+    assert doc["mime_type"].endswith("wordprocessingml.document")
+    assert doc["text"].split()[:3] == text.text.split()[:3]
+    assert md.text.lstrip().startswith("#") or md.text != text.text
+
+
+def test_detect(server):
+    with server.client() as c:
+        r = c.put("/v1/detect", content=(SAMPLES / "field-notes.pdf").read_bytes())
+    assert r.status_code == 200 and r.json() == {"mime_type": "application/pdf"}
+
+
+def test_bad_document_is_a_typed_error_not_a_traceback(server):
+    with server.client() as c:
+        text = c.put("/v1/extract", content=b"%PDF-1.7\n" + b"\x00garbage" * 50)
+        js = c.put("/v1/extract", params={"format": "json"},
+                   content=b"%PDF-1.7\n" + b"\x00garbage" * 50)
+    assert text.status_code == 422
+    assert text.json()["error"]["kind"] == "corrupt"
+    assert js.status_code == 200 and js.json()["error"]["kind"] == "corrupt"
+    assert "Traceback" not in text.text
+
+
+def test_bad_options_and_routes_are_typed_errors(server):
+    with server.client() as c:
+        bad = c.put("/v1/extract", params={"ocr": "sometimes"}, content=b"x")
+        missing = c.get("/v1/nothing")
+    assert bad.status_code == 422 and bad.json()["error"]["kind"] == "invalid_request"
+    assert missing.status_code == 404 and missing.json()["error"]["kind"] == "not_found"
+
+
+def test_body_cap(server):
+    with server.client() as c:
+        r = c.put("/v1/extract", content=b"a" * (1024 * 1024 + 1))
+        chunked = c.put("/v1/extract", content=iter([b"a" * 600_000, b"b" * 600_000]))
+    assert r.status_code == 413 and r.json()["error"]["kind"] == "too_large"
+    assert chunked.status_code == 413  # no Content-Length to trust: counted as it streams
+
+
+def test_health_metrics_and_openapi(server):
+    with server.client() as c:
+        c.put("/v1/extract", content=b"hello")
+        health = c.get("/healthz").json()
+        metrics = c.get("/metrics").text
+        schema = c.get("/openapi.json").json()
+    assert health["status"] == "ok"
+    assert 'textsieve_requests_total{route="/v1/extract",status="200"}' in metrics
+    assert "textsieve_pool_crashes" in metrics
+    assert "/v1/extract" in schema["paths"] and "/rmeta/{handler}" in schema["paths"]
+
+
+def _server_workers(server_pid: int) -> list[int]:
+    """The worker processes: grandchildren of the server (children of its forkserver)."""
+    def children(pid: int) -> list[int]:
+        out = []
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            text = (task / "children").read_text().split()
+            out.extend(int(p) for p in text)
+        return out
+    return [g for c in children(server_pid) for g in children(c)]
+
+
+def test_a_killed_worker_costs_nothing_but_itself(server):
+    with server.client() as c:
+        assert c.put("/v1/extract", content=b"first").text == "first"
+        workers = _server_workers(server.proc.pid)
+        assert workers
+        for pid in workers:
+            os.kill(pid, 9)
+        after = c.put("/v1/extract", content=b"second")
+    assert after.status_code == 200 and after.text == "second"
+
+
+def _read_reply(sock: socket.socket) -> str:
+    """One whole HTTP response from a raw socket (headers, then Content-Length bytes)."""
+    sock.settimeout(30)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data.decode()
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return (head + b"\r\n\r\n" + body).decode()
+
+
+def test_full_service_answers_503_with_retry_after():
+    with running_server("-j", "1", "--queue", "0") as s:
+        # A client that sends its body slowly holds the one admission.
+        sock = socket.create_connection(("127.0.0.1", s.port))
+        sock.sendall(b"PUT /v1/extract HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhello")
+        try:
+            with s.client() as c:
+                for _ in range(50):  # until the server has admitted the slow one
+                    busy = c.put("/v1/extract", content=b"other")
+                    if busy.status_code == 503:
+                        break
+                    threading.Event().wait(0.05)
+            assert busy.status_code == 503
+            assert busy.headers["retry-after"] == "1"
+            assert busy.json()["error"]["kind"] == "busy"
+            sock.sendall(b"world")
+            reply = _read_reply(sock)
+            assert reply.startswith("HTTP/1.1 200") and reply.endswith("helloworld")
+        finally:
+            sock.close()
+        with s.client() as c:  # and the slot is free again
+            assert c.put("/v1/extract", content=b"again").text == "again"
+
+
+def test_a_trickled_body_times_out_and_frees_its_slot():
+    with running_server("-j", "1", "--queue", "0", "--timeout", "1") as s:
+        sock = socket.create_connection(("127.0.0.1", s.port))
+        try:
+            sock.settimeout(30)
+            sock.sendall(b"PUT /v1/extract HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhel")
+            reply = _read_reply(sock)  # the server gives up, not the client
+        finally:
+            sock.close()
+        assert reply.startswith("HTTP/1.1 408")
+        assert '"kind":"timeout"' in reply
+        with s.client() as c:
+            assert c.put("/v1/extract", content=b"next").text == "next"
+
+
+def test_token_required_and_checked():
+    with running_server("-j", "1", env={"TEXTSIEVE_TOKEN": "s3cret"}) as s, s.client() as c:
+        none = c.put("/v1/extract", content=b"x")
+        wrong = c.put("/v1/extract", content=b"x", headers={"Authorization": "Bearer nope"})
+        right = c.put("/v1/extract", content=b"x", headers={"Authorization": "Bearer s3cret"})
+        tika = c.put("/tika", content=b"x")
+        health = c.get("/healthz")
+    assert none.status_code == wrong.status_code == tika.status_code == 401
+    assert none.json()["error"]["kind"] == "unauthorized"
+    assert right.status_code == 200 and right.text == "x"
+    assert health.status_code == 200
+
+
+def test_non_loopback_without_token_refuses_to_start():
+    env = {k: v for k, v in os.environ.items() if k != "TEXTSIEVE_TOKEN"}
+    r = subprocess.run([sys.executable, "-m", "textsieve", "serve", "--host", "0.0.0.0",
+                        "--port", "1"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "token" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- the pool itself (in this process: pytest runs one thread, as a server's pool would
+# see it from any thread) ------------------------------------------------------------------
+
+
+def _reader_waiting(fifo: Path) -> int | None:
+    """A write end of ``fifo`` once a worker has opened it for reading (it is then inside
+    its job, blocked), else None."""
+    try:
+        return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+
+
+def test_pool_deadline_and_crash_keep_the_pool_alive(tmp_path):
+    from textsieve.server.workers import ExtractPool
+
+    # A named pipe nobody writes to: a job that never finishes on its own, by construction.
+    fifo = tmp_path / "stuck"
+    os.mkfifo(fifo)
+    pool = ExtractPool(Options(), workers=1)
+    try:
+        late = pool.extract(str(fifo), None, Options(), deadline=0.5)
+        assert late.error is not None and late.error.kind is ErrorKind.TIMEOUT
+        out: dict[str, object] = {}
+        t = threading.Thread(target=lambda: out.update(doc=pool.extract(str(fifo), None,
+                                                                         Options())))
+        t.start()
+        fd = None
+        for _ in range(1000):
+            fd = _reader_waiting(fifo)
+            if fd is not None:
+                break
+            threading.Event().wait(0.02)
+        assert fd is not None
+        for pid in pool.worker_pids():
+            os.kill(pid, 9)
+        t.join(60)
+        os.close(fd)
+        doc = out["doc"]
+        assert doc.error is not None and doc.error.kind is ErrorKind.CRASHED  # type: ignore[attr-defined]
+        assert pool.extract(b"still here", None, Options()).text == "still here"
+        assert pool.stats["timeouts"] == 1 and pool.stats["crashes"] == 1
+    finally:
+        pool.close()
+
+
+def test_pool_recycles_workers_after_n_jobs():
+    from textsieve.server.workers import ExtractPool
+
+    pool = ExtractPool(Options(), workers=1, recycle_after=2)
+    try:
+        pids = []
+        for i in range(4):
+            assert pool.extract(f"doc {i}".encode(), None, Options()).text == f"doc {i}"
+            pids.extend(p for p in pool.worker_pids() if p not in pids)
+        assert pool.stats["recycled"] == 2
+        assert len(pids) >= 2
+    finally:
+        pool.close()
+
+
+def test_pool_recycles_a_worker_whose_memory_grew():
+    from textsieve.server.workers import ExtractPool
+
+    pool = ExtractPool(Options(), workers=1, recycle_rss=1)  # any worker is "too big"
+    try:
+        for i in range(2):
+            assert pool.extract(f"doc {i}".encode(), None, Options()).text == f"doc {i}"
+        assert pool.stats["recycled"] == 2 and pool.stats["jobs"] == 2
+    finally:
+        pool.close()
+
+
+def test_json_output_is_the_document(server):
+    with server.client() as c:
+        r = c.put("/v1/extract", params={"format": "json"}, content=b"plain words")
+    assert json.loads(r.text)["text"] == "plain words"

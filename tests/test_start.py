@@ -1,0 +1,124 @@
+"""Starting the command: `textsieve extract FILE` run once per file (a shell loop) must not
+pay for what it does not use, and its fast path for one small file keeps the pool's
+guarantees (a hang, a crash or a memory hog costs that file, typed; nothing lingers).
+
+Each case runs in a fresh interpreter: the command process's imports are what is checked,
+and textsieve forks only when no other thread runs (the test session has some).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+# Parsers, the network stack and the pool machinery: none is needed to start the command,
+# to print its help, or (in the command's own process) to extract one small file.
+HEAVY = ("lxml", "pypdfium2", "httpx", "trafilatura", "PIL", "tesserocr", "openpyxl",
+         "multiprocessing", "sqlite3", "tomllib")
+
+
+def _fresh(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``code`` in a new interpreter; it prints the heavy modules it ended up with as the
+    last line of stderr (stdout is the command's)."""
+    prologue = "import json, sys\nsys.path.insert(0, sys.argv[1])\n"
+    epilogue = (f"\nsys.stderr.write('\\nLOADED ' + json.dumps(sorted({{m.split('.')[0] for m in "
+                f"sys.modules}} & set({list(HEAVY)!r}))) + '\\n')\n")
+    body = "try:\n" + "".join(f"    {line}\n" for line in code.splitlines()) + \
+        "except SystemExit as exc:\n    code = exc.code\n"
+    env = {k: v for k, v in os.environ.items() if k != "TEXTSIEVE_DEBUG"}
+    return subprocess.run([sys.executable, "-c", prologue + "code = 0\n" + body + epilogue
+                           + "sys.exit(code)", str(TESTS), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env,
+                          check=False)
+
+
+def _loaded(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")][-1]
+    return json.loads(line.removeprefix("LOADED "))
+
+
+def test_help_and_import_load_no_parser() -> None:
+    proc = _fresh("from textsieve.cli import main\ncode = main(['--help'])")
+    assert proc.returncode == 0 and "extract" in proc.stdout, proc.stderr
+    assert _loaded(proc) == []
+    proc = _fresh("from textsieve.cli import main\ncode = main(['extract', '--help'])")
+    assert proc.returncode == 0 and "--ocr" in proc.stdout, proc.stderr
+    assert _loaded(proc) == []
+
+
+def test_one_small_file_starts_no_pool(tmp_path: Path) -> None:
+    f = tmp_path / "note.txt"
+    f.write_text("grey herons stand in the shallows\n")
+    proc = _fresh("from textsieve.cli import main\ncode = main(['extract', sys.argv[2]])",
+                  str(f))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "grey herons stand in the shallows\n"
+    # The work happened in a forked child: the command process imported no pool, no parser.
+    assert _loaded(proc) == []
+
+
+def test_config_file_is_still_read(tmp_path: Path) -> None:
+    """tomllib is imported only when a config file is there: and then it is used."""
+    f = tmp_path / "note.txt"
+    f.write_text("herons\n")
+    (tmp_path / "textsieve.toml").write_text('ocr = "sometimes"\n')
+    proc = subprocess.run([sys.executable, "-m", "textsieve", "extract", str(f)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          check=False)
+    assert proc.returncode == 2 and "ocr" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _faulty(fault: str) -> str:
+    """A command run whose plain-text extractor misbehaves on purpose (tests/fault_plugins)."""
+    return ("from textsieve import detection as d\n"
+            "from textsieve.extractors import REGISTRY\n"
+            f"REGISTRY[d.TEXT] = ['fault_plugins:{fault}']\n"
+            "from textsieve.cli import main\n"
+            "code = main(['extract', '--timeout', '3', '--memory-limit', '512', "
+            "'-f', 'json', sys.argv[2]])")
+
+
+@pytest.mark.parametrize(("fault", "kind"), [
+    ("hang", "timeout"), ("crash", "crashed"), ("hog", "too_large")])
+def test_one_file_alone_keeps_the_pools_guarantees(tmp_path: Path, fault: str,
+                                                   kind: str) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("faulty one")
+    t0 = time.monotonic()
+    proc = _fresh(_faulty(fault), str(bad))
+    assert time.monotonic() - t0 < 30
+    assert proc.returncode == 1, proc.stderr
+    record = json.loads(proc.stdout)
+    assert record["status"] == "error" and record["error"]["kind"] == kind, record
+    assert f"bad.txt: {kind}:" in proc.stderr and "Traceback" not in proc.stderr
+    assert "multiprocessing" not in _loaded(proc)  # it was the fast path that held
+
+
+def test_a_hung_file_alone_takes_its_helper_programs_along(tmp_path: Path) -> None:
+    """Past the deadline the child is killed with its process group: a program it started
+    (a converter spinning on a damaged file) does not live on."""
+    pid_file = tmp_path / "helper.pid"
+    bad = tmp_path / "bad.txt"
+    bad.write_text(str(pid_file))
+    proc = _fresh(_faulty("hang_in_tool"), str(bad))
+    assert json.loads(proc.stdout)["error"]["kind"] == "timeout", proc.stderr
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    gone = False
+    while time.monotonic() < deadline and not gone:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                gone = stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            gone = True
+        time.sleep(0.1)
+    if not gone:
+        os.kill(pid, 9)
+    assert gone, "the helper program outlived the command"

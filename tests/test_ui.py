@@ -1,0 +1,419 @@
+"""The reading room (web UI) in a real headless Chromium, over an archive made by a real
+`textsieve run`: the bundled sample documents, a mailbox of links served from a local web
+site, and hostile items (script payloads in titles, texts, URLs, mail subjects, metadata).
+
+A user searches, opens a hit, follows its provenance to the mail, opens a child, sees the
+problems page and retries one; no payload ever runs (it would set ``window.__pwned``), the
+browser console has no error (a CSP violation is one), and each page is screenshot on a
+desktop and a phone-sized window (under the test's tmp folder, or $TEXTSIEVE_SHOTS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("selenium")
+import httpx
+import uvicorn
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from textsieve.archive import Archive
+from textsieve.options import Options
+from textsieve.ui import app
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+# Each payload sets a global if it ever runs; some also try the classic routes around
+# escaping (attribute break-out, event handlers, javascript: links, raw HTML in Markdown).
+P_TAG = "<script>window.__pwned='tag'</script>"
+P_IMG = "<img src=x onerror=\"window.__pwned='img'\">"
+P_ATTR = "\"'><svg onload=\"window.__pwned='attr'\">"
+P_MD_LINK = "[click me](javascript:window.__pwned='mdlink')"
+
+needs_browser = pytest.mark.skipif(
+    not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
+    reason="Debian's chromium and chromium-driver are not installed (scripts/setup does)")
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _port() -> int:
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+HOSTILE_PAGE = f"""<!doctype html><html><head>
+<title>Hostile page {P_TAG}{P_IMG}</title>
+<meta name="author" content="{P_ATTR.replace('"', '&quot;')}">
+</head><body><article>
+<h1>Hostile page {P_TAG.replace('<', '&lt;')}</h1>
+<p>The heron text carries payloads as text: {P_IMG.replace('<', '&lt;')} and
+{P_ATTR.replace('<', '&lt;')} and a link <a href="javascript:window.__pwned='href'">here</a>.
+Herons stand in the shallow water for hours, waiting for a fish to pass close enough.</p>
+<p>More words so the page is kept as main content: the grey heron hunts at dawn and dusk,
+nests in colonies high in the trees, and returns to the same heronry year after year.</p>
+</article></body></html>
+"""
+
+MBOX = """From me@example.org Mon Nov  2 08:12:00 2026
+From: {P_ATTR} <me@example.org>
+To: me@example.org
+Subject: hostile subject {P_TAG} {P_IMG}
+Date: Mon, 02 Nov 2026 08:12:00 +0000
+Message-ID: <hostile-1@example.org>
+MIME-Version: 1.0
+Content-Type: text/plain; charset=utf-8
+
+Read this: {SITE}/hostile.html?x=%22%3E%3Cscript%3Ewindow.__pwned%3D1%3C/script%3E
+and this one is gone: {SITE}/gone.html
+
+"""
+
+
+@pytest.fixture(scope="module")
+def archive_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An archive made by a real `textsieve run`: sample documents, the sample mailbox and
+    a hostile one served from 127.0.0.1, hostile files, and a corrupt PDF (a problem)."""
+    tmp = tmp_path_factory.mktemp("ui")
+    site = tmp / "site"
+    shutil.copytree(SAMPLES / "site", site)
+    (site / "hostile.html").write_text(HOSTILE_PAGE, encoding="utf-8")
+    docs = tmp / "docs"
+    shutil.copytree(SAMPLES / "docs", docs)
+    (docs / f"notes {P_IMG[:20]}.md").write_text(
+        f"# Notes {P_TAG}\n\nRaw HTML in Markdown: {P_IMG}\n\n{P_MD_LINK}\n\n"
+        "| heron | count |\n|---|---|\n| grey | 12 |\n", encoding="utf-8")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj\n<< garbage >>\n" + bytes(200))
+    port = _port()
+    httpd = ThreadingHTTPServer(("127.0.0.1", port),
+                                functools.partial(_Quiet, directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{port}"
+    mail = tmp / "mail"
+    mail.mkdir()
+    template = (SAMPLES / "mail" / "links.mbox.in").read_text(encoding="utf-8")
+    (mail / "links.mbox").write_text(
+        template.replace("{SITE}", url) + "\n"
+        + MBOX.format(P_ATTR=P_ATTR, P_TAG=P_TAG, P_IMG=P_IMG, SITE=url), encoding="utf-8")
+    db = tmp / "archive.db"
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "textsieve", "run", str(docs), f"mbox:{mail / 'links.mbox'}",
+             "--archive", str(db), "--host-delay", "0", "--allow-cidr", "127.0.0.1/32", "-q"],
+            capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        httpd.shutdown()
+    assert p.returncode == 1, p.stderr  # the corrupt PDF and the vanished page failed
+    assert "Traceback" not in p.stderr
+    yield db
+
+
+@pytest.fixture(scope="module")
+def server(archive_path: Path) -> Iterator[str]:
+    """The reading room on 127.0.0.1, served by uvicorn in this process."""
+    port = _port()
+    config = uvicorn.Config(app(archive_path, options=Options(allow_cidrs=("127.0.0.1/32",))),
+                            host="127.0.0.1", port=port, log_level="warning")
+    srv = uvicorn.Server(config)
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--window-size=1280,1000",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=opts, service=Service(DRIVER))
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = os.environ.get("TEXTSIEVE_SHOTS")
+    out = Path(where) if where else tmp_path_factory.mktemp("screenshots")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _check(driver: webdriver.Chrome, shots: Path, name: str) -> None:
+    """The page's invariants: no payload ran, no console error; and its screenshots."""
+    assert driver.execute_script("return window.__pwned") is None, name
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, (name, errors)
+    driver.set_window_size(1280, 1000)
+    driver.save_screenshot(str(shots / f"{name}-desktop.png"))
+    driver.set_window_size(390, 844)
+    driver.save_screenshot(str(shots / f"{name}-phone.png"))
+    driver.set_window_size(1280, 1000)
+
+
+def _ids(db: Path, sql: str, *args: object) -> list[int]:
+    with Archive(db, readonly=True) as a:
+        return [r[0] for r in a.conn.execute(sql, args)]
+
+
+@needs_browser
+def test_reading_room_in_chromium(archive_path: Path, server: str, browser: webdriver.Chrome,
+                                  shots: Path) -> None:
+    d = browser
+    # search as you type: the results follow the box without a submit
+    d.get(f"{server}/search")
+    _check(d, shots, "search-empty")
+    box = d.find_element(By.ID, "q")
+    box.send_keys("herons")
+    WebDriverWait(d, 10).until(lambda _: "q=herons" in d.current_url)
+    WebDriverWait(d, 10).until(lambda _: d.find_elements(By.CSS_SELECTOR, "#results .hit"))
+    marks = d.find_elements(By.CSS_SELECTOR, "#results .snippet mark")
+    assert marks and all(m.text.lower().startswith("heron") for m in marks)
+    count = d.find_element(By.CSS_SELECTOR, "#results .count").text
+    assert int(count.split()[0]) >= 3
+    _check(d, shots, "search")
+    # open the heron article the mails linked; its provenance leads to the mails
+    hit = next(h for h in d.find_elements(By.CSS_SELECTOR, "#results .hit")
+               if "heron-migration.html" in h.find_element(By.CLASS_NAME, "where").text)
+    hit.find_element(By.CSS_SELECTOR, "a.title").click()
+    WebDriverWait(d, 10).until(lambda _: "/items/" in d.current_url)
+    assert "most grey herons hardly migrate" in d.find_element(By.CSS_SELECTOR, ".text").text
+    subjects = [a.text for a in d.find_elements(By.CSS_SELECTOR, ".provenance .mail a")]
+    assert "read later: herons in winter" in subjects and len(subjects) == 3
+    _check(d, shots, "item-web")
+    d.find_element(By.LINK_TEXT, "read later: herons in winter").click()
+    WebDriverWait(d, 10).until(lambda _: "/mails/" in d.current_url)
+    assert d.find_element(By.ID, "subject").text == "read later: herons in winter"
+    named = [a.text for a in d.find_elements(By.CSS_SELECTOR, ".named a")]
+    assert len(named) == 2  # the heron page and the ringing report
+    _check(d, shots, "mail")
+    # a ZIP and its members: the tree of children, a member opens with its parent above
+    d.get(f"{server}/search?q=&type=application%2Fzip")
+    d.find_element(By.CSS_SELECTOR, "#results .hit a.title").click()
+    members = d.find_elements(By.CSS_SELECTOR, ".children .tree a")
+    assert len(members) >= 2
+    _check(d, shots, "item-zip")
+    name = members[0].text
+    members[0].click()
+    WebDriverWait(d, 10).until(lambda _: d.find_element(By.CSS_SELECTOR, ".crumbs span").text
+                               == name)
+    assert "trip.zip" in d.find_element(By.CSS_SELECTOR, ".crumbs a").text
+    _check(d, shots, "item-child")
+    # the Markdown of a document renders as structure (headings, lists, a table)
+    (letter,) = _ids(archive_path, "SELECT id FROM items WHERE key LIKE '%letter.docx'")
+    d.get(f"{server}/items/{letter}")
+    assert d.find_elements(By.CSS_SELECTOR, ".text table td")
+    assert d.find_elements(By.CSS_SELECTOR, ".text h1, .text h2")
+    _check(d, shots, "item-docx")
+    # raw HTML and javascript: links in a document's text stay text
+    (notes,) = _ids(archive_path, "SELECT id FROM items WHERE key LIKE '%notes%.md'")
+    d.get(f"{server}/items/{notes}")
+    assert P_TAG in d.find_element(By.CSS_SELECTOR, ".text").text
+    assert not d.find_elements(By.CSS_SELECTOR, ".text img, .text script, .text svg")
+    assert not d.find_elements(By.CSS_SELECTOR, "a[href^='javascript']")
+    _check(d, shots, "item-markdown")
+    d.get(f"{server}/reading")
+    subjects = [a.text for a in d.find_elements(By.CSS_SELECTOR, ".mailhead a")]
+    assert subjects[0].startswith("hostile subject <script>")  # newest first, as text
+    assert "read later: herons in winter" in subjects
+    failed = d.find_elements(By.CSS_SELECTOR, ".reading li.error")
+    assert failed and "gone.html" in failed[0].text
+    _check(d, shots, "reading")
+    d.get(f"{server}/overview")
+    assert len(d.find_elements(By.CSS_SELECTOR, "svg.chart")) == 5
+    assert d.find_elements(By.CSS_SELECTOR, "table.runs tbody tr")
+    _check(d, shots, "overview")
+
+
+@needs_browser
+def test_problems_page_retries_a_fixed_file(archive_path: Path, server: str,
+                                            browser: webdriver.Chrome, shots: Path) -> None:
+    """The corrupt PDF fails; mended on disk, "retry" on the problems page runs it again in
+    the background and the page reports it ok."""
+    d = browser
+    (broken,) = _ids(archive_path, "SELECT id FROM items WHERE key LIKE '%broken.pdf'")
+    d.get(f"{server}/problems")
+    groups = [g.text for g in d.find_elements(By.CSS_SELECTOR, ".group h2")]
+    assert any("files" in g for g in groups) and any("127.0.0.1" in g for g in groups)
+    _check(d, shots, "problems")
+    path = _key_path(archive_path, broken)
+    shutil.copyfile(SAMPLES / "docs" / "field-notes.pdf", path)
+    form = d.find_element(By.CSS_SELECTOR, f"form.inline input[name=item][value='{broken}']")
+    form.find_element(By.XPATH, "..").find_element(By.TAG_NAME, "button").click()
+    WebDriverWait(d, 60).until(
+        lambda _: d.find_element(By.ID, "state").text.startswith(("done", "failed")))
+    assert d.find_element(By.ID, "state").text == "done"
+    facts = d.find_element(By.CSS_SELECTOR, ".facts").text
+    assert "ok\n1" in facts, facts
+    _check(d, shots, "retry")
+    d.get(f"{server}/items/{broken}")
+    assert d.find_element(By.CSS_SELECTOR, "dd.status").text == "ok"
+
+
+def _key_path(db: Path, item_id: int) -> str:
+    from textsieve.sources.files import key_path
+
+    with Archive(db, readonly=True) as a:
+        key = a.conn.execute("SELECT key FROM items WHERE id = ?", (item_id,)).fetchone()[0]
+    path = key_path(key)
+    assert path is not None
+    return path
+
+
+@needs_browser
+def test_hostile_items_stay_inert(archive_path: Path, server: str, browser: webdriver.Chrome,
+                                  shots: Path) -> None:
+    """Payloads in a web page's title, text, author and URL, in a mail's subject and
+    sender, and in a file name stay text on every page that shows them."""
+    d = browser
+    hostile = _ids(archive_path, "SELECT id FROM items WHERE key LIKE '%hostile.html%'")
+    assert hostile
+    d.get(f"{server}/items/{hostile[0]}")
+    title = d.find_element(By.ID, "title").text
+    assert "<script>" in title or "Hostile page" in title
+    assert "onerror" in d.find_element(By.CSS_SELECTOR, ".text").text
+    _check(d, shots, "item-hostile")
+    for q in ("hostile", "herons shallow", "notes", "subject"):
+        d.get(f"{server}/search?q={quote(q)}")
+        _check(d, shots, f"search-{q.replace(' ', '-')}")
+    (mail,) = _ids(archive_path, "SELECT id FROM mails WHERE message_id LIKE '%hostile-1%'")
+    d.get(f"{server}/mails/{mail}")
+    assert d.find_element(By.ID, "subject").text.startswith("hostile subject <script>")
+    _check(d, shots, "mail-hostile")
+    for page in ("/reading", "/problems", "/overview", f"/search?q={quote(P_ATTR)}",
+                 f"/search?q=heron&type={quote(P_ATTR)}&site={quote(P_TAG)}"):
+        d.get(server + page)
+        assert d.execute_script("return window.__pwned") is None, page
+
+
+def test_headers_csrf_and_token(archive_path: Path, server: str) -> None:
+    """Every page carries the strict CSP; a POST without the form's token, or from another
+    origin, changes nothing; with a token set, nothing is served without it."""
+    r = httpx.get(f"{server}/search?q=heron")
+    assert r.status_code == 200
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "default-src 'none'" in csp
+    assert "unsafe-inline" not in csp and "<script>" not in r.text.split("</head>")[1]
+    (broken,) = _ids(archive_path, "SELECT id FROM items WHERE key LIKE '%gone.html%'")
+    runs = _ids(archive_path, "SELECT count(*) FROM runs")
+    assert httpx.post(f"{server}/problems/retry", data={"item": broken}).status_code == 403
+    assert httpx.post(f"{server}/problems/retry", data={"item": broken, "csrf_token": "x"}
+                      ).status_code == 403
+    page = httpx.get(f"{server}/problems").text
+    token = page.split('name="csrf_token" value="')[1].split('"')[0]
+    assert httpx.post(f"{server}/problems/retry", data={"item": broken, "csrf_token": token},
+                      headers={"Origin": "http://evil.example"}).status_code == 403
+    assert _ids(archive_path, "SELECT count(*) FROM runs") == runs
+    # a DNS-rebound name is refused when no token guards the server
+    assert httpx.get(f"{server}/search", headers={"Host": "evil.example"}).status_code == 403
+    # a bad query is a message, not a crash
+    r = httpx.get(f"{server}/search", params={"q": 'heron "unclosed'})
+    assert r.status_code == 400 and "not valid search syntax" in r.text
+    assert httpx.get(f"{server}/items/999999").status_code == 404
+
+
+def test_token_guards_every_page(archive_path: Path) -> None:
+    from fastapi.testclient import TestClient  # in-process: only the guard is under test
+
+    client = TestClient(app(archive_path, token="s3cret"), base_url="http://0.0.0.0")
+    assert client.get("/search").status_code == 401
+    assert client.get("/static/style.css").status_code == 401
+    assert client.get("/search", headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert client.get("/search", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    r = client.get("/search?token=s3cret")  # a link with the token leaves a cookie
+    assert r.status_code == 200 and client.get("/overview").status_code == 200
+
+
+def test_search_filters_sort_and_count(archive_path: Path) -> None:
+    """The filters keep only what they name; date read is newest first; the count is of
+    all hits, not of the page."""
+    from textsieve.archive.search import Filters, find
+
+    with Archive(archive_path, readonly=True) as a:
+        web = {r[0] for r in a.conn.execute(
+            "SELECT id FROM items WHERE key LIKE 'http://127.0.0.1:%'")}
+        site = a.conn.execute("SELECT site FROM items WHERE id = ?", (min(web),)).fetchone()[0]
+        hits, n = find(a, "", Filters(site=site), limit=100, count=True)
+        assert {h.id for h in hits} == web and n == len(web)
+        (mbox,) = [r[0] for r in a.conn.execute("SELECT spec FROM sources WHERE spec "
+                                                "LIKE 'mbox:%'")]
+        mailed = {r[0] for r in a.conn.execute("SELECT item_id FROM item_mails")}
+        hits, _ = find(a, "", Filters(mailbox=mbox), limit=100)
+        assert {h.id for h in hits} == mailed
+        hits, n = find(a, "herons", Filters(type="text/html"), count=True)
+        assert hits and all(h.mime_type == "text/html" for h in hits) and n == len(hits)
+        hits, n = find(a, "herons", sort="read", limit=2, count=True, marks=("<<", ">>"))
+        assert len(hits) == 2 and n is not None and n > 2  # the count is not the page's
+        assert hits[0].id > hits[1].id and "<<" in hits[0].snippet
+        hits, _ = find(a, "herons", Filters(status="error"))
+        assert hits == []
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        assert find(a, "herons", Filters(since=today), count=True)[1] == \
+            find(a, "herons", count=True)[1]
+        assert find(a, "herons", Filters(until="2001-01-01"))[0] == []
+
+
+def test_a_common_word_ranks_its_newest_hits(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past RANK_WINDOW matches only the newest are ranked (a word in every document would
+    cost seconds on a big archive), yet the count is of all of them; a rarer word is
+    ranked over all its matches."""
+    from textsieve.archive import search as search_mod
+    from textsieve.archive.store import Entry
+    from textsieve.model import Document, Item
+
+    with Archive(tmp_path / "a.db") as a:
+        run = a.begin_run(["dir:x"], {})
+        sid = {"dir:x": a.source_id("dir:x")}
+        # the oldest item is the best match for "heron" (said most often, shortest)
+        texts = ["heron heron heron heron"] + [f"heron and {n} other words of filler text"
+                                               for n in range(29)]
+        a.write([Entry(Item(key=f"/x/{n}", original=f"/x/{n}", source="dir:x"),
+                       Document(name=str(n), text=t, markdown=t))
+                 for n, t in enumerate(texts)], run, sid)
+        first = a.conn.execute("SELECT min(id) FROM items").fetchone()[0]
+        hits, n = search_mod.find(a, "heron", count=True)
+        assert hits[0].id == first and n == 30
+        monkeypatch.setattr(search_mod, "RANK_WINDOW", 10)
+        hits, n = search_mod.find(a, "heron", count=True, limit=50)
+        assert n == 30 and len(hits) == 10 and first not in {h.id for h in hits}
+        assert min(h.id for h in hits) == first + 20  # the ten newest
+        # a phrase that common is not ranked at all (bm25 would read all its positions)
+        hits, n = search_mod.find(a, '"heron and"', count=True, limit=5)
+        assert n == 29 and [h.id for h in hits] == list(range(first + 29, first + 24, -1))
+        assert search_mod.ranks_past_window("heron winter")
+        assert not search_mod.ranks_past_window('"grey heron"')
