@@ -417,3 +417,32 @@ def test_a_common_word_ranks_its_newest_hits(tmp_path: Path,
         assert n == 29 and [h.id for h in hits] == list(range(first + 29, first + 24, -1))
         assert search_mod.ranks_past_window("heron winter")
         assert not search_mod.ranks_past_window('"grey heron"')
+
+
+def test_item_links_its_searchable_pdf_and_serves_nothing_outside(tmp_path: Path) -> None:
+    """An OCRed PDF's page links the copy `run --searchable-pdf` wrote, served from that
+    folder only: a path planted in an item's metadata (hostile content) is never read."""
+    from fastapi.testclient import TestClient  # in-process: the route and its check
+
+    from test_searchable import _marked_scan, run_cli
+
+    docs, out = tmp_path / "docs", tmp_path / "searchable"
+    _marked_scan(docs / "scan.pdf", "reading room marker")
+    out.mkdir()
+    db = tmp_path / "a.db"
+    made = run_cli("run", str(docs), "--archive", str(db), "--searchable-pdf", str(out),
+                   "-j", "2")
+    assert made.returncode == 0, made.stderr
+    with Archive(db) as a:
+        (scan_id,) = a.conn.execute("SELECT id FROM items WHERE parent_id IS NULL").fetchone()
+    client = TestClient(app(db, options=Options(searchable_pdf_dir=str(out))),
+                        base_url="http://127.0.0.1")
+    page = client.get(f"/items/{scan_id}")
+    assert f"/items/{scan_id}/searchable.pdf" in page.text
+    pdf = client.get(f"/items/{scan_id}/searchable.pdf")
+    assert pdf.status_code == 200 and pdf.content == (out / "scan.pdf").read_bytes()
+    # Served from the configured folder only, whatever the metadata says.
+    other = TestClient(app(db, options=Options(searchable_pdf_dir=str(tmp_path / "elsewhere"))),
+                       base_url="http://127.0.0.1")
+    assert other.get(f"/items/{scan_id}/searchable.pdf").status_code == 404
+    assert "searchable.pdf" not in other.get(f"/items/{scan_id}").text

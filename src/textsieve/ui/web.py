@@ -30,7 +30,13 @@ from urllib.parse import urlencode, urlsplit
 try:
     import jinja2
     from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
-    from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+    from fastapi.responses import (
+        FileResponse,
+        HTMLResponse,
+        JSONResponse,
+        RedirectResponse,
+        Response,
+    )
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as exc:  # an optional extra: say which, not a bare traceback
     raise ImportError("the reading room needs the server extra: "
@@ -237,6 +243,14 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
             return Response(body, media_type="text/plain; charset=utf-8", headers=HEADERS)
         raise HTTPException(404, "formats: json, md, txt")
 
+    @r.get("/items/{item_id}/searchable.pdf")
+    def searchable_pdf(item_id: int) -> Response:
+        doc = archive().document(item_id, children=False)
+        path = searchable_copy(doc, settings.options) if doc is not None else None
+        if path is None:
+            raise HTTPException(404, f"item {item_id} has no searchable PDF here")
+        return FileResponse(path, media_type="application/pdf", headers=HEADERS)
+
     @r.get("/items/{item_id}", response_class=HTMLResponse)
     def item_page(request: Request, item_id: int) -> Response:
         a = archive()
@@ -250,7 +264,8 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
                     body=render.markdown(doc.markdown or doc.text),
                     children=browse.children(a, item_id),
                     provenance=browse.provenance(a, top),
-                    mails=browse.mails_with_ids(a, top), top=top)
+                    mails=browse.mails_with_ids(a, top), top=top,
+                    searchable=searchable_copy(doc, settings.options) is not None)
 
     @r.get("/mails/{mail_id}", response_class=HTMLResponse)
     def mail_page(request: Request, mail_id: int) -> Response:
@@ -338,6 +353,20 @@ def _retry(settings: Settings, job: _Job) -> None:
     except Exception as exc:  # a background thread: its failure is shown, never lost
         logger.exception("retry job %d crashed", job.id)
         job.state, job.message = "failed", f"internal error: {type(exc).__name__}"
+
+
+def searchable_copy(doc: Any, options: Options) -> str | None:
+    """The searchable PDF `run --searchable-pdf` wrote for ``doc``, if it is a file inside
+    the configured folder. The path comes from the archive, whose metadata also holds what
+    hostile documents put there: nothing outside that folder is ever served."""
+    folder = options.searchable_pdf_dir
+    path = doc.metadata.extra.get("searchable_pdf")
+    if not folder or not isinstance(path, str) or not path:
+        return None
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    if os.path.commonpath([real, root]) != root or not os.path.isfile(real):
+        return None
+    return real
 
 
 def app(archive_path: str | os.PathLike[str], *, token: str | None = None,
