@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,17 @@ def _server_workers(server_pid: int) -> list[int]:
     return [g for c in children(server_pid) for g in children(c)]
 
 
+def _wait_dead(pid: int) -> None:
+    """Until ``pid`` has exited (gone, or a zombie its parent has not reaped yet)."""
+    for _ in range(200):
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        time.sleep(0.01)
+
+
 def test_a_killed_worker_costs_nothing_but_itself(server):
     with server.client() as c:
         assert c.put("/v1/extract", content=b"first").text == "first"
@@ -107,6 +119,8 @@ def test_a_killed_worker_costs_nothing_but_itself(server):
         assert workers
         for pid in workers:
             os.kill(pid, 9)
+        for pid in workers:  # dead, not merely signalled: its end of the pipe is closed
+            _wait_dead(pid)
         after = c.put("/v1/extract", content=b"second")
     assert after.status_code == 200 and after.text == "second"
 

@@ -167,6 +167,9 @@ class ExtractPool:
     def _run(self, w: _Worker, job: tuple[Any, ...], end: float, limit: float,
              name: str | None) -> tuple[Any, _Worker | None]:
         self._count("jobs")
+        if w.conn.poll(0):  # an idle worker has nothing to say: this is EOF, it is dead
+            self._kill(w)
+            w = self._spawn(None)
         try:
             w.conn.send(job)
         except (OSError, ValueError):  # it died between jobs: a fresh one takes the job
