@@ -340,3 +340,22 @@ def test_cli_on_one_long_pdf_gives_every_page(long_pdf: Path) -> None:
     doc = json.loads(res.stdout)
     serial = extract_source(Source.from_path(long_pdf), Options(ocr="never"), page_workers=1)
     assert doc["text"] == serial.text
+
+
+def test_a_process_that_isolated_a_call_with_threads_exits(tmp_path: Path) -> None:
+    """The forkserver-started helper (isolation while threads run) must not hold the
+    process at exit: multiprocessing joins its non-daemon children before our end of the
+    helper's pipe closes, and a whole pytest run hung there after printing its result."""
+    script = tmp_path / "isolate_then_exit.py"
+    script.write_text(
+        "import threading, time\n"
+        "from textsieve.forking import call_isolated\n"
+        "if __name__ == '__main__':\n"
+        "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "    print(call_isolated(sum, [1, 2, 3], timeout=10, memory=0))\n")
+    try:
+        res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                             timeout=30, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process did not exit: its isolated-call helper held it")
+    assert res.returncode == 0 and res.stdout.strip() == "6", res.stderr

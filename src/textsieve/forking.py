@@ -414,7 +414,10 @@ def _start_clean_helper(memory: int) -> _Helper | None:
     except (ValueError, OSError):
         return None
     try:
-        proc = ctx.Process(target=_serve_clean, args=(req_r, ans_w, memory), daemon=False)
+        # Daemonic: at exit, multiprocessing joins every other child it started, and this
+        # one only leaves when our end of its pipe closes, which is after that join: a
+        # process that ever used it would never exit. A daemon is terminated instead.
+        proc = ctx.Process(target=_serve_clean, args=(req_r, ans_w, memory), daemon=True)
         proc.start()
         # Raw descriptors of our own, like the forked helper's: the Connection objects
         # would close theirs behind our back.
