@@ -365,8 +365,8 @@ def _death(status: int | None) -> str:
 def quiet_native_chatter() -> None:
     """In a child that reports every problem as a typed record: damaged files make native
     libraries talk on stderr (leptonica, libtiff, Rust panics, PIL warnings), which only
-    buries the run's own output. TEXTSIEVE_DEBUG=1 keeps it. (The pool's workers do the
-    same in ``run.pool._quiet``.)"""
+    buries the run's own output. TEXTSIEVE_DEBUG=1 keeps it. Every worker loop (the pool's,
+    the service's, a lone file's child) calls this one."""
     if os.environ.get("TEXTSIEVE_DEBUG"):
         return
     import faulthandler

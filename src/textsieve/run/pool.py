@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from ..forking import die_with_parent, libc_prctl
+from ..forking import die_with_parent, libc_prctl, quiet_native_chatter
 from ..model import Document, ErrorKind
 from ..options import Options
 from .executor import Task, failed, late_message, run_task
@@ -43,10 +43,8 @@ def _worker_main(conn: Connection, options: Options, parent: int) -> None:
     # worker, and the group's guard then ends what the worker started.
     die_with_parent(parent)
     _guard_group()
-    if not os.environ.get("TEXTSIEVE_DEBUG"):
-        _quiet()
-    # A native crash is reported as a typed record; a C traceback on stderr is noise.
-    faulthandler.disable()
+    quiet_native_chatter()  # also a native crash's C traceback: it is a typed record
+    faulthandler.disable()  # under TEXTSIEVE_DEBUG too: the record says it crashed
     if options.memory_limit > 0:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
@@ -102,20 +100,6 @@ def _close_fds(fds: list[int]) -> None:
     for fd in fds:
         with contextlib.suppress(OSError):
             os.close(fd)
-
-
-def _quiet() -> None:
-    """Damaged files make native libraries talk on stderr (leptonica's "Error in
-    boxClipToRectangle", libtiff's "Fax4Decode: Bad code word", Rust panic backtraces,
-    PIL warnings): a worker reports every problem as the document's typed error, so that
-    chatter only buries the run's own output. TEXTSIEVE_DEBUG=1 keeps it."""
-    import warnings
-
-    warnings.simplefilter("ignore")
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
 
 
 @dataclass

@@ -36,9 +36,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..forking import quiet_native_chatter
 from ..model import Document, ErrorKind
 from ..options import Options
-from ..run.pool import _how, _kill_group, _quiet
+from ..run.pool import _how, _kill_group
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,7 @@ def _worker_main(conn: Connection, memory_limit: int) -> None:
     with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # killing it kills the helpers it started too
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if not os.environ.get("TEXTSIEVE_DEBUG"):
-        _quiet()
+    quiet_native_chatter()
     if memory_limit > 0:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
