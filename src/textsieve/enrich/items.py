@@ -95,6 +95,15 @@ def candidate_ids(archive: Archive, selection: Selection | None = None,
         "ORDER BY i.id", args)]
 
 
+def work_ids(archive: Archive, ids: list[int] | None, missing: str, force: bool) -> list[int]:
+    """The items a per-item step works on: the ``ids`` asked for that are candidates, or
+    every candidate still ``missing`` its result (all of them with ``force``)."""
+    if ids is None:
+        return candidate_ids(archive, missing=None if force else missing)
+    known = set(candidate_ids(archive))
+    return [i for i in ids if i in known]
+
+
 def texts(archive: Archive, ids: list[int]) -> Iterator[tuple[int, str, str | None]]:
     """(id, title + text, language) for these items, read in batches (bounded memory)."""
     for i in range(0, len(ids), 200):

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ..archive.store import Archive
-from .items import candidate_ids, refresh, texts
+from .items import refresh, texts, work_ids
 
 COUNT = 10
 _RUN_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”«»|/\\\n\t–—]+|\s-\s")
@@ -96,11 +96,7 @@ def update(archive: Archive, ids: list[int] | None = None, *, force: bool = Fals
     idf_values = model.idf
     idf = {w: float(idf_values[i]) for i, w in enumerate(model.vocabulary)}
     default = math.log((1 + model.n_docs) / 2) + 1.0  # a word in no text or one: rare
-    if ids is None:
-        ids = candidate_ids(archive, missing=None if force else "e.keyphrases IS NULL")
-    else:
-        known = set(candidate_ids(archive))
-        ids = [i for i in ids if i in known]
+    ids = work_ids(archive, ids, "e.keyphrases IS NULL", force)
     done = 0
     for i in range(0, len(ids), batch):
         chunk = ids[i:i + batch]

@@ -20,7 +20,7 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
-from .items import candidate_ids, refresh, summary_of, texts  # noqa: F401 (re-export)
+from .items import refresh, summary_of, texts, work_ids  # noqa: F401 (re-export)
 
 SENTENCES = 3  # sentences in a summary
 LONG = 60  # sentences above which a text with sections is summarised by section
@@ -137,11 +137,7 @@ def update(archive: Archive, ids: list[int] | None = None, *, n: int = SENTENCES
 
     require()
     refresh(archive)
-    if ids is None:
-        ids = candidate_ids(archive, missing=None if force else "e.summary IS NULL")
-    else:
-        known = set(candidate_ids(archive))
-        ids = [i for i in ids if i in known]
+    ids = work_ids(archive, ids, "e.summary IS NULL", force)
     done = 0
     for i in range(0, len(ids), batch):
         rows = [(summarize(text, language=lang, n=n), item_id)
