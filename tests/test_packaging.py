@@ -37,13 +37,18 @@ def _declared() -> tuple[set[str], set[str]]:
     return core, extra
 
 
-def _guarded(tree: ast.AST) -> set[int]:
-    """Line numbers of imports inside ``try: ... except ImportError``, or inside a function
-    body: a lazy import runs only when its feature is used, after that feature checked its
-    extra (``enrich.require()``), so it never breaks ``import textsieve``."""
+# Packages whose every entry point first checks its extra (``enrich.require()``): a lazy
+# import inside one of their functions runs only after that check. Anywhere else a lazy
+# import of an optional dependency must be guarded like a top-level one.
+CHECKED_PACKAGES = ("enrich",)
+
+
+def _guarded(tree: ast.AST, checked: bool) -> set[int]:
+    """Line numbers of imports inside ``try: ... except ImportError``, and, in a package
+    that checks its extra up front (``checked``), inside a function body."""
     lines: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if checked and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for inner in node.body:
                 lines.update(n.lineno for n in ast.walk(inner) if hasattr(n, "lineno"))
         if isinstance(node, ast.Try) and any(
@@ -60,7 +65,9 @@ def _third_party_imports() -> dict[str, tuple[str, bool]]:
     found: dict[str, tuple[str, bool]] = {}
     for path in sorted(SRC.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
-        guarded = _guarded(tree)
+        parts = path.relative_to(SRC).parts
+        package = parts[0] if len(parts) > 1 else ""
+        guarded = _guarded(tree, package in CHECKED_PACKAGES)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
