@@ -11,6 +11,7 @@ lead, then one sentence for each of its largest sections, in reading order.
 from __future__ import annotations
 
 import re
+from typing import Any
 from collections.abc import Callable
 
 try:
@@ -69,13 +70,8 @@ def lexrank(sents: list[str], n: int, *, language: str | None = None,
     restart towards early sentences (0: plain LexRank)."""
     if len(sents) <= n:
         return list(range(len(sents)))
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    stop = "english" if (language or "en").startswith("en") else None
-    try:
-        x = TfidfVectorizer(token_pattern=_WORD.pattern, stop_words=stop,
-                            sublinear_tf=True).fit_transform(sents)
-    except ValueError:  # no words at all after stop words: keep the first sentences
+    x = _tfidf(sents, english=(language or "en").startswith("en"))
+    if x is None:  # no words at all after stop words: keep the first sentences
         return list(range(n))
     sim = (x @ x.T).toarray()
     np.fill_diagonal(sim, 0.0)
@@ -93,6 +89,40 @@ def lexrank(sents: list[str], n: int, *, language: str | None = None,
             break
         score = new
     return sorted(np.argsort(-score, kind="stable")[:n].tolist())
+
+
+def _tfidf(sents: list[str], *, english: bool) -> Any:
+    """Sentences x words TF-IDF rows, as scikit-learn's TfidfVectorizer makes them
+    (lower case, sublinear tf, smoothed idf, unit length), or None when no word is left.
+    Computed directly: the vectoriser's input checks cost more than the maths on a few
+    dozen sentences, and this runs once per item."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    stop = ENGLISH_STOP_WORDS if english else frozenset()
+    vocab: dict[str, int] = {}
+    rows: list[dict[int, int]] = []
+    for s in sents:
+        counts: dict[int, int] = {}
+        for w in _WORD.findall(s.lower()):
+            if w in stop:
+                continue
+            j = vocab.setdefault(w, len(vocab))
+            counts[j] = counts.get(j, 0) + 1
+        rows.append(counts)
+    if not vocab:
+        return None
+    from scipy import sparse
+
+    indptr = np.cumsum([0] + [len(c) for c in rows])
+    indices = np.fromiter((j for c in rows for j in c), dtype=np.int64, count=indptr[-1])
+    tf = np.fromiter((v for c in rows for v in c.values()), dtype=np.float64,
+                     count=indptr[-1])
+    df = np.bincount(indices, minlength=len(vocab))
+    data = (1.0 + np.log(tf)) * (np.log((1 + len(sents)) / (1 + df)) + 1.0)[indices]
+    x = sparse.csr_matrix((data, indices, indptr), shape=(len(sents), len(vocab)))
+    norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+    scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    return sparse.diags(scale) @ x
 
 
 def summarize(text: str, *, language: str | None = None, n: int = SENTENCES) -> str:
