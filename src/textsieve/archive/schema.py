@@ -196,8 +196,27 @@ CREATE INDEX items_first_seen ON items(first_seen);
 CREATE INDEX mails_date ON mails(date);
 """
 
+# Version 6 (enrichment at scale): each item's related-items vector, kept so that adding
+# items vectorises only them, never the archive again. The vector is the item's TF-IDF over
+# the topic model's vocabulary, pruned to its strongest terms: little-endian uint32 term
+# ids, then as many float32 weights (unit length). ``vector_model`` is the topic model
+# whose vocabulary it uses; vectors of another model are recomputed. The near-duplicate
+# LSH buckets are stored too (one row per band of a signature), so a new item finds its
+# candidates by lookup instead of a rebuild of the index from every stored signature.
+_V6_ENRICH_SCALE = """
+ALTER TABLE enrichment ADD COLUMN vector BLOB;
+ALTER TABLE enrichment ADD COLUMN vector_model INTEGER;
+CREATE TABLE minhash_bands (
+    band     INTEGER NOT NULL,
+    bucket   INTEGER NOT NULL,               -- 63-bit hash of the band's values
+    item_id  INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    PRIMARY KEY (band, bucket, item_id)
+) WITHOUT ROWID;
+CREATE INDEX minhash_bands_item ON minhash_bands(item_id);
+"""
+
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2, _V3, _V4_ENRICH,
-                                                             _V5_UI]
+                                                             _V5_UI, _V6_ENRICH_SCALE]
 VERSION = len(MIGRATIONS)
 
 

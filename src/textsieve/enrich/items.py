@@ -75,6 +75,10 @@ def refresh(archive: Archive) -> None:
             chunk = stale[i:i + 500]
             marks = ",".join("?" * len(chunk))
             c.execute(f"DELETE FROM item_topics WHERE item_id IN ({marks})", chunk)
+            # An item that listed a re-extracted one as a neighbour looks again.
+            c.execute(f"UPDATE enrichment SET related_done = 0 WHERE item_id IN (SELECT "
+                      f"item_id FROM related WHERE other_id IN ({marks}))", chunk)
+            c.execute(f"DELETE FROM minhash_bands WHERE item_id IN ({marks})", chunk)
             c.execute(f"DELETE FROM related WHERE item_id IN ({marks}) "
                       f"OR other_id IN ({marks})", chunk + chunk)
             c.execute(f"DELETE FROM enrichment WHERE item_id IN ({marks})", chunk)

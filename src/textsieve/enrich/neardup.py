@@ -3,12 +3,13 @@ PDF and its HTML), grouped so search can show it once.
 
 Each text gets a MinHash signature of its word 5-gram shingles (datasketch); locality
 sensitive hashing finds the items whose estimated Jaccard similarity passes the threshold
-without comparing every pair. Signatures are stored, so a new item is only hashed and
-looked up. A group is named by its smallest item id; an item alone is its own group.
+without comparing every pair. Signatures and their LSH bands are stored (the bands as an
+indexed table), so a new item is only hashed and looked up, whatever the archive's size. A group is named by its smallest item id; an item alone is its own group.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 
@@ -25,6 +26,9 @@ THRESHOLD = 0.6  # estimated Jaccard of shingle sets from which two texts are on
 PERMUTATIONS = 128
 SHINGLE = 5
 SCHEME = "affine32"  # datasketch 2's collision-free permutations, stored as uint32
+# LSH banding: 18 bands of 7 values, what datasketch's MinHashLSH chooses for a threshold
+# of 0.6 over 128 permutations (equal weights on false positives and negatives).
+BANDS, ROWS = 18, 7
 _WORD = re.compile(r"(?u)\w+")
 
 Progress = Callable[[str, int, int], None]
@@ -42,11 +46,21 @@ def signature(text: str) -> np.ndarray:
     return m.hashvalues.astype(np.uint32)
 
 
+def _buckets(sig: np.ndarray) -> list[tuple[int, int]]:
+    """(band, bucket) keys of a signature: a 63-bit hash of each band of ROWS values."""
+    out = []
+    for band in range(BANDS):
+        chunk = sig[band * ROWS:(band + 1) * ROWS].astype("<u4").tobytes()
+        h = int.from_bytes(hashlib.blake2b(chunk, digest_size=8).digest(), "little")
+        out.append((band, h >> 1))
+    return out
+
+
 def update(archive: Archive, *, threshold: float = THRESHOLD,
            progress: Progress | None = None, batch: int = 500) -> int:
-    """Hash the items not hashed yet and fold them into the groups; returns how many."""
-    from datasketch import MinHash, MinHashLSH
-
+    """Hash the items not hashed yet and fold them into the groups; returns how many. The
+    stored bands find a new item's candidates by index lookups, so the cost is that of the
+    new items (and of the groups they join), not of the archive."""
     from . import require
 
     require()
@@ -54,47 +68,84 @@ def update(archive: Archive, *, threshold: float = THRESHOLD,
     todo = candidate_ids(archive, missing="e.minhash IS NULL")
     done = 0
     for i in range(0, len(todo), batch):
-        rows = [(signature(t).tobytes(), item_id)
-                for item_id, t, _ in texts(archive, todo[i:i + batch])]
+        sigs = [(item_id, signature(t)) for item_id, t, _ in texts(archive, todo[i:i + batch])]
         with archive.transaction() as c:
-            c.executemany("UPDATE enrichment SET minhash = ? WHERE item_id = ?", rows)
-        done += len(rows)
+            c.executemany("UPDATE enrichment SET minhash = ? WHERE item_id = ?",
+                          [(s.tobytes(), item_id) for item_id, s in sigs])
+            c.executemany("DELETE FROM minhash_bands WHERE item_id = ?",
+                          [(item_id,) for item_id, _ in sigs])
+            c.executemany("INSERT OR IGNORE INTO minhash_bands VALUES (?, ?, ?)",
+                          [(band, bucket, item_id) for item_id, s in sigs
+                           for band, bucket in _buckets(s)])
+        done += len(sigs)
         if progress:
             progress("near-duplicates", done, len(todo))
+    _index_older(archive)
     if not todo:
         return 0
-    lsh = MinHashLSH(threshold=threshold, num_perm=PERMUTATIONS)
-    sigs: dict[int, MinHash] = {}
-    group: dict[int, int] = {}
-    for item_id, blob, gid in archive.conn.execute(
-            "SELECT item_id, minhash, dup_group FROM enrichment WHERE minhash IS NOT NULL"):
-        m = MinHash(num_perm=PERMUTATIONS, seed=1, scheme=SCHEME,
-                    hashvalues=np.frombuffer(blob, dtype=np.uint32))
-        sigs[item_id] = m
-        lsh.insert(item_id, m, check_duplication=False)
-        group[item_id] = gid if gid is not None else item_id
-    for item_id in todo:
-        m = sigs.get(item_id)
-        if m is None:
-            continue
-        for other in lsh.query(m):
-            if other != item_id and m.jaccard(sigs[other]) >= threshold:
-                _merge(group, item_id, other)
-    with archive.transaction() as c:
-        c.executemany("UPDATE enrichment SET dup_group = ? WHERE item_id = ? "
-                      "AND dup_group IS NOT ?", [(g, i, g) for i, g in group.items()])
+    _group(archive, todo, threshold)
     return done
 
 
-def _merge(group: dict[int, int], a: int, b: int) -> None:
-    """Put a's and b's groups together under the smaller id."""
-    ga, gb = group[a], group[b]
-    if ga == gb:
+def _index_older(archive: Archive) -> None:
+    """Bands of signatures stored before the bands table existed (schema 6)."""
+    rows = archive.conn.execute(
+        "SELECT e.item_id, e.minhash FROM enrichment e WHERE e.minhash IS NOT NULL AND "
+        "NOT EXISTS (SELECT 1 FROM minhash_bands b WHERE b.item_id = e.item_id)").fetchall()
+    if rows:
+        with archive.transaction() as c:
+            c.executemany("INSERT OR IGNORE INTO minhash_bands VALUES (?, ?, ?)",
+                          [(band, bucket, item_id) for item_id, blob in rows
+                           for band, bucket in _buckets(np.frombuffer(blob, np.uint32))])
+
+
+def _group(archive: Archive, todo: list[int], threshold: float) -> None:
+    """Verify the new items' bucket mates by their signatures and merge the groups of the
+    pairs that pass; a group keeps the smallest id of its members."""
+    c = archive.conn
+    pairs: list[tuple[int, int]] = []
+    for i in range(0, len(todo), 500):
+        chunk = todo[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        found = c.execute(
+            "SELECT DISTINCT a.item_id, b.item_id FROM minhash_bands a "
+            "JOIN minhash_bands b ON b.band = a.band AND b.bucket = a.bucket "
+            f"AND b.item_id != a.item_id WHERE a.item_id IN ({marks})", chunk).fetchall()
+        mine = set(chunk)
+        pairs += [(a, b) for a, b in found if a < b or b not in mine]
+    if not pairs:
+        with archive.transaction() as t:
+            t.executemany("UPDATE enrichment SET dup_group = item_id WHERE item_id = ? "
+                          "AND dup_group IS NULL", [(i,) for i in todo])
         return
-    keep, drop = min(ga, gb), max(ga, gb)
-    for item_id, g in group.items():
-        if g == drop:
-            group[item_id] = keep
+    involved = sorted({x for p in pairs for x in p})
+    sig: dict[int, np.ndarray] = {}
+    label: dict[int, int] = {}
+    for i in range(0, len(involved), 500):
+        chunk = involved[i:i + 500]
+        for item_id, blob, gid in c.execute(
+                "SELECT item_id, minhash, dup_group FROM enrichment WHERE item_id IN "
+                f"({','.join('?' * len(chunk))})", chunk):
+            sig[item_id] = np.frombuffer(blob, dtype=np.uint32)
+            label[item_id] = gid if gid is not None else item_id
+    parent: dict[int, int] = {}
+
+    def root(g: int) -> int:
+        while parent.get(g, g) != g:
+            parent[g] = parent.get(parent[g], parent[g])
+            g = parent[g]
+        return g
+
+    for a, b in pairs:
+        if a in sig and b in sig and float(np.mean(sig[a] == sig[b])) >= threshold:
+            ra, rb = root(label[a]), root(label[b])
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    with archive.transaction() as t:
+        moved = [(root(g), g) for g in parent if root(g) != g]
+        t.executemany("UPDATE enrichment SET dup_group = ? WHERE dup_group = ?", moved)
+        t.executemany("UPDATE enrichment SET dup_group = ? WHERE item_id = ?",
+                      [(root(label.get(i, i)), i) for i in todo])
 
 
 def groups(archive: Archive) -> list[list[int]]:

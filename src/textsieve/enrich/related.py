@@ -1,14 +1,22 @@
 """Related items: each item's nearest neighbours by TF-IDF cosine similarity.
 
 Vectors use the vocabulary and idf of the archive's topic model, so they do not change as
-items are added and an item's neighbours are computed once: a new item is compared with
-every item, and enters the lists of the items it is closer to than their current last
-neighbour. Sparse products in blocks keep memory bounded by one block of scores.
+items are added. Each item's vector is computed once and stored (``enrichment.vector``):
+adding items vectorises only them. A new item is compared with every stored vector, gets
+its own nearest neighbours, and enters the list of every older item it is closer to than
+that item's current last neighbour; the result is the same as recomputing everything.
+
+A vector keeps only the item's ``TERMS`` strongest topical terms (too-common terms carry
+no likeness, and the long tail of weak terms barely moves a cosine): that bounds the
+storage per item and makes the all-pairs products sparse enough for 100,000 items.
+Scores are computed a block of rows at a time, so memory is bounded by one block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
 
 try:
     import numpy as np
@@ -19,17 +27,100 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 from ..archive.store import Archive
 from .items import candidate_ids, refresh, texts
 
+log = logging.getLogger(__name__)
+
 COUNT = 5  # neighbours kept per item
 MIN_SCORE = 0.1  # below this two texts share little more than common words
-BLOCK = 256
+TERMS = 100  # strongest terms kept in an item's vector
+BLOCK = 128  # rows scored at once: BLOCK x items float32 scores in memory
+VECTOR_BATCH = 1000
 
 Progress = Callable[[str, int, int], None]
 
 
-def update(archive: Archive, *, count: int = COUNT, progress: Progress | None = None) -> int:
-    """Neighbours for every candidate without them yet; returns how many were done."""
+def vectorise(model: Any, docs: Sequence[str], terms: int = TERMS) -> Any:
+    """Unit-length TF-IDF rows of ``docs`` over the model's topical terms, each pruned to
+    its ``terms`` largest weights (CSR, float32)."""
+    from scipy import sparse
+    from sklearn.preprocessing import normalize
+
+    x = model.tfidf(docs)
+    x = x @ sparse.diags(model.topical.astype(np.float32))  # drop too-common terms
+    x = x.tocsr()
+    x.eliminate_zeros()
+    indptr, indices, data = x.indptr, x.indices, x.data
+    keep = np.ones(len(data), dtype=bool)
+    for r in range(x.shape[0]):
+        a, b = indptr[r], indptr[r + 1]
+        if b - a > terms:
+            weak = np.argpartition(-data[a:b], terms)[terms:]
+            keep[a + weak] = False
+    rows = np.repeat(np.arange(x.shape[0]), np.diff(indptr))[keep]
+    pruned = sparse.csr_matrix((data[keep], (rows, indices[keep])), shape=x.shape,
+                               dtype=np.float32)
+    return normalize(pruned).astype(np.float32)
+
+
+def _encode(row: Any) -> bytes:
+    order = np.argsort(row.indices)
+    return (row.indices[order].astype("<u4").tobytes()
+            + row.data[order].astype("<f4").tobytes())
+
+
+def _decode(blobs: Sequence[bytes], n_terms: int) -> Any:
+    """Stored vectors as one CSR matrix, one row per blob, in order."""
     from scipy import sparse
 
+    sizes = np.fromiter((len(b) // 8 for b in blobs), dtype=np.int64, count=len(blobs))
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    data = np.empty(int(indptr[-1]), dtype=np.float32)
+    for r, blob in enumerate(blobs):
+        a, b = indptr[r], indptr[r + 1]
+        k = b - a
+        indices[a:b] = np.frombuffer(blob, dtype="<u4", count=k)
+        data[a:b] = np.frombuffer(blob, dtype="<f4", offset=4 * k, count=k)
+    return sparse.csr_matrix((data, indices, indptr), shape=(len(blobs), n_terms))
+
+
+def _store_vectors(archive: Archive, model: Any, ids: list[int],
+                   progress: Progress | None) -> int:
+    """Vectorise the items that have no vector of this model yet; returns how many."""
+    done = 0
+    for i in range(0, len(ids), VECTOR_BATCH):
+        got = list(texts(archive, ids[i:i + VECTOR_BATCH]))
+        x = vectorise(model, [t for _, t, _ in got])
+        with archive.transaction() as c:
+            c.executemany("UPDATE enrichment SET vector = ?, vector_model = ? WHERE item_id = ?",
+                          [(_encode(x[r]), model.id, item_id)
+                           for r, (item_id, _, _) in enumerate(got)])
+        done += len(got)
+        if progress:
+            progress("related vectors", done, len(ids))
+    return done
+
+
+def _best(sims: np.ndarray, count: int) -> list[list[int]]:
+    """Per row, the columns of the ``count`` highest scores of at least MIN_SCORE, best
+    first, ties to the lower column (the lower item id)."""
+    out = []
+    k = min(count, sims.shape[1])
+    if k == 0:
+        return [[] for _ in range(sims.shape[0])]
+    part = (np.argpartition(-sims, k - 1, axis=1)[:, :k] if sims.shape[1] > k
+            else np.tile(np.arange(sims.shape[1]), (sims.shape[0], 1)))
+    for r in range(sims.shape[0]):
+        floor = sims[r, part[r]].min()
+        # every column tying the lowest kept score competes, so ties break by id
+        cols = np.flatnonzero(sims[r] >= max(floor, MIN_SCORE))
+        cols = cols[np.lexsort((cols, -sims[r, cols]))][:count]
+        out.append(cols.tolist())
+    return out
+
+
+def update(archive: Archive, *, count: int = COUNT, progress: Progress | None = None) -> int:
+    """Neighbours for every candidate without them yet; returns how many were done. Only
+    those items (and any without a stored vector) are vectorised."""
     from . import require, topics
 
     require()
@@ -37,43 +128,70 @@ def update(archive: Archive, *, count: int = COUNT, progress: Progress | None = 
     if model is None:
         topics.update(archive, progress=progress)
         model = topics.load_model(archive)
-    assert model is not None
+    assert model is not None and model.id is not None
     refresh(archive)
+    with archive.transaction() as c:  # vectors of an older model: neighbours start over
+        if c.execute("SELECT 1 FROM enrichment WHERE vector_model IS NOT NULL "
+                     "AND vector_model != ? LIMIT 1", (model.id,)).fetchone():
+            log.info("related: the topic model changed; recomputing every neighbour list")
+            c.execute("UPDATE enrichment SET vector = NULL, vector_model = NULL, "
+                      "related_done = 0")
+            c.execute("DELETE FROM related")
     todo = candidate_ids(archive, missing="e.related_done = 0")
     if not todo:
         return 0
-    all_ids = candidate_ids(archive)
-    blocks = []
-    for i in range(0, len(all_ids), 1000):
-        got = list(texts(archive, all_ids[i:i + 1000]))
-        blocks.append(model.tfidf([t for _, t, _ in got]))
-    x = sparse.vstack(blocks).tocsr()
+    vectorised = _store_vectors(
+        archive, model, candidate_ids(archive, missing="e.vector IS NULL"), progress)
+    all_ids, blobs = [], []
+    for item_id, blob in archive.conn.execute(
+            "SELECT e.item_id, e.vector FROM enrichment e JOIN items i ON i.id = e.item_id "
+            "WHERE e.vector IS NOT NULL AND e.vector_model = ? ORDER BY e.item_id",
+            (model.id,)):
+        all_ids.append(item_id)
+        blobs.append(blob)
+    candidates = set(candidate_ids(archive))
+    keep = [n for n, i in enumerate(all_ids) if i in candidates]
+    all_ids = [all_ids[n] for n in keep]
+    x = _decode([blobs[n] for n in keep], len(model.vocabulary))
+    del blobs
     pos = {item_id: n for n, item_id in enumerate(all_ids)}
-    xt = x.T.tocsc()
+    todo = [t for t in todo if t in pos]
+    new = np.zeros(len(all_ids), dtype=bool)
+    new[[pos[t] for t in todo]] = True
+    # An older item takes a new one when it beats its current last neighbour (any score
+    # of MIN_SCORE or more while its list is not full).
+    floor = np.full(len(all_ids), MIN_SCORE, dtype=np.float32)
+    for item_id, n, low in archive.conn.execute(
+            "SELECT item_id, count(*), min(score) FROM related GROUP BY item_id"):
+        if item_id in pos and n >= count:
+            floor[pos[item_id]] = max(MIN_SCORE, low)
+    floor[new] = np.inf  # new items get their own full list below
+    xt = x.T.tocsr()
     touched: set[int] = set()
     done = 0
     for i in range(0, len(todo), BLOCK):
         chunk = todo[i:i + BLOCK]
         sims = (x[[pos[t] for t in chunk]] @ xt).toarray()
-        rows = []
         for r, item_id in enumerate(chunk):
-            sims[r, pos[item_id]] = 0.0
-            best = np.argsort(-sims[r], kind="stable")[:count]
-            for b in best:
-                if sims[r, b] >= MIN_SCORE:
-                    other = all_ids[b]
-                    rows.append((item_id, other, float(sims[r, b])))
-                    rows.append((other, item_id, float(sims[r, b])))
-                    touched.add(other)
+            sims[r, pos[item_id]] = -1.0
+        rows = []
+        for r, cols in enumerate(_best(sims, count)):
+            rows += [(chunk[r], all_ids[b], float(sims[r, b])) for b in cols]
+        hit_r, hit_c = np.nonzero(sims >= floor[None, :])
+        for r, b in zip(hit_r.tolist(), hit_c.tolist(), strict=True):
+            rows.append((all_ids[b], chunk[r], float(sims[r, b])))
+            touched.add(all_ids[b])
         with archive.transaction() as c:
+            c.executemany("DELETE FROM related WHERE item_id = ?", [(t,) for t in chunk])
             c.executemany("INSERT OR REPLACE INTO related VALUES (?, ?, ?)", rows)
             c.executemany("UPDATE enrichment SET related_done = 1 WHERE item_id = ?",
                           [(t,) for t in chunk])
-        touched.update(chunk)
         done += len(chunk)
         if progress:
             progress("related", done, len(todo))
     _prune(archive, sorted(touched), count)
+    log.info("related: %d item(s) vectorised, %d given neighbours, %d older lists updated",
+             vectorised, done, len(touched))
     return done
 
 
