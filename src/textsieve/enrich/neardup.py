@@ -4,7 +4,8 @@ PDF and its HTML), grouped so search can show it once.
 Each text gets a MinHash signature of its word 5-gram shingles (datasketch); locality
 sensitive hashing finds the items whose estimated Jaccard similarity passes the threshold
 without comparing every pair. Signatures and their LSH bands are stored (the bands as an
-indexed table), so a new item is only hashed and looked up, whatever the archive's size. A group is named by its smallest item id; an item alone is its own group.
+indexed table), so a new item is only hashed and looked up, whatever the archive's
+size. A group is named by its smallest item id; an item alone is its own group.
 """
 
 from __future__ import annotations

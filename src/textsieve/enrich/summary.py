@@ -11,8 +11,8 @@ lead, then one sentence for each of its largest sections, in reading order.
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 try:
     import numpy as np
