@@ -91,3 +91,55 @@ def test_cli_keyphrases_related_and_show_json(tmp_path: Path, records, capsys) -
     shown = json.loads(capsys.readouterr().out)
     assert "Nutrition" in shown["keyphrases"] and shown["related"] and shown["topics"]
     assert main(["related", "--archive", str(path)]) == 2  # ids or --all
+
+
+def _lists(a: Archive) -> dict[int, list[tuple[int, float]]]:
+    out: dict[int, list[tuple[int, float]]] = {}
+    for item_id, other, score in a.conn.execute(
+            "SELECT item_id, other_id, score FROM related ORDER BY item_id, score DESC, "
+            "other_id"):
+        out.setdefault(item_id, []).append((other, round(score, 5)))
+    return out
+
+
+def test_adding_items_vectorises_only_them_and_matches_a_full_recompute(
+        tmp_path: Path, records) -> None:
+    """An archive that grows by a few items must not be read and vectorised again: the
+    new items alone are vectorised, and every list (old items' too) is what computing
+    everything from scratch gives."""
+    with Archive(tmp_path / "inc.db") as a:
+        write_pages(a, records[:240])
+        topics.update(a, k=8)
+        first: list[tuple[str, int, int]] = []
+        assert related.update(a, progress=lambda *p: first.append(p)) == 240
+        assert [p for p in first if p[0] == "related vectors"][-1][1:] == (240, 240)
+        write_pages(a, records[240:260])
+        # a copy of an old page: it must enter that page's list, at the top
+        write_pages(a, [records[10]], key=lambda r: r["url"] + "#again")
+        seen: list[tuple[str, int, int]] = []
+        assert related.update(a, progress=lambda *p: seen.append(p)) == 21
+        vectorised = [p for p in seen if p[0] == "related vectors"]
+        assert vectorised and vectorised[-1][1:] == (21, 21)
+        copy_id = a.conn.execute("SELECT max(id) FROM items").fetchone()[0]
+        assert items.related_of(a, 11)[0]["id"] == copy_id
+        incremental = _lists(a)
+        # the same archive, every vector and list computed again from nothing
+        with a.transaction() as c:
+            c.execute("UPDATE enrichment SET vector = NULL, vector_model = NULL, "
+                      "related_done = 0")
+            c.execute("DELETE FROM related")
+        assert related.update(a) == 261
+        assert _lists(a) == incremental
+
+
+def test_a_refit_recomputes_every_neighbour_list(tmp_path: Path, records) -> None:
+    """Vectors use the model's vocabulary: after a refit none of the old ones is mixed
+    with new ones."""
+    with Archive(tmp_path / "refit.db") as a:
+        write_pages(a, records[:120])
+        topics.update(a, k=6)
+        related.update(a)
+        model = topics.update(a, k=5).model_id  # another k: a new model
+        assert related.update(a) == 120
+        assert {r[0] for r in a.conn.execute(
+            "SELECT DISTINCT vector_model FROM enrichment")} == {model}
