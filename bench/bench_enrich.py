@@ -11,9 +11,10 @@ of another page added, so no two items are the same text and the word statistics
 those of real pages. They are written through ``Archive.write`` as a run would.
 
 Each stage runs in this one process, in the order ``run --enrich`` runs them; its wall time
-and the process's peak RSS after it (``ru_maxrss``: monotonic, so a stage's own peak shows
-only when it raises the high-water mark) are printed. Then ``--add`` new items are written
-and every stage is run again: the incremental cost (no refit, only the new items).
+and its own peak RSS (a thread samples /proc/self/statm every 20 ms while it runs) are
+printed, with the RSS before it. Then ``--add`` new items are written and every stage is
+run again: the incremental cost (no refit, only the new items). ``--tmp`` puts the archive
+in that folder (default: the system's temporary folder), never in the repository.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import random
 import resource
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -50,7 +52,32 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _stages(archive: Archive, k: int | None) -> list[tuple[str, float, float, str]]:
+def _now_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+class _Peak:
+    """The highest RSS seen while a stage runs (ru_maxrss only ever rises)."""
+
+    def __enter__(self) -> _Peak:
+        self.start = self.peak = _now_mib()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, _now_mib())
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _now_mib())
+
+
+def _stages(archive: Archive, k: int | None) -> list[tuple[str, float, float, float, str]]:
     rows = []
     for name, fn in (
             ("topics", lambda: topics.update(archive, k=k)),
@@ -58,20 +85,25 @@ def _stages(archive: Archive, k: int | None) -> list[tuple[str, float, float, st
             ("keyphrases", lambda: keyphrases.update(archive)),
             ("related", lambda: related.update(archive)),
             ("duplicates", lambda: neardup.update(archive))):
-        t = time.perf_counter()
-        result = fn()
-        secs = time.perf_counter() - t
+        with _Peak() as peak:
+            t = time.perf_counter()
+            result = fn()
+            secs = time.perf_counter() - t
         what = (f"k={result.k} placed {result.placed}" if name == "topics"
                 else f"{result} items")
-        rows.append((name, secs, _rss_mib(), what))
+        rows.append((name, secs, peak.start, peak.peak, what))
+        print(f"  {name}: {secs:.1f} s", file=sys.stderr, flush=True)
     return rows
 
 
-def _table(title: str, rows: list[tuple[str, float, float, str]], n: int) -> None:
+def _table(title: str, rows: list[tuple[str, float, float, float, str]], n: int) -> None:
     print(f"\n== {title}")
-    print(f"{'stage':<12}{'seconds':>9}{'items/s':>10}{'peak RSS MiB':>14}  done")
-    for name, secs, rss, what in rows:
-        print(f"{name:<12}{secs:>9.1f}{n / secs if secs else 0:>10.0f}{rss:>14.0f}  {what}")
+    print(f"{'stage':<12}{'seconds':>9}{'items/s':>10}{'RSS before':>12}{'peak RSS MiB':>14}"
+          "  done")
+    for name, secs, before, peak, what in rows:
+        print(f"{name:<12}{secs:>9.1f}{n / secs if secs else 0:>10.0f}{before:>12.0f}"
+              f"{peak:>14.0f}  {what}")
+    print(f"process peak RSS (ru_maxrss): {_rss_mib():.0f} MiB", flush=True)
 
 
 def main() -> None:
@@ -79,14 +111,15 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=10_000)
     ap.add_argument("--add", type=int, default=100)
     ap.add_argument("-k", type=int, default=0, help="topics (0: chosen by coherence)")
+    ap.add_argument("--tmp", default=None, help="folder for the archive (default: system)")
     args = ap.parse_args()
     base = pages()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         archive = Archive(Path(tmp) / "bench.db")
         t = time.perf_counter()
         write_pages(archive, _items(args.items, 0, base, 1))
         print(f"{args.items:,} items from {len(base):,} real pages written in "
-              f"{time.perf_counter() - t:.1f} s; RSS {_rss_mib():.0f} MiB")
+              f"{time.perf_counter() - t:.1f} s; RSS {_rss_mib():.0f} MiB", flush=True)
         _table(f"full pass over {args.items:,} items", _stages(archive, args.k or None),
                args.items)
         write_pages(archive, _items(args.add, args.items, base, 2))
