@@ -446,3 +446,82 @@ def test_item_links_its_searchable_pdf_and_serves_nothing_outside(tmp_path: Path
                        base_url="http://127.0.0.1")
     assert other.get(f"/items/{scan_id}/searchable.pdf").status_code == 404
     assert "searchable.pdf" not in other.get(f"/items/{scan_id}").text
+
+
+@contextlib.contextmanager
+def _serving(db: Path) -> Iterator[str]:
+    """The reading room over ``db`` on 127.0.0.1, served by uvicorn in this process."""
+    port = _port()
+    srv = uvicorn.Server(uvicorn.Config(app(db), host="127.0.0.1", port=port,
+                                        log_level="warning"))
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        t.join(10)
+
+
+@needs_browser
+def test_topics_page_charts_topic_sizes_per_month(tmp_path: Path, browser: webdriver.Chrome,
+                                                  shots: Path) -> None:
+    """Real pages in five topics, dated by their published date (or, when it is missing
+    or absurd, the day they were added): the topics page draws items per topic per month
+    as an SVG with a title and a description, and a table with the same figures."""
+    from textsieve.enrich import items as enriched
+    from textsieve.enrich import topics
+    from wcxb_archive import pages, write_pages
+
+    db = tmp_path / "topics.db"
+    added = 1_752_141_600  # 2025-07-10 10:00 UTC
+    with Archive(db) as a:
+        write_pages(a, pages(150))
+        with a.transaction() as c:
+            c.execute("UPDATE items SET first_seen = ?", (added,))
+            c.execute("UPDATE items SET metadata = json_set(metadata, '$.created', "
+                      "printf('2025-%02d-15T10:00:00', id % 5 + 1)) WHERE id % 3 != 0")
+            c.execute("UPDATE items SET metadata = json_set(metadata, '$.created', "
+                      "'2099-01-01') WHERE id = 3")  # not a date it was published
+        topics.update(a, k=5)
+        expected: dict[str, dict[str, int]] = {}
+        labels = {t.id: t.label for t in topics.list_topics(a)}
+        for (item_id,) in a.conn.execute("SELECT id FROM items"):
+            main = enriched.topics_of(a, item_id)[0]["topic"]
+            month = f"2025-{item_id % 5 + 1:02d}" if item_id % 3 else "2025-07"
+            by = expected.setdefault(labels[main], {})
+            by[month] = by.get(month, 0) + 1
+    d = browser
+    with _serving(db) as server:
+        d.get(f"{server}/topics")
+        svg = d.find_element(By.CSS_SELECTOR, "figure.topic-timeline svg.timeline")
+        assert svg.get_attribute("role") == "img" and svg.size["width"] > 300
+        named = svg.get_attribute("aria-labelledby").split()
+        assert [d.find_element(By.ID, n).tag_name for n in named] == ["title", "desc"]
+        desc = d.find_element(By.ID, "timeline-desc").get_attribute("textContent")
+        assert "2025-01 to 2025-07" in desc
+        assert len(svg.find_elements(By.CSS_SELECTOR, "g.topic")) == 5
+        bars = {b.get_attribute("textContent") for b in
+                svg.find_elements(By.CSS_SELECTOR, "rect.bar title")}
+        assert bars == {f"{label}, {m}: {n:,} items" for label, by in expected.items()
+                        for m, n in by.items()}
+        d.find_element(By.CSS_SELECTOR, "details summary").click()
+        table = d.find_element(By.CSS_SELECTOR, "table.timeline-data")
+        months = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")][1:]
+        assert months == [f"2025-{m:02d}" for m in range(1, 8)]  # June: none, shown
+        shown = {}
+        for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr"):
+            label = tr.find_element(By.TAG_NAME, "th").text
+            cells = [int(td.text) for td in tr.find_elements(By.TAG_NAME, "td")]
+            shown[label] = {m: n for m, n in zip(months, cells, strict=True) if n}
+        assert shown == expected and sum(sum(v.values()) for v in shown.values()) == 150
+        # each topic is listed with its terms and links to its most representative items
+        assert len(d.find_elements(By.CSS_SELECTOR, ".topics-list > li")) == 5
+        d.find_element(By.CSS_SELECTOR, ".topics-list li a").click()
+        WebDriverWait(d, 10).until(lambda _: "/items/" in d.current_url)
+        d.get(f"{server}/topics")
+        _check(d, shots, "topics")

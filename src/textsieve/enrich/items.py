@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..archive.store import Archive
 from . import EnrichError
@@ -190,3 +191,71 @@ def enriched(archive: Archive, item_id: int) -> dict[str, object]:
             "topics": topics_of(archive, item_id),
             "related": related_of(archive, item_id),
             "duplicates": duplicates_of(archive, item_id)}
+
+
+@dataclass
+class Topic:
+    id: int
+    label: str
+    terms: list[tuple[str, float]]
+    coherence: float | None
+    size: int = 0
+    items: list[dict[str, Any]] = field(default_factory=list)  # the most representative
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.id, "label": self.label, "size": self.size,
+                "coherence": None if self.coherence is None else round(self.coherence, 4),
+                "terms": [t for t, _ in self.terms], "items": self.items}
+
+
+def list_topics(archive: Archive, *, items: int = 3) -> list[Topic]:
+    """The active model's topics with their size (items whose main topic it is) and their
+    most representative items (highest share)."""
+    row = archive.conn.execute(
+        "SELECT id FROM topic_models WHERE active = 1 ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        return []
+    model_id = row[0]
+    out = [Topic(t, label, [(a, b) for a, b in json.loads(terms)], coh)
+           for t, label, terms, coh in archive.conn.execute(
+               "SELECT topic, label, terms, coherence FROM topics WHERE model_id = ? "
+               "ORDER BY topic", (model_id,))]
+    by_id = {t.id: t for t in out}
+    for (topic, size) in archive.conn.execute(
+            "SELECT topic, count(*) FROM (SELECT item_id, topic, max(weight) FROM item_topics "
+            "WHERE model_id = ? GROUP BY item_id) GROUP BY topic", (model_id,)):
+        by_id[topic].size = size
+    for t in out:
+        t.items = [{"id": r[0], "weight": round(r[1], 3), "title": r[2], "key": r[3]}
+                   for r in archive.conn.execute(
+                       "SELECT it.item_id, it.weight, i.title, i.key FROM item_topics it "
+                       "JOIN items i ON i.id = it.item_id WHERE it.model_id = ? "
+                       "AND it.topic = ? ORDER BY it.weight DESC, it.item_id LIMIT ?",
+                       (model_id, t.id, items))]
+    return out
+
+
+# An item's date: its published date when the metadata has a plausible one (a YYYY-MM
+# month from 1990 to now; metadata also holds 1601 and 2099), else the day it was added.
+_MONTH = ("CASE WHEN i.published GLOB '[12][0-9][0-9][0-9]-[01][0-9]*' "
+          "AND substr(i.published, 1, 7) BETWEEN '1990-01' AND :now "
+          "THEN substr(i.published, 1, 7) "
+          "ELSE strftime('%Y-%m', i.first_seen, 'unixepoch') END")
+
+
+def topic_months(archive: Archive) -> dict[int, dict[str, int]]:
+    """Items per topic per month in the active model: each item counts once, in its main
+    topic (largest share), in the month of its date (published if known, else added)."""
+    row = archive.conn.execute(
+        "SELECT id FROM topic_models WHERE active = 1 ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        return {}
+    out: dict[int, dict[str, int]] = {}
+    for topic, month, n in archive.conn.execute(
+            f"SELECT m.topic, {_MONTH} AS month, count(*) FROM (SELECT item_id, topic, "
+            "max(weight) FROM item_topics WHERE model_id = :model GROUP BY item_id) m "
+            "JOIN items i ON i.id = m.item_id GROUP BY 1, 2",
+            {"model": row[0], "now": time.strftime("%Y-%m", time.gmtime())}):
+        if month:
+            out.setdefault(topic, {})[month] = n
+    return out

@@ -27,9 +27,12 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 
 from ..archive.store import Archive
 from . import NotEnoughText, require
-from .items import Selection, candidate_ids, refresh, texts
+from .items import Selection, Topic, candidate_ids, list_topics, refresh, texts
 
 log = logging.getLogger(__name__)
+
+__all__ = ["Topic", "TopicModel", "TopicsReport", "fit", "list_topics", "load_model",
+           "npmi", "save_model", "update"]
 
 TOKEN_PATTERN = r"(?u)\b[^\W\d_]{3,}\b"  # words of 3+ letters: no numbers, ids or hashes
 MAX_DF = 0.5  # terms in more than half the texts carry no topic (boilerplate, stop words)
@@ -90,21 +93,6 @@ class TopicModel:
                                              update_H=False, init="custom", max_iter=400,
                                              random_state=0)
         return _mixtures(w)
-
-
-@dataclass
-class Topic:
-    id: int
-    label: str
-    terms: list[tuple[str, float]]
-    coherence: float | None
-    size: int = 0
-    items: list[dict[str, Any]] = field(default_factory=list)  # the most representative
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"topic": self.id, "label": self.label, "size": self.size,
-                "coherence": None if self.coherence is None else round(self.coherence, 4),
-                "terms": [t for t, _ in self.terms], "items": self.items}
 
 
 @dataclass
@@ -335,30 +323,3 @@ def _place(archive: Archive, model: TopicModel, ids: list[int], batch: int,
         if progress:
             progress("topics", placed, len(ids))
     return placed
-
-
-def list_topics(archive: Archive, *, items: int = 3) -> list[Topic]:
-    """The active model's topics with their size (items whose main topic it is) and their
-    most representative items (highest share)."""
-    row = archive.conn.execute(
-        "SELECT id FROM topic_models WHERE active = 1 ORDER BY id DESC LIMIT 1").fetchone()
-    if row is None:
-        return []
-    model_id = row[0]
-    out = [Topic(t, label, [(a, b) for a, b in json.loads(terms)], coh)
-           for t, label, terms, coh in archive.conn.execute(
-               "SELECT topic, label, terms, coherence FROM topics WHERE model_id = ? "
-               "ORDER BY topic", (model_id,))]
-    by_id = {t.id: t for t in out}
-    for (topic, size) in archive.conn.execute(
-            "SELECT topic, count(*) FROM (SELECT item_id, topic, max(weight) FROM item_topics "
-            "WHERE model_id = ? GROUP BY item_id) GROUP BY topic", (model_id,)):
-        by_id[topic].size = size
-    for t in out:
-        t.items = [{"id": r[0], "weight": round(r[1], 3), "title": r[2], "key": r[3]}
-                   for r in archive.conn.execute(
-                       "SELECT it.item_id, it.weight, i.title, i.key FROM item_topics it "
-                       "JOIN items i ON i.id = it.item_id WHERE it.model_id = ? "
-                       "AND it.topic = ? ORDER BY it.weight DESC, it.item_id LIMIT ?",
-                       (model_id, t.id, items))]
-    return out

@@ -80,3 +80,78 @@ def bar_chart(pairs: list[tuple[str, int]], *, label: str, width: int = 640) -> 
             f'<text class=num x="{name_w + w + 6}" y="{y + 18}">{n:,}</text></g>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+MAX_MONTHS = 60  # the chart shows at most the last five years of months
+
+
+def month_span(series: list[tuple[str, dict[str, int]]]) -> list[str]:
+    """Every month (YYYY-MM) from the first to the last one with items, gaps included, at
+    most the last MAX_MONTHS of them."""
+    seen = sorted({m for _, counts in series for m in counts})
+    if not seen:
+        return []
+    y, mo = int(seen[0][:4]), int(seen[0][5:7])
+    end = seen[-1]
+    out = []
+    while True:
+        month = f"{y:04d}-{mo:02d}"
+        out.append(month)
+        if month >= end:
+            break
+        y, mo = (y + 1, 1) if mo == 12 else (y, mo + 1)
+    return out[-MAX_MONTHS:]
+
+
+def topic_chart(series: list[tuple[str, dict[str, int]]], months: list[str], *,
+                width: int = 760) -> Markup:
+    """Topic sizes over time as inline SVG: one row per topic (its label on the left), one
+    bar per month, heights on one scale for all rows so rows compare. A title and a desc
+    say what it shows for screen readers (the page also gives the figures as a table);
+    each bar's own title gives its figure on hover. Colours come from the stylesheet."""
+    if not series or not months:
+        return Markup("<p class=muted>nothing yet</p>")
+    top = max((counts.get(m, 0) for _, counts in series for m in months), default=0) or 1
+    row, name_w, axis_h = 34, 210, 22
+    slot = (width - name_w - 10) / len(months)
+    height = row * len(series) + axis_h
+    busiest = max(((counts.get(m, 0), label, m) for label, counts in series for m in months))
+    title = "Topic sizes over time: items per topic per month"
+    desc = (f"One row per topic, one bar per month from {months[0]} to {months[-1]}; an "
+            f"item counts in its main topic, in the month it was published (or added). "
+            f"The largest bar is {busiest[1]} in {busiest[2]} with {busiest[0]:,} items. "
+            "The table after the chart gives every figure.")
+    parts = [f'<svg class="chart timeline" role="img" viewBox="0 0 {width} {height}" '
+             'aria-labelledby="timeline-title timeline-desc">'
+             f'<title id="timeline-title">{html.escape(title)}</title>'
+             f'<desc id="timeline-desc">{html.escape(desc)}</desc>']
+    for i, (label, counts) in enumerate(series):
+        y0 = i * row
+        short = label if len(label) <= 30 else label[:29] + "…"
+        parts.append(f'<g class="topic"><text class=label x="{name_w - 8}" y="{y0 + row - 12}" '
+                     f'text-anchor="end">{html.escape(short)}</text>'
+                     f'<line class=base x1="{name_w}" x2="{width - 10}" y1="{y0 + row - 4}" '
+                     f'y2="{y0 + row - 4}"/>')
+        for j, m in enumerate(months):
+            n = counts.get(m, 0)
+            if not n:
+                continue
+            h = max(1.0, (row - 8) * n / top)
+            x = name_w + j * slot
+            parts.append(f'<rect class=bar x="{x + 0.5:.1f}" y="{y0 + row - 4 - h:.1f}" '
+                         f'width="{max(1.0, slot - 1):.1f}" height="{h:.1f}">'
+                         f'<title>{html.escape(label)}, {m}: {n:,} items</title></rect>')
+        parts.append("</g>")
+    ticks = [j for j, m in enumerate(months) if m.endswith("-01")] or [0]
+    if len(ticks) > 12:
+        ticks = ticks[::-(-len(ticks) // 12)]
+    for j in sorted({0, *ticks}):
+        if j and (len(months) - j) * slot < 60:
+            continue  # would run into the last month's label
+        x = name_w + j * slot
+        parts.append(f'<text class=axis x="{x:.1f}" y="{height - 6}">{months[j]}</text>')
+    if len(months) > 1:
+        parts.append(f'<text class=axis x="{width - 10}" y="{height - 6}" '
+                     f'text-anchor="end">{months[-1]}</text>')
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -52,6 +52,7 @@ from ..archive.search import (
     ranks_past_window,
 )
 from ..archive.store import Archive, ArchiveError
+from ..enrich.items import list_topics, topic_months
 from ..options import Options
 from . import render
 
@@ -311,6 +312,16 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
         if job is None:
             raise HTTPException(404, f"no job {job_id}")
         return page(request, "job.html", job=job)
+
+    @r.get("/topics", response_class=HTMLResponse)
+    def topics_page(request: Request) -> Response:
+        a = archive()
+        found = list_topics(a, items=5)
+        months = topic_months(a)
+        series = [(t.label, months.get(t.id, {})) for t in found]
+        span = render.month_span(series)
+        return page(request, "topics.html", topics=found, series=series, months=span,
+                    chart=render.topic_chart(series, span))
 
     @r.get("/overview", response_class=HTMLResponse)
     def overview_page(request: Request) -> Response:
