@@ -1,10 +1,12 @@
 """Related items: each item's nearest neighbours by TF-IDF cosine similarity.
 
 Vectors use the vocabulary and idf of the archive's topic model, so they do not change as
-items are added. Each item's vector is computed once and stored (``enrichment.vector``):
-adding items vectorises only them. A new item is compared with every stored vector, gets
-its own nearest neighbours, and enters the list of every older item it is closer to than
-that item's current last neighbour; the result is the same as recomputing everything.
+items are added. Each item's vector is computed once and stored (``enrichment.vector``),
+usually by the topics pass that places the item (same TF-IDF rows): adding items
+vectorises only them, and a refit starts the vectors and lists over. A new item is
+compared with every stored vector, gets its own nearest neighbours, and enters the list of
+every older item it is closer to than that item's current last neighbour; the result is
+the same as recomputing everything.
 
 A vector keeps only the item's ``TERMS`` strongest topical terms (too-common terms carry
 no likeness, and the long tail of weak terms barely moves a cosine): that bounds the
@@ -41,11 +43,16 @@ Progress = Callable[[str, int, int], None]
 def vectorise(model: Any, docs: Sequence[str], terms: int = TERMS) -> Any:
     """Unit-length TF-IDF rows of ``docs`` over the model's topical terms, each pruned to
     its ``terms`` largest weights (CSR, float32)."""
+    return from_tfidf(model, model.tfidf(docs), terms)
+
+
+def from_tfidf(model: Any, tfidf: Any, terms: int = TERMS) -> Any:
+    """``vectorise`` for rows the model's ``tfidf`` already made (topics placement makes
+    them too: one vectorising per text serves both)."""
     from scipy import sparse
     from sklearn.preprocessing import normalize
 
-    x = model.tfidf(docs)
-    x = x @ sparse.diags(model.topical.astype(np.float32))  # drop too-common terms
+    x = tfidf @ sparse.diags(model.topical.astype(np.float32))  # drop too-common terms
     x = x.tocsr()
     x.eliminate_zeros()
     indptr, indices, data = x.indptr, x.indices, x.data
@@ -61,7 +68,8 @@ def vectorise(model: Any, docs: Sequence[str], terms: int = TERMS) -> Any:
     return normalize(pruned).astype(np.float32)
 
 
-def _encode(row: Any) -> bytes:
+def encode(row: Any) -> bytes:
+    """One row as stored: sorted uint32 term ids, then their float32 weights."""
     order = np.argsort(row.indices)
     return (row.indices[order].astype("<u4").tobytes()
             + row.data[order].astype("<f4").tobytes())
@@ -92,7 +100,7 @@ def _store_vectors(archive: Archive, model: Any, ids: list[int],
         x = vectorise(model, [t for _, t, _ in got])
         with archive.transaction() as c:
             c.executemany("UPDATE enrichment SET vector = ?, vector_model = ? WHERE item_id = ?",
-                          [(_encode(x[r]), model.id, item_id)
+                          [(encode(x[r]), model.id, item_id)
                            for r, (item_id, _, _) in enumerate(got)])
         done += len(got)
         if progress:
@@ -131,11 +139,13 @@ def update(archive: Archive, *, count: int = COUNT, progress: Progress | None = 
     assert model is not None and model.id is not None
     refresh(archive)
     with archive.transaction() as c:  # vectors of an older model: neighbours start over
+        # (a refit already cleared them; this holds for archives changed by other means)
         if c.execute("SELECT 1 FROM enrichment WHERE vector_model IS NOT NULL "
                      "AND vector_model != ? LIMIT 1", (model.id,)).fetchone():
             log.info("related: the topic model changed; recomputing every neighbour list")
-            c.execute("UPDATE enrichment SET vector = NULL, vector_model = NULL, "
-                      "related_done = 0")
+            c.execute("UPDATE enrichment SET vector = NULL, vector_model = NULL "
+                      "WHERE vector_model != ?", (model.id,))
+            c.execute("UPDATE enrichment SET related_done = 0")
             c.execute("DELETE FROM related")
     todo = candidate_ids(archive, missing="e.related_done = 0")
     if not todo:

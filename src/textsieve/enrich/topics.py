@@ -84,10 +84,14 @@ class TopicModel:
 
     def place(self, docs: Sequence[str]) -> np.ndarray:
         """Topic mixtures (rows summing to 1, or all zero) of new texts, model unchanged."""
+        return self.place_rows(self.tfidf(docs))
+
+    def place_rows(self, tfidf: Any) -> np.ndarray:
+        """``place`` for texts already vectorised by ``tfidf``."""
         from sklearn.decomposition import non_negative_factorization
         from sklearn.preprocessing import normalize
 
-        x = normalize(self.tfidf(docs)[:, np.flatnonzero(self.topical)])
+        x = normalize(tfidf[:, np.flatnonzero(self.topical)])
         h = self.components[:, self.topical].astype(np.float64)
         w, _, _ = non_negative_factorization(x.astype(np.float64), H=h, n_components=self.k,
                                              update_H=False, init="custom", max_iter=400,
@@ -235,6 +239,10 @@ def save_model(archive: Archive, model: TopicModel, binary_top: list[float]) -> 
         # Old models' placements are dropped: every item is placed again in the new one.
         c.execute("DELETE FROM item_topics WHERE model_id != ?", (model.id,))
         c.execute("UPDATE enrichment SET topic_model = NULL")
+        # Related items use the model's vocabulary: their vectors and lists start over.
+        c.execute("UPDATE enrichment SET vector = NULL, vector_model = NULL, "
+                  "related_done = 0")
+        c.execute("DELETE FROM related")
     return model.id
 
 
@@ -254,11 +262,15 @@ def load_model(archive: Archive) -> TopicModel | None:
 
 
 def _store_mixtures(archive: Archive, model_id: int, ids: Sequence[int],
-                    mixtures: np.ndarray) -> None:
+                    mixtures: np.ndarray, vectors: Sequence[bytes] | None = None) -> None:
     rows = [(item_id, model_id, int(t), float(m[t]))
             for item_id, m in zip(ids, mixtures, strict=True)
             for t in np.flatnonzero(m >= MIN_WEIGHT)]
     with archive.transaction() as c:
+        if vectors is not None:  # the related-items vectors, from the same TF-IDF rows
+            c.executemany("UPDATE enrichment SET vector = ?, vector_model = ? "
+                          "WHERE item_id = ?", [(v, model_id, i) for i, v in
+                                                zip(ids, vectors, strict=True)])
         c.executemany("DELETE FROM item_topics WHERE item_id = ? AND model_id = ?",
                       [(i, model_id) for i in ids])
         c.executemany("INSERT INTO item_topics VALUES (?, ?, ?, ?)", rows)
@@ -311,14 +323,20 @@ def update(archive: Archive, *, k: int | None = None, refit: bool = False,
 
 def _place(archive: Archive, model: TopicModel, ids: list[int], batch: int,
            progress: Progress | None) -> int:
-    """Place these items in the model's topics and store their mixtures; returns how many."""
+    """Place these items in the model's topics and store their mixtures; returns how many.
+    Each text is vectorised once: the same rows give the related-items vectors, stored
+    with the mixtures, so related items do not read and vectorise the texts again."""
+    from .related import encode, from_tfidf
+
     assert model.id is not None
     placed = 0
     for i in range(0, len(ids), batch):
         chunk = list(texts(archive, ids[i:i + batch]))
         if chunk:
-            _store_mixtures(archive, model.id, [c[0] for c in chunk],
-                            model.place([c[1] for c in chunk]))
+            x = model.tfidf([c[1] for c in chunk])
+            vectors = from_tfidf(model, x)
+            _store_mixtures(archive, model.id, [c[0] for c in chunk], model.place_rows(x),
+                            [encode(vectors[r]) for r in range(len(chunk))])
         placed += len(chunk)
         if progress:
             progress("topics", placed, len(ids))
