@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Callable
 
 from ..archive.store import Archive
@@ -42,31 +41,40 @@ def extract(text: str, idf: dict[str, float], *, default_idf: float, title: str 
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     stop = ENGLISH_STOP_WORDS if (language or "en").startswith("en") else frozenset()
-    counts: Counter[str] = Counter()
-    surface: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    surface: dict[str, str] = {}  # the first spelling seen of each phrase
+    skip: dict[str, bool] = {}  # per word: a stop word or too short (asked once per text)
     for chunk in _RUN_BREAK.split(text):
-        words = _WORD.findall(chunk)
         run: list[str] = []
-        for w in [*words, ""]:
+        lows: list[str] = []
+        for w in [*_WORD.findall(chunk), ""]:
             low = w.lower()
-            if low and not _is_stop(low, stop) and len(low) > 2:
-                run.append(w)
-                continue
+            if low:
+                out = skip.get(low)
+                if out is None:
+                    out = skip[low] = len(low) <= 2 or _is_stop(low, stop)
+                if not out:
+                    run.append(w)
+                    lows.append(low)
+                    continue
             for n in (1, 2, 3):
                 for i in range(len(run) - n + 1):
-                    phrase = " ".join(run[i:i + n])
-                    key = phrase.lower()
-                    counts[key] += 1
-                    surface.setdefault(key, phrase)
-            run = []
+                    key = " ".join(lows[i:i + n])
+                    seen = counts.get(key)
+                    if seen is None:
+                        counts[key] = 1
+                        surface[key] = " ".join(run[i:i + n])
+                    else:
+                        counts[key] = seen + 1
+            run, lows = [], []
     title_low = title.lower()
     scored = []
     for key, tf in counts.items():
-        words = key.split()
-        rarity = sum(idf.get(w, default_idf) for w in words) / len(words)
-        score = (1 + math.log(tf)) * rarity * (1 + 0.6 * (len(words) - 1))
+        words = key.split(" ")
         if len(words) > 1 and tf < 2:  # a phrase seen once is a chance sequence
             continue
+        rarity = sum(idf.get(w, default_idf) for w in words) / len(words)
+        score = (1 + math.log(tf)) * rarity * (1 + 0.6 * (len(words) - 1))
         if key in title_low:
             score *= 1.5
         scored.append((score, key))
