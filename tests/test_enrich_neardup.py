@@ -93,3 +93,20 @@ def test_search_shows_a_group_once(tmp_path: Path, records, capsys) -> None:
     assert out.count("\n[") + out.startswith("[") == 1 and "+ near-duplicates: [21]" in out
     assert main(["search", "--archive", str(path), "--all-duplicates", f'"{phrase}"']) == 0
     assert "[21]" in capsys.readouterr().out.split("\n", 2)[-1]
+
+
+def test_signatures_from_before_the_bands_table_are_indexed(tmp_path: Path, records) -> None:
+    """An archive enriched before schema step 6 has signatures but no stored bands: its
+    items must still be found as duplicates of new ones, without hashing them again."""
+    rng = random.Random(11)
+    with Archive(tmp_path / "old.db") as a:
+        write_pages(a, records[:30])
+        assert neardup.update(a) == 30
+        with a.transaction() as c:
+            c.execute("DELETE FROM minhash_bands")
+        write_pages(a, records[4:5], text=lambda r: variant(r["text"], rng),
+                    key=lambda r: r["url"] + "?from=old")
+        assert neardup.update(a) == 1  # only the new item is hashed
+        assert a.conn.execute("SELECT count(DISTINCT item_id) FROM minhash_bands"
+                              ).fetchone()[0] == 31
+        assert items.duplicates_of(a, 5) == [31]
