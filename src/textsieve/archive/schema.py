@@ -203,6 +203,9 @@ CREATE INDEX mails_date ON mails(date);
 # whose vocabulary it uses; vectors of another model are recomputed. The near-duplicate
 # LSH buckets are stored too (one row per band of a signature), so a new item finds its
 # candidates by lookup instead of a rebuild of the index from every stored signature.
+# ``items_enrich`` covers what picks enrichment's candidates and finds re-extracted items
+# (those columns sit after the compressed texts in a row: without it, every pass read
+# the whole archive, texts and all, to look at them).
 _V6_ENRICH_SCALE = """
 ALTER TABLE enrichment ADD COLUMN vector BLOB;
 ALTER TABLE enrichment ADD COLUMN vector_model INTEGER;
@@ -213,6 +216,7 @@ CREATE TABLE minhash_bands (
     PRIMARY KEY (band, bucket, item_id)
 ) WITHOUT ROWID;
 CREATE INDEX minhash_bands_item ON minhash_bands(item_id);
+CREATE INDEX items_enrich ON items(status, text_chars, extracted_at);
 """
 
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2, _V3, _V4_ENRICH,

@@ -69,9 +69,10 @@ def refresh(archive: Archive) -> None:
     """Forget results computed from an older text of an item (re-extracted since), and
     give every candidate a row, so each capability only has to look for NULLs."""
     with archive.transaction() as c:
+        # items from the covering index (the rows hold the texts), then their results
         stale = [r[0] for r in c.execute(
-            "SELECT e.item_id FROM enrichment e JOIN items i ON i.id = e.item_id "
-            "WHERE e.extracted_at IS NOT i.extracted_at")]
+            "SELECT e.item_id FROM items i INDEXED BY items_enrich CROSS JOIN enrichment e "
+            "ON e.item_id = i.id WHERE e.extracted_at IS NOT i.extracted_at")]
         for i in range(0, len(stale), 500):
             chunk = stale[i:i + 500]
             marks = ",".join("?" * len(chunk))
@@ -96,8 +97,8 @@ def candidate_ids(archive: Archive, selection: Selection | None = None,
     if missing:
         where += f" AND ({missing})"
     return [r[0] for r in archive.conn.execute(
-        f"SELECT i.id FROM items i JOIN enrichment e ON e.item_id = i.id WHERE {where} "
-        "ORDER BY i.id", args)]
+        f"SELECT i.id FROM items i INDEXED BY items_enrich JOIN enrichment e "
+        f"ON e.item_id = i.id WHERE {where} ORDER BY i.id", args)]
 
 
 def work_ids(archive: Archive, ids: list[int] | None, missing: str, force: bool) -> list[int]:

@@ -154,8 +154,8 @@ def update(archive: Archive, *, count: int = COUNT, progress: Progress | None = 
         archive, model, candidate_ids(archive, missing="e.vector IS NULL"), progress)
     all_ids, blobs = [], []
     for item_id, blob in archive.conn.execute(
-            "SELECT e.item_id, e.vector FROM enrichment e JOIN items i ON i.id = e.item_id "
-            "WHERE e.vector IS NOT NULL AND e.vector_model = ? ORDER BY e.item_id",
+            "SELECT item_id, vector FROM enrichment "
+            "WHERE vector IS NOT NULL AND vector_model = ? ORDER BY item_id",
             (model.id,)):
         all_ids.append(item_id)
         blobs.append(blob)
