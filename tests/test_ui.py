@@ -496,6 +496,7 @@ def test_topics_page_charts_topic_sizes_per_month(tmp_path: Path, browser: webdr
             by = expected.setdefault(labels[main], {})
             by[month] = by.get(month, 0) + 1
     d = browser
+    d.get_log("browser")  # what earlier tests left in the log is theirs
     with _serving(db) as server:
         d.get(f"{server}/topics")
         svg = d.find_element(By.CSS_SELECTOR, "figure.topic-timeline svg.timeline")
