@@ -8,11 +8,8 @@ status and typed error.
 from __future__ import annotations
 
 import hashlib
-import lzma
+import sys
 import time
-import traceback
-import zipfile
-import zlib
 
 from . import detection as d
 from .extractors import _FALLBACK_KINDS, REGISTRY_TAG, UNSUPPORTED, Context, extractors_for
@@ -27,7 +24,15 @@ from .source import Source
 # itself, a truncated LZMA stream): corrupt, not a bug, even where no parser mapped it.
 # zipfile also says NotImplementedError for a directory that asks for "version 15.7";
 # textsieve itself never raises it.
-_DAMAGE = (zlib.error, zipfile.BadZipFile, lzma.LZMAError, NotImplementedError)
+# Only the modules a parser already imported are asked: a BadZipFile cannot come from a
+# zipfile that was never imported, and importing it (and lzma) just for this ``except``
+# would charge every plain text file's command start with them.
+_DAMAGE_NAMES = (("zlib", "error"), ("zipfile", "BadZipFile"), ("lzma", "LZMAError"))
+
+
+def _damage() -> tuple[type[BaseException], ...]:
+    return (NotImplementedError, *(getattr(sys.modules[mod], name)
+                                   for mod, name in _DAMAGE_NAMES if mod in sys.modules))
 
 
 def _sha256(src: Source) -> str:
@@ -76,12 +81,14 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
     except RecursionError:
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.CORRUPT, "structure nested too deeply to parse")
-    except _DAMAGE as exc:  # raised only by damaged data, wherever a parser met it
+    except _damage() as exc:  # raised only by damaged data, wherever a parser met it
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.CORRUPT, f"damaged data: {type(exc).__name__}: {exc}")
     except Exception as exc:  # a parser bug or an unexpected library error: record it
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
+        import traceback  # here: only a bug pays for it
+
         doc.warnings.append(traceback.format_exc(limit=6))
     except BaseException as exc:
         # A Rust parser (calamine) that panics on damaged data raises pyo3's PanicException,

@@ -12,7 +12,6 @@ line here and one in ``KNOBS`` (tests/test_options.py fails when the second is m
 from __future__ import annotations
 
 import functools
-import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -144,6 +143,9 @@ class Options:
         if isinstance(self.allow_cidrs, str):  # one string would be read char by char
             raise OptionsError("allow_cidrs must be a tuple of networks, not one string",
                                "allow_cidrs")
+        if self.allow_cidrs:
+            import ipaddress  # here: most runs allow no private networks
+
         for cidr in self.allow_cidrs:
             try:
                 ipaddress.ip_network(cidr.strip(), strict=False)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import shutil
-import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -25,6 +23,8 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..options import Options
 
 if TYPE_CHECKING:
+    import subprocess
+
     from ..render import Builder
     from ..source import Source
 
@@ -222,6 +222,9 @@ class Context:
                  timeout: float | None = None, env: dict[str, str] | None = None,
                  ) -> subprocess.CompletedProcess[bytes]:
         """Run an external program with a deadline; missing program -> missing_tool."""
+        import shutil  # here: most formats run no program, and a command start pays
+        import subprocess
+
         exe = shutil.which(args[0])
         if exe is None:
             raise ExtractionError(ErrorKind.MISSING_TOOL, f"{args[0]} is not installed")
