@@ -192,6 +192,36 @@ def _add_config_option(p: argparse.ArgumentParser, *, top: bool = False) -> None
                    help=f"settings file (default: ./{CONFIG_FILE} when it exists)")
 
 
+class _Help(argparse.HelpFormatter):
+    """argparse's help layout with the terminal's width asked once: argparse makes a
+    formatter for every argument it adds (to check its metavar), each asking again."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _help_width() if width is None else width)
+
+
+class _RawHelp(argparse.RawDescriptionHelpFormatter, _Help):
+    """The same, with the description and epilog kept as written (``run``'s sources)."""
+
+
+@functools.cache
+def _help_width() -> int:
+    """What argparse takes (``shutil.get_terminal_size().columns - 2``), without importing
+    shutil (and with it bz2 and lzma) to start a command that prints no help."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
 def _fill_extract(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE", help="files, folders, globs, or -")
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
@@ -344,7 +374,7 @@ COMMANDS: dict[str, tuple[_Fill, dict[str, Any]]] = {
     "detect": (_fill_detect, {"help": "print the MIME type of files, decided by content"}),
     "run": (_fill_run, {
         "help": "extract sources into the archive (incremental, resumable)",
-        "epilog": SOURCES_HELP, "formatter_class": argparse.RawDescriptionHelpFormatter}),
+        "epilog": SOURCES_HELP, "formatter_class": _RawHelp}),
     "ocr": (_fill_ocr, {
         "help": "make a scanned PDF searchable: the same pages with an invisible OCR text "
                 "layer"}),
@@ -382,19 +412,43 @@ COMMANDS: dict[str, tuple[_Fill, dict[str, Any]]] = {
 ALL_COMMANDS = "*"
 
 
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser. Built ``lean`` (only the subcommand being run), its own usage
+    would list that one command: on a usage error the full parser parses the same
+    arguments again and says what it always said."""
+
+    lean = False
+    _args: list[str] | None = None
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        self._args = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str):  # type: ignore[no-untyped-def]
+        if self.lean and self._args is not None:
+            build_parser().parse_args(self._args)  # exits with the full message
+        super().error(message)
+
+
 def build_parser(command: str | None = ALL_COMMANDS) -> argparse.ArgumentParser:
-    """The command line. ``command``: fill in only that subcommand's arguments (``None``:
-    none), as ``main`` does for the one it runs; every subcommand is listed either way, so
-    ``textsieve --help`` and a wrong command's message are the same."""
-    parser = argparse.ArgumentParser(
-        prog="textsieve", description="Clean, searchable text from any pile of documents.")
+    """The command line. ``command``: only that subcommand (the one ``main`` runs) with its
+    arguments: an argparse parser per subcommand costs a millisecond or so (gettext looks
+    up its messages' translations on disk every time), and a shell loop starts the command
+    once per file. ``None``: every subcommand listed, none filled in (``--help``); the
+    default: all of them, complete."""
+    parser = _Parser(prog="textsieve", formatter_class=_Help,
+                     description="Clean, searchable text from any pile of documents.")
+    parser.lean = command not in (ALL_COMMANDS, None)
     parser.add_argument("--version", action="version", version=f"textsieve {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="show tracebacks and debug logging (also after the command)")
     _add_config_option(parser, top=True)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True,
+                                parser_class=argparse.ArgumentParser)
     for name, (fill, settings) in COMMANDS.items():
-        p = sub.add_parser(name, **settings)
+        if parser.lean and name != command:
+            continue
+        p = sub.add_parser(name, **{"formatter_class": _Help, **settings})
         if command in (ALL_COMMANDS, name):
             fill(p)
         # `textsieve run ... --debug` works as well as before it
@@ -405,11 +459,14 @@ def build_parser(command: str | None = ALL_COMMANDS) -> argparse.ArgumentParser:
 
 def command_of(argv: list[str]) -> str | None:
     """The subcommand an argument list runs (the first word that is not a top-level
-    option or ``--config``'s value), or None (``--help``, ``--version``, none given)."""
+    option or ``--config``'s value), or None: none given, an unknown one, or a help
+    request before it (``textsieve --help extract`` shows the list of commands)."""
     skip = False
     for arg in argv:
         if skip:
             skip = False
+        elif arg == "-h" or (len(arg) > 2 and "--help".startswith(arg)):
+            return None
         elif arg == "--":
             continue
         elif arg.startswith("-"):
