@@ -7,9 +7,12 @@ status and typed error.
 
 from __future__ import annotations
 
-import hashlib
+import functools
+import importlib
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from . import detection as d
 from .extractors import _FALLBACK_KINDS, REGISTRY_TAG, UNSUPPORTED, Context, extractors_for
@@ -35,7 +38,28 @@ def _damage() -> tuple[type[BaseException], ...]:
                                    for mod, name in _DAMAGE_NAMES if mod in sys.modules))
 
 
+# Up to this size CPython's own SHA-256 (~300 MB/s) is done before hashlib could even load
+# OpenSSL (~2.5 ms, paid by every `textsieve extract FILE` of a shell loop); above it,
+# OpenSSL's (~1.7 GB/s) wins.
+BUILTIN_SHA_MAX = 512 * 1024
+
+
+@functools.cache
+def _builtin_sha256() -> Callable[[bytes], Any] | None:
+    for module in ("_sha256", "_sha2"):  # _sha2 from Python 3.12 on
+        try:
+            return importlib.import_module(module).sha256  # type: ignore[no-any-return]
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
 def _sha256(src: Source) -> str:
+    small = _builtin_sha256() if src.size <= BUILTIN_SHA_MAX else None
+    if small is not None:
+        return small(src.read()).hexdigest()  # read (and kept) by the extractor anyway
+    import hashlib
+
     if src.data_ is not None:
         return hashlib.sha256(src.data_).hexdigest()
     with src.open() as f:
