@@ -11,12 +11,13 @@ only with ``--debug``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import signal
 import sys
 from collections.abc import Callable, Collection, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from .errors import ExitCode, TextsieveError, UsageError
@@ -1107,6 +1108,36 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERNAL
 
 
+# One-shot commands after which nothing is left to tear down: a shell loop runs them per file.
+QUICK_EXIT = frozenset({"extract", "detect"})
+
+
+def entry() -> None:
+    """The ``textsieve`` console script and ``python -m textsieve``: ``main``, and after a
+    one-shot command (``QUICK_EXIT``) the process ends without the interpreter tearing
+    down every module and object one by one (~10 ms of a ~60 ms `textsieve extract FILE`)."""
+    code = main()
+    if command_of(sys.argv[1:]) in QUICK_EXIT:
+        exit_now(code)
+    sys.exit(code)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process as the interpreter's own exit would, minus its teardown: other
+    threads are waited for and the atexit callbacks run (logging's flush, multiprocessing's
+    cleanup), the standard streams are flushed; the kernel frees the rest."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # what the interpreter calls first on exit
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader gone (`| head`), closed
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
 
