@@ -127,6 +127,24 @@ def test_the_command_ends_without_tearing_the_interpreter_down(tmp_path: Path) -
     assert proc.returncode == 1 and "torn down" in proc.stderr, proc.stderr
 
 
+def test_a_one_page_scan_is_read_without_starting_the_pool(tmp_path: Path) -> None:
+    """A photographed label (one page to OCR) is read by the one forked child, real
+    Tesseract and all: the worker pool only starts for scans whose pages it can spread."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("L", (1800, 300), 255)
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
+    ImageDraw.Draw(img).text((60, 100), "Parcel 7731 leaves the depot at noon.", font=font,
+                             fill=0)
+    scan = tmp_path / "label.png"
+    img.save(scan, dpi=(300, 300))
+    proc = _fresh("from textsieve.cli import main\ncode = main(['extract', sys.argv[2]])",
+                  str(scan))
+    assert proc.returncode == 0, proc.stderr
+    assert "Parcel 7731 leaves the depot" in proc.stdout
+    assert "multiprocessing" not in _loaded(proc)
+
+
 def test_config_file_is_still_read(tmp_path: Path) -> None:
     """tomllib is imported only when a config file is there: and then it is used."""
     f = tmp_path / "note.txt"

@@ -558,8 +558,9 @@ def _alone(path: str, options: Options) -> bool:
 
 def _extract_alone(path: str, options: Options) -> Document | None:
     """One file in one forked child: a hang, a native crash or a memory hog becomes that
-    file's typed error, as in the pool. None: it has pages to OCR, which the pool does
-    (every core, one deadline for the document and its pages)."""
+    file's typed error, as in the pool. None: it has more pages to OCR than the child
+    reads itself (``OCR_FAN_OUT_PAGES``), which the pool spreads over every core under
+    one deadline for the document and its pages."""
     from .forking import CallDied, JobsTimeout, call_alone
     from .model import ErrorKind
 
@@ -582,14 +583,27 @@ def _extract_alone(path: str, options: Options) -> Document | None:
     return doc
 
 
+# A scan with fewer pages than this is OCRed in the child itself, as ``textsieve.extract``
+# does (run.steps.extract_here): starting the pool for one or two pages costs more than it
+# can spread.
+OCR_FAN_OUT_PAGES = 3
+
+
 def _extract_in_child(path: str, options: Options) -> Document:
     from . import _source
-    from .core import extract_source
+    from .core import extract_source, finish_ocr
     from .forking import quiet_native_chatter
 
     quiet_native_chatter()
-    return extract_source(_source(path, None, options), options, defer_ocr=True,
-                          page_workers=options.worker_count)
+    doc = extract_source(_source(path, None, options), options, defer_ocr=True,
+                         page_workers=options.worker_count)
+    pages: list[int] = doc.metadata.extra.get("ocr_pending") or [] if doc.ok else []
+    if pages and len(pages) < OCR_FAN_OUT_PAGES:
+        from .ocr import ocr_pages
+
+        assert doc.mime_type is not None
+        finish_ocr(doc, ocr_pages(_source(path, None, options), doc.mime_type, pages, options))
+    return doc
 
 
 def _say(message: str) -> None:
