@@ -15,7 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 from . import detection as d
-from .extractors import _FALLBACK_KINDS, REGISTRY_TAG, UNSUPPORTED, Context, extractors_for
+from .extractors import (
+    _FALLBACK_KINDS,
+    REGISTRY,
+    REGISTRY_TAG,
+    UNSUPPORTED,
+    Context,
+    extractors_for,
+)
 from .forking import in_worker
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from .ocr import PageOcr, merge, ocr_pages
@@ -131,13 +138,12 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
     if det.mime == d.EMPTY:
         doc.status = Status.EMPTY
         return
-    extractors = extractors_for(det.mime)
-    if not extractors:
+    if not REGISTRY.get(det.mime):
         doc.extractor = REGISTRY_TAG  # a later textsieve may read this format
         msg = UNSUPPORTED.get(det.mime, f"no extractor for {det.mime}")
         raise ExtractionError(ErrorKind.UNSUPPORTED, f"{msg} ({det.note})" if det.note else msg)
     last: ExtractionError | None = None
-    for tag, fn in extractors:
+    for tag, fn in extractors_for(det.mime):
         doc.extractor = tag  # failures are versioned too: a newer extractor retries them
         out = Builder()
         trial = Document(name=doc.name, mime_type=doc.mime_type, metadata=doc.metadata,

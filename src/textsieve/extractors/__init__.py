@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -106,9 +106,13 @@ UNSUPPORTED = {
 }
 
 
-def extractors_for(mime: str) -> list[tuple[str, Extractor]]:
-    """(version tag, function) for each extractor of ``mime``, in order of preference."""
-    return [(version_of(spec), _load(spec)) for spec in REGISTRY.get(mime, [])]
+def extractors_for(mime: str) -> Iterator[tuple[str, Extractor]]:
+    """(version tag, function) for each extractor of ``mime``, in order of preference,
+    each module imported only when its turn comes: the fallbacks of a format (antiword,
+    catdoc, LibreOffice after our Word reader) are not loaded for the files the first one
+    reads (tempfile and shutil were half of a DOC's imports)."""
+    for spec in REGISTRY.get(mime, []):
+        yield version_of(spec), _load(spec)
 
 
 def version_of(spec: str) -> str:
@@ -159,6 +163,13 @@ def preload(mimes: Iterable[str] | None = None) -> None:
     importlib.import_module("multiprocessing")  # forking.in_worker asks it every time
     if mimes is None:  # a CLI call on a few PDFs need not look up 99 code pages
         textcodec.warm()
+
+
+def wants_pictures(ctx: Context, out: Builder) -> bool:
+    """Whether a document's pictures are read: always with ``ocr="always"``; otherwise
+    only when the document holds no text (a scan pasted into Word, photographed slides),
+    which must not come out as an empty success."""
+    return ctx.options.ocr == "always" or not out.has_text()
 
 
 def _load(spec: str) -> Extractor:
