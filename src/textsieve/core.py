@@ -12,7 +12,7 @@ import importlib
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import detection as d
 from .extractors import (
@@ -25,10 +25,12 @@ from .extractors import (
 )
 from .forking import in_worker
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
-from .ocr import PageOcr, merge, ocr_pages
 from .options import Options
 from .render import Builder
 from .source import Source
+
+if TYPE_CHECKING:
+    from .ocr import PageOcr
 
 # Exceptions that only damaged input raises (a bad deflate stream, a ZIP that lies about
 # itself, a truncated LZMA stream): corrupt, not a bug, even where no parser mapped it.
@@ -176,11 +178,15 @@ def _ocr_here(src: Source, doc: Document, options: Options, ctx: Context) -> lis
     """OCR the pending pages of a document extracted in this process, one after the
     other. Spreading a long scan over processes is the executor's business
     (``run/steps.py``): a caller that wants it asks for ``defer_ocr``."""
+    from .ocr import ocr_pages  # here, as in finish_ocr: most files have no page to OCR
+
     return ocr_pages(src, doc.mime_type, doc.metadata.extra["ocr_pending"], options)
 
 
 def finish_ocr(doc: Document, results: list[PageOcr]) -> None:
     """Merge OCR results into a document and decide its status again."""
+    from .ocr import merge
+
     merge(doc, results)
     failed = [r for r in results if r.error]
     if not doc.text.strip() and failed and len(failed) == len(results):
