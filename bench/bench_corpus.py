@@ -433,17 +433,31 @@ EXTRACTOUS_ONE = ("import sys\nfrom extractous import Extractor, PdfOcrStrategy,
 FLOOR = "python -c pass (floor)"
 TS_NO_OCR, TS_OCR = "textsieve extract --ocr never", "textsieve extract"
 KB_NO_OCR, KB_OCR = "kreuzberg (python -c)", "kreuzberg OCR (python -c)"
+# --baseline SRC: the same two textsieve commands from another source tree (`git archive
+# main src | tar -x -C /tmp/base`), run side by side with this one: before/after, same load.
+BASE = "textsieve@baseline"
+BASE_NO_OCR, BASE_OCR = f"{BASE} extract --ocr never", f"{BASE} extract"
+# Started like its console script would be (`sys.exit(main())`), from SRC first on the path.
+_BASE_RUNNER = ("import sys\nsys.path.insert(0, sys.argv.pop(1))\n"
+                "from textsieve.cli import main\nsys.exit(main())\n")
 # Which contenders OCR scans and images: a pair is like for like when both agree.
-OCR_ON = {TS_OCR, KB_OCR}
+OCR_ON = {TS_OCR, KB_OCR, BASE_OCR}
 PER_FILE_DEFAULT = ",".join([TS_NO_OCR, KB_NO_OCR, TS_OCR, KB_OCR, FLOOR])
 
 
-def per_file_commands(python: str) -> dict[str, Callable[[str], list[str]]]:
+def per_file_commands(python: str, baseline: str | None = None
+                      ) -> dict[str, Callable[[str], list[str]]]:
     """How each contender is started on one file: textsieve's real command (the console
     script of ``python``'s environment), the peers as one-line scripts; and the floor,
-    the interpreter started and stopped with nothing to do."""
+    the interpreter started and stopped with nothing to do. ``baseline``: a textsieve
+    source tree whose two commands run too."""
     script = str(Path(python).parent / "textsieve")
-    return {
+    base: dict[str, Callable[[str], list[str]]] = {} if baseline is None else {
+        BASE_NO_OCR: lambda p: [python, "-c", _BASE_RUNNER, baseline, "extract", "--ocr",
+                                "never", p],
+        BASE_OCR: lambda p: [python, "-c", _BASE_RUNNER, baseline, "extract", p],
+    }
+    return {**base,
         TS_NO_OCR: lambda p: [script, "extract", "--ocr", "never", p],
         TS_OCR: lambda p: [script, "extract", p],
         KB_NO_OCR: lambda p: [python, "-c", KREUZBERG_ONE, p],
@@ -468,12 +482,12 @@ class PerFile:
 
 
 def run_per_file(python: str, files: list[tuple[str, Path]], timeout: float,
-                 repeat: int, names: list[str]) -> str:
+                 repeat: int, names: list[str], baseline: str | None = None) -> str:
     """Every file in a fresh process per contender, contenders alternating file by file
     (a shared VM's drift hits all alike); each file's best of ``repeat`` counts. ok = exit
     status 0 and some text on stdout. The cost of starting the command is the point here:
     a user's ``for f in *; do textsieve extract "$f"; done``."""
-    commands = per_file_commands(python)
+    commands = per_file_commands(python, baseline)
     unknown = [n for n in names if n not in commands]
     if unknown:
         raise SystemExit(f"--per-file: unknown {unknown}; known: {list(commands)}")
@@ -522,15 +536,23 @@ def per_file_report(runs: list[PerFile], n_files: int, repeat: int) -> str:
     floor = next((r for r in runs if r.name == FLOOR), None)
     every = set.intersection(*(r.ok for r in contenders)) if contenders else set()
     lines = [f"one process per file, {n_files} files, best of {repeat}",
-             f"{'command':30s} |  ok | all files s | median ms | CPU s/pass | "
+             f"{'command':38s} |  ok | all files s | median ms | CPU s/pass | "
              f"{len(every)} all-ok s"]
     for r in runs:
         times = sorted(r.best.values())
-        lines.append(f"{r.name:30s} | {len(r.ok):3d} | {r.total():11.2f} | "
+        lines.append(f"{r.name:38s} | {len(r.ok):3d} | {r.total():11.2f} | "
                      f"{1000 * times[len(times) // 2]:9.1f} | {r.cpu / repeat:10.2f} | "
                      f"{r.total(every):8.2f}")
-    ours = [r for r in contenders if r.name.startswith("textsieve")]
+    ours = [r for r in contenders if r.name.startswith("textsieve")
+            and not r.name.startswith(BASE)]
     peers = [r for r in contenders if not r.name.startswith("textsieve")]
+    by_name = {r.name: r for r in runs}
+    for now, before in ((TS_NO_OCR, BASE_NO_OCR), (TS_OCR, BASE_OCR)):
+        if now in by_name and before in by_name:
+            a, b = by_name[now], by_name[before]
+            lines.append(f"before/after: {before} / {now}: all files {b.total():.2f} / "
+                         f"{a.total():.2f} s = {_ratio(b.total(), a.total())} "
+                         f"({_ratio(b.cpu, a.cpu)} CPU)")
     lines.append("\npeer time / textsieve time (above 1: textsieve faster; CPU in brackets)")
     verdicts = []
     for mine in ours:
@@ -727,6 +749,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run each file n times and keep its best time (1)")
     ap.add_argument("--no-cli", action="store_true", help="skip the textsieve CLI row")
     ap.add_argument("--jobs", type=int, default=2, help="-j for the CLI row (2)")
+    ap.add_argument("--baseline", metavar="SRC",
+                    help="--per-file: also run textsieve from this source tree (before/after)")
     ap.add_argument("--per-file", metavar="COMMANDS", nargs="?",
                     const=PER_FILE_DEFAULT,
                     help="only the one-process-per-file loop, for these commands "
@@ -738,7 +762,11 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     files = corpus_files(ns.corpus, set(ns.formats.split(",")) if ns.formats else None)
     if ns.per_file:
-        print(run_per_file(ns.python, files, ns.timeout, ns.repeat, ns.per_file.split(",")))
+        names = ns.per_file.split(",")
+        if ns.baseline:
+            ns.baseline = str(Path(ns.baseline).resolve())
+            names += [n for n in (BASE_NO_OCR, BASE_OCR) if n.replace(BASE, "textsieve") in names]
+        print(run_per_file(ns.python, files, ns.timeout, ns.repeat, names, ns.baseline))
         return 0
     expect = load_expectations(EXPECTATIONS)
     rels = {rel for rel, _ in files}
