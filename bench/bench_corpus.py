@@ -4,7 +4,8 @@ Run by hand, after ``bash bench/peers_setup.sh``::
 
     bench/.peers/venv/bin/python bench/bench_corpus.py [--corpus DIR] [--tools a,b]
         [--timeout 60] [--formats pdf,docx] [--no-cli] [--repeat 3]
-    bench/.peers/venv/bin/python bench/bench_corpus.py --per-file [--repeat 3]
+    bench/.peers/venv/bin/python bench/bench_corpus.py --per-file [COMMANDS] [--repeat 3]
+        [--baseline SRC]
 
 Every tool runs in its own FRESH worker process, file by file through its plain
 single-threaded Python API; each file goes to every tool in turn (never two at once on our
