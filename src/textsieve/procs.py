@@ -14,7 +14,8 @@ hold for every child:
   run code that may hold a lock (a fork copies it locked): a web server, a Ray worker.
 - **In the child** (``Setup``): its own process group (killing it kills the programs it
   started), death with its parent (PR_SET_PDEATHSIG, and end of file on its pipe), a group
-  guard that ends those programs when the child dies any other way, an address-space cap
+  guard that ends the group when the child dies any other way or when the process it
+  works for dies (a forkserver's child: the forkserver outlives that process), an address-space cap
   (RLIMIT_AS), SIGINT left to the parent, native chatter off stderr, a deadline of its own
   (SIGALRM) for children that must not outlive one call.
 - **In the parent** (``Child``): send, wait with a deadline, kill the whole group, retire
@@ -77,9 +78,10 @@ def in_worker() -> bool:
     return _in_worker
 
 
-def become(setup: Setup, parent: int | None) -> None:
+def become(setup: Setup, parent: int | None, owner: int | None = None) -> None:
     """Apply ``setup`` in a freshly started child. ``parent``: the pid that forked it (None:
-    whoever its parent is now, as for a forkserver's child)."""
+    whoever its parent is now, as for a forkserver's child); ``owner``: the process it
+    works for (its parent, or the one that asked the forkserver for it)."""
     global _in_worker
     _in_worker = _in_worker or setup.worker
     if setup.group:
@@ -93,8 +95,8 @@ def become(setup: Setup, parent: int | None) -> None:
     if setup.alarm > 0:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(max(1, math.ceil(setup.alarm)))
-    if setup.guard:
-        _guard_group()
+    if setup.guard and setup.group:  # a guard kills its group: never one not the child's
+        _guard_group(owner if owner is not None else parent)
     if setup.quiet:
         quiet_native_chatter()
         import faulthandler
@@ -157,14 +159,18 @@ def quiet_native_chatter() -> None:
         os.close(devnull)
 
 
-def _guard_group() -> None:
-    """Fork the child's group guard: a tiny process that waits for the child to die (end
-    of file on a pipe only the child holds) and then SIGKILLs the whole group.
+def _guard_group(owner: int | None) -> None:
+    """Fork the child's group guard: a tiny process that SIGKILLs the whole group when
+    the child dies (end of file on a pipe only the child holds) or when ``owner`` (the
+    process the child works for) does.
 
     The helper programs a worker starts (antiword, the tesseract command, LibreOffice)
     are in its group but are not its forked copies, so they cannot ask the kernel to end
     them with it; the guard does, however the worker died (killed with its parent, a
-    native crash). When the parent kills the group itself, the guard goes with it."""
+    native crash). A forkserver's child has the forkserver for a parent, which lives as
+    long as any of its children (each holds its "alive" pipe): the parent-death signal
+    alone would never come, so the guard watches the owner itself. When the parent kills
+    the group, the guard goes with it."""
     r, w = os.pipe()
     try:
         pid = os.fork()
@@ -180,11 +186,40 @@ def _guard_group() -> None:
             os.dup2(devnull, fd)
         os.closerange(3, r)  # nor the worker's socket: the parent must see it die
         os.closerange(r + 1, os.sysconf("SC_OPEN_MAX"))
-        while os.read(r, 1):
-            pass
+        _watch(r, owner)
         os.killpg(0, signal.SIGKILL)
     finally:
         os._exit(0)
+
+
+def _watch(pipe: int, owner: int | None) -> None:
+    """Return once ``pipe`` is at end of file or ``owner`` has ended (a pidfd where the
+    kernel has them, else a look once a second)."""
+    import select
+
+    pidfd = None
+    if owner is not None:
+        try:
+            pidfd = os.pidfd_open(owner)
+        except ProcessLookupError:
+            return  # gone already
+        except (AttributeError, OSError):
+            pidfd = None
+    watched = [pipe] if pidfd is None else [pipe, pidfd]
+    while True:
+        ready = select.select(watched, [], [], None if pidfd is not None or owner is None
+                              else 1.0)[0]
+        if pidfd is not None and pidfd in ready:
+            return
+        if pipe in ready and not os.read(pipe, 1):
+            return
+        if owner is not None and pidfd is None:
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                return
+            except PermissionError:
+                pass
 
 
 def close_fds(fds: list[int]) -> None:
@@ -380,9 +415,11 @@ def start(target: Callable[..., Any], *args: Any, setup: Setup, method: str = "f
     else:
         parent_end, child_end = ctx.Pipe(duplex=False)
     _PARENT_ENDS.add(parent_end)  # closed in every forked child, this one's own included
-    parent = os.getpid() if method == "fork" else None
+    owner = os.getpid()
+    parent = owner if method == "fork" else None
     libc_prctl()
-    proc = ctx.Process(target=_bootstrap, args=(setup, parent, target, child_end, args),
+    proc = ctx.Process(target=_bootstrap,
+                       args=(setup, parent, owner, target, child_end, args),
                        daemon=daemon)
     try:
         if method == "fork":
@@ -394,9 +431,9 @@ def start(target: Callable[..., Any], *args: Any, setup: Setup, method: str = "f
     return Child(proc, parent_end)
 
 
-def _bootstrap(setup: Setup, parent: int | None, target: Callable[..., Any], conn: Any,
-               args: tuple[Any, ...]) -> None:
-    become(setup, parent)
+def _bootstrap(setup: Setup, parent: int | None, owner: int, target: Callable[..., Any],
+               conn: Any, args: tuple[Any, ...]) -> None:
+    become(setup, parent, owner)
     target(conn, *args)
 
 

@@ -152,7 +152,7 @@ class Runs:
         try:
             # Not forked from here (a server runs threads): from the forkserver.
             child = procs.start(_run_process, specs, path, options, force, duplex=False,
-                                daemon=False, setup=procs.Setup(group=False),
+                                daemon=False, setup=procs.Setup(guard=True),
                                 method=procs.start_method(threads_run=True))
             result = child.conn.recv() if child.conn.poll(None) else None
         except (EOFError, OSError):
