@@ -202,7 +202,7 @@ def test_sigkill_of_serve_leaves_no_worker_alive():
         assert replies == [200, 200]
         below = _descendants(s.proc.pid)
         workers = _server_workers(s.proc.pid)
-        assert len(workers) == 2 and len(below) >= 5, below
+        assert len(workers) == 2 and len(below) >= 3, below  # a forkserver, 2 workers
         os.kill(workers[0], signal.SIGSTOP)
         os.kill(s.proc.pid, signal.SIGKILL)
         s.proc.wait()
