@@ -1,10 +1,13 @@
 """The local executor: isolated worker processes; a hang or a crash costs one task.
 
-A small pool of long-lived worker processes (forked, so the parsers imported once stay
-warm). Each worker has an address-space cap (RLIMIT_AS). The driver hands out one task
+A small pool of long-lived worker processes, started by ``procs`` (forked, so the parsers
+imported once stay warm; from a forkserver in a web server). Each worker has an
+address-space cap (RLIMIT_AS). The driver hands out one task
 at a time per worker and watches a deadline for each; a worker that overruns is killed and
 replaced, and its task gets a ``timeout`` result; one that dies gets ``crashed``. What a
-task is and what is done with its result are ``executor.py``'s and ``steps.py``'s.
+task is and what is done with its result are ``executor.py``'s and ``steps.py``'s. The
+service uses the same pool (``steps.ExtractionService``): tasks then carry their own
+options and mode, and workers are recycled after N tasks or on memory growth.
 """
 
 from __future__ import annotations
