@@ -48,7 +48,7 @@ def _scan_pdf() -> bytes:
 
 @pytest.fixture
 def s3_env(seaweed, monkeypatch):
-    """boto3's usual variables for the in-process handler (the library reads none)."""
+    """The usual AWS variables for the in-process handler (the library reads none)."""
     for k, v in seaweed.env.items():
         monkeypatch.setenv(k, v)
     return seaweed
@@ -67,6 +67,60 @@ def test_s3_read_write_with_object_metadata(seaweed, monkeypatch):
     with pytest.raises(uris.UriError) as missing:
         uris.read(f"s3://{bucket}/nope", opts)
     assert missing.value.kind is ErrorKind.NOT_FOUND
+
+
+def test_s3_prefix_is_a_string_prefix_and_keys_round_trip(s3_env):
+    """``run s3://bucket/reports/2024-`` means what S3 means by a prefix (a string, not a
+    folder), and a key with spaces, ``+`` and non-ASCII letters is the same key for
+    textsieve and for another S3 client."""
+    s3 = s3_env.client()
+    bucket = s3_env.bucket()
+    for key in ("reports/2024-05 May+June.txt", "reports/2024-06/räksmörgås.txt",
+                "reports/2025-01.txt", "reports-2024-x.txt"):
+        uris.write(f"s3://{bucket}/{key}", key.encode(), Options())
+    listed = sorted(o.key for o in uris.list_s3(f"s3://{bucket}/reports/2024-", Options()))
+    assert listed == ["reports/2024-05 May+June.txt", "reports/2024-06/räksmörgås.txt"]
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]) == [
+        "reports-2024-x.txt", "reports/2024-05 May+June.txt",
+        "reports/2024-06/räksmörgås.txt", "reports/2025-01.txt"]
+    assert len(list(uris.list_s3(f"s3://{bucket}/reports", Options()))) == 4  # "reports-" too
+    assert len(list(uris.list_s3(f"s3://{bucket}/", Options()))) == 4
+    blob = uris.read(f"s3://{bucket}/reports/2024-06/räksmörgås.txt", Options())
+    assert blob.data == "reports/2024-06/räksmörgås.txt".encode()
+    assert all(len(o.etag) == 32 for o in uris.list_s3(f"s3://{bucket}/", Options()))
+
+
+def test_s3_size_cap_refuses_before_reading(s3_env):
+    bucket = s3_env.bucket()
+    s3_env.client().put_object(Bucket=bucket, Key="big.bin", Body=b"x" * 5000)
+    with pytest.raises(uris.UriError) as exc:
+        uris.read(f"s3://{bucket}/big.bin", Options(max_file_size=4999))
+    assert exc.value.kind is ErrorKind.TOO_LARGE
+    assert uris.read(f"s3://{bucket}/big.bin", Options(max_file_size=5000)).data == b"x" * 5000
+
+
+def test_s3_credentials_from_a_profile_file(seaweed, monkeypatch, tmp_path):
+    """A developer's ``~/.aws`` profile works like the environment's keys (obstore reads
+    no profile; boto3's chain lends them when the environment names no key)."""
+    bucket = seaweed.bucket()
+    seaweed.client().put_object(Bucket=bucket, Key="a.txt", Body=b"from a profile",
+                                Metadata={"missing_text_pages": "[]"})
+    creds = tmp_path / "credentials"
+    creds.write_text("[bench]\naws_access_key_id = textsieve\n"
+                     "aws_secret_access_key = textsieve\n")
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_PROFILE", "bench")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    # Nothing may probe the link-local instance-metadata address: boto3 is told not to,
+    # obstore (were it left to its own chain) gets a closed port on loopback instead.
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_METADATA_ENDPOINT", "http://127.0.0.1:9")
+    opts = Options(s3_endpoint=seaweed.endpoint, retries=0)
+    blob = uris.read(f"s3://{bucket}/a.txt", opts)
+    assert blob.data == b"from a profile" and blob.metadata == {"missing_text_pages": "[]"}
 
 
 def test_handler_event_s3_in_and_out(s3_env):
