@@ -75,6 +75,18 @@ def split_s3(uri: str) -> tuple[str, str]:
     return parts.netloc, unquote(parts.path.lstrip("/"))
 
 
+def _obstore() -> Any:
+    """The obstore module (the optional extra textsieve[s3]), or a typed error naming it."""
+    try:
+        import obstore
+        import obstore.exceptions
+        import obstore.store
+    except ImportError as exc:
+        raise UriError(ErrorKind.MISSING_TOOL,
+                       "s3:// needs obstore: pip install 'textsieve[s3]'") from exc
+    return obstore
+
+
 def s3_store(bucket: str, options: Options) -> Any:
     """An obstore ``S3Store`` for ``bucket`` (obstore is the optional extra textsieve[s3]).
 
@@ -83,11 +95,7 @@ def s3_store(bucket: str, options: Options) -> Any:
     EC2 instance credentials come from the usual AWS variables, read by obstore itself.
     obstore reads no ``~/.aws`` profile: when the environment names no key and boto3 is
     installed, boto3's credential chain (profiles, SSO, ...) supplies them instead."""
-    try:
-        from obstore.store import S3Store
-    except ImportError as exc:
-        raise UriError(ErrorKind.MISSING_TOOL,
-                       "s3:// needs obstore: pip install 'textsieve[s3]'") from exc
+    S3Store = _obstore().store.S3Store
     config = {"endpoint": options.s3_endpoint} if options.s3_endpoint else {}
     # allow_http: the endpoint's scheme is the deployment's choice (a SeaweedFS or MinIO
     # on a private network is often plain http), as with any S3 client; AWS is https.
@@ -120,9 +128,11 @@ def _boto3_provider(profile: str | None, credentials_file: str | None,
     provider refreshes expiring credentials itself)."""
     try:
         from obstore.auth.boto3 import Boto3CredentialProvider
-
+    except ImportError:  # boto3 is not installed
+        return None
+    try:
         return Boto3CredentialProvider()
-    except Exception:  # boto3 not installed, or it has no credentials either
+    except Exception:  # boto3 found no credentials either
         logger.debug("no boto3 credentials; obstore's own credential chain is used")
         return None
 
@@ -132,8 +142,7 @@ _STATUS = re.compile(r"\b([45]\d\d)\b")
 
 def _s3_error(uri: str, exc: Exception) -> UriError:
     """obstore's exception as a typed ``UriError``."""
-    from obstore import exceptions as oe
-
+    oe = _obstore().exceptions
     if isinstance(exc, FileNotFoundError | oe.NotFoundError):  # obstore raises the former
         return UriError(ErrorKind.NOT_FOUND, f"{uri}: no such object")
     if isinstance(exc, oe.PermissionDeniedError | oe.UnauthenticatedError):
@@ -176,8 +185,7 @@ def read(uri: str, options: Options, *, roots: tuple[str, ...] = ()) -> Blob:
     if scheme == "s3":
         bucket, key = split_s3(uri)
         store = s3_store(bucket, options)
-        import obstore
-
+        obstore = _obstore()
         try:  # one GET: its headers give the size (checked before the body is read)
             got = obstore.get(store, key)
             if got.meta["size"] > options.max_file_size:
@@ -223,8 +231,7 @@ def write(uri: str, data: bytes, options: Options, *, metadata: dict[str, str] |
         if not key or key.endswith("/"):
             raise UriError(ErrorKind.BAD_URL, f"{uri}: names no object")
         store = s3_store(bucket, options)
-        import obstore
-
+        obstore = _obstore()
         try:
             obstore.put(store, key, data, attributes={**meta, "Content-Type": content_type})
         except Exception as exc:
@@ -262,8 +269,7 @@ def list_s3(uri: str, options: Options) -> Iterator[S3Object]:
     its folder and keeps the keys that start with it."""
     bucket, prefix = split_s3(uri)
     store = s3_store(bucket, options)
-    import obstore
-
+    obstore = _obstore()
     folder = prefix.rstrip("/") if prefix.endswith("/") else prefix.rpartition("/")[0]
     try:
         for batch in obstore.list(store, prefix=folder or None, chunk_size=1000):
