@@ -99,6 +99,20 @@ def test_s3_size_cap_refuses_before_reading(s3_env):
     assert uris.read(f"s3://{bucket}/big.bin", Options(max_file_size=5000)).data == b"x" * 5000
 
 
+def test_s3_uris_naming_no_object_are_bad_url(s3_env):
+    """``s3://b/notes/`` is not the object ``notes`` (obstore would drop the slash), and a
+    key with an empty or ``..`` segment is a typed refusal, not a traceback."""
+    bucket = s3_env.bucket()
+    s3_env.client().put_object(Bucket=bucket, Key="notes", Body=b"another object")
+    for key in ("notes/", "a//b", "a/../notes"):
+        with pytest.raises(uris.UriError) as exc:
+            uris.read(f"s3://{bucket}/{key}", Options())
+        assert exc.value.kind is ErrorKind.BAD_URL, key
+    with pytest.raises(uris.UriError) as exc:
+        uris.write(f"s3://{bucket}/a//b", b"x", Options())
+    assert exc.value.kind is ErrorKind.BAD_URL
+
+
 def test_s3_credentials_from_a_profile_file(seaweed, monkeypatch, tmp_path):
     """A developer's ``~/.aws`` profile works like the environment's keys (obstore reads
     no profile; boto3's chain lends them when the environment names no key)."""
