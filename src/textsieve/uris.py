@@ -14,11 +14,12 @@ URI is untrusted input naming a place to read from or write to. Hence:
 
 Why obstore (Rust's object_store), not boto3 or s3fs: measured side by side against a
 real SeaweedFS on 127.0.0.1 (``bench/bench_s3.py``, figures in bench/README.md), it did
-everything textsieve does with S3 several times faster than boto3 (GET with metadata,
-PUT with metadata, listing with ETags); it imports in ~7 ms instead of 0.24-0.35 s (a
-serverless cold start pays that) and a client costs 13-21 ms, not 140-250 ms. s3fs (fsspec)
-was slower than boto3 and hands user metadata back with ``_`` turned into ``-``
-(``missing_text_pages`` would come back as ``missing-text-pages``). What obstore lacks
+what textsieve does with S3 2-6x faster than boto3 (GET with metadata 3-6x, PUT with
+metadata 2-5x, listing with ETags 5-6x; one 100 MB GET is a wash); it imports in 5-7 ms
+instead of 0.15-0.35 s (a serverless cold start pays that) and a client costs 5-20 ms,
+not 0.1-0.3 s (one is made per URI). s3fs (fsspec) was slower than boto3 and hands user
+metadata back with ``_`` turned into ``-`` (``missing_text_pages`` would come back as
+``missing-text-pages``). What obstore lacks
 is handled here: ``~/.aws`` profiles (boto3's chain when it is installed, see
 ``s3_store``) and S3's string prefixes (``list_s3``). A key obstore's path rules refuse
 (an empty, ``.`` or ``..`` segment) is a ``bad_url`` error, and so is a key ending in
