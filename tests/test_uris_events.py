@@ -346,3 +346,32 @@ def test_run_from_s3_incremental_by_etag_and_export_to_s3(seaweed, tmp_path):
     assert jsonl.returncode == 0
     rows = s3.get_object(Bucket=bucket, Key="dump/all.jsonl")["Body"].read().splitlines()
     assert len(rows) >= 2
+
+
+def _read_in_child(uri: str, queue) -> None:
+    try:
+        queue.put(("ok", uris.read(uri, Options(retries=0)).data))
+    except uris.UriError as exc:
+        queue.put((exc.kind.value, str(exc)))
+
+
+def test_s3_in_a_child_forked_after_use_fails_fast_not_hangs(s3_env):
+    """obstore's runtime does not survive fork: a forked child's s3:// read is a typed
+    error at once, never a hang (without the guard the child waits forever)."""
+    import multiprocessing
+
+    bucket = s3_env.bucket()
+    s3_env.client().put_object(Bucket=bucket, Key="a.txt", Body=b"hello")
+    uri = f"s3://{bucket}/a.txt"
+    assert uris.read(uri, Options()).data == b"hello"  # the parent's runtime is up
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_read_in_child, args=(uri, queue))
+    child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child hung on its s3:// read")
+    kind, _ = queue.get(timeout=5)
+    assert kind == "internal"

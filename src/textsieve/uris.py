@@ -23,7 +23,9 @@ metadata back with ``_`` turned into ``-`` (``missing_text_pages`` would come ba
 is handled here: ``~/.aws`` profiles (boto3's chain when it is installed, see
 ``s3_store``) and S3's string prefixes (``list_s3``). A key obstore's path rules refuse
 (an empty, ``.`` or ``..`` segment) is a ``bad_url`` error, and so is a key ending in
-``/`` (obstore would drop the slash and read another object).
+``/`` (obstore would drop the slash and read another object). obstore does not survive
+``fork`` (see ``_obstore``): s3:// is read in the driver or the service process and the
+bytes go to the workers.
 
 Every refusal or failure is a ``UriError`` with an ``ErrorKind``, so a caller reports it
 as data (a typed error record), never a traceback.
@@ -77,8 +79,23 @@ def split_s3(uri: str) -> tuple[str, str]:
     return parts.netloc, unquote(parts.path.lstrip("/"))
 
 
+# The pid of the process whose obstore runtime serves s3:// (None: not started yet).
+_RUNTIME_PID: int | None = None
+
+
 def _obstore() -> Any:
-    """The obstore module (the optional extra textsieve[s3]), or a typed error naming it."""
+    """The obstore module (the optional extra textsieve[s3]), or a typed error naming it.
+
+    obstore's runtime (tokio's threads) does not survive ``fork``: a child forked after
+    its parent used s3:// would hang forever on its first request. Such a child gets an
+    ``internal`` error at once instead (download in the parent, as ``run`` and the
+    service do, and hand the bytes over; a child forked before any s3:// use is fine)."""
+    global _RUNTIME_PID
+    if _RUNTIME_PID is None:
+        _RUNTIME_PID = os.getpid()
+    elif os.getpid() != _RUNTIME_PID:
+        raise UriError(ErrorKind.INTERNAL, "s3:// in a process forked after its parent "
+                       "used s3://: obstore cannot run there (it would hang)")
     try:
         import obstore
         import obstore.exceptions
