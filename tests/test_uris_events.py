@@ -57,7 +57,8 @@ def s3_env(seaweed, monkeypatch):
 def test_s3_read_write_with_object_metadata(seaweed, monkeypatch):
     for k, v in seaweed.env.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.delenv("AWS_ENDPOINT_URL")  # the endpoint comes from Options here
+    monkeypatch.delenv("AWS_ENDPOINT_URL")  # the endpoint comes from Options here,
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")  # even over this one
     opts = Options(s3_endpoint=seaweed.endpoint)
     bucket = seaweed.bucket()
     uris.write(f"s3://{bucket}/dir/a.txt", b"hello", opts, metadata={"missing_text_pages": "2"})

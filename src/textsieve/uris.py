@@ -115,7 +115,9 @@ def s3_store(bucket: str, options: Options) -> Any:
     obstore reads no ``~/.aws`` profile: when the environment names no key and boto3 is
     installed, boto3's credential chain (profiles, SSO, ...) supplies them instead."""
     S3Store = _obstore().store.S3Store
-    config = {"endpoint": options.s3_endpoint} if options.s3_endpoint else {}
+    # Both keys: obstore prefers AWS_ENDPOINT_URL_S3 to an explicit endpoint otherwise.
+    config = ({"endpoint": options.s3_endpoint, "aws_endpoint_url_s3": options.s3_endpoint}
+              if options.s3_endpoint else {})
     # allow_http: the endpoint's scheme is the deployment's choice (a SeaweedFS or MinIO
     # on a private network is often plain http), as with any S3 client; AWS is https.
     client_options = {"allow_http": True,
