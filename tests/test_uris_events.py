@@ -188,6 +188,12 @@ def test_bad_events_are_typed_replies(s3_env):
     reply = textsieve.handler({"document_uri": f"s3://{bucket}/missing.pdf"})
     assert reply["status"] == "error" and reply["error"]["kind"] == "not_found"
     assert textsieve.handler({"document_uri": "ftp://x/y"})["error"]["kind"] == "bad_url"
+    # Not a bucket name: refused before the S3 client sees it (it panicked on a space).
+    for doc in ("s3://a b/doc.pdf", "s3://ä/doc.pdf", "s3://user@host/doc.pdf"):
+        assert textsieve.handler({"document_uri": doc})["error"]["kind"] == "bad_url", doc
+    with pytest.raises(uris.UriError) as exc:
+        uris.read(f"s3://{bucket}/k", Options(s3_endpoint="http://[bad"))
+    assert exc.value.kind is ErrorKind.BAD_URL
 
 
 # -- SSRF: every http(s) URI goes through the address policy -----------------------------

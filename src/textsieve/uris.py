@@ -71,11 +71,20 @@ class Blob:
     content_type: str | None = None
 
 
+# S3's bucket names, with the legacy ones (upper case, "_", up to 255) and dots let in.
+_BUCKET = re.compile(r"[A-Za-z0-9._-]{1,255}")
+
+# Never turned into a UriError: an interrupt, an exit, a generator being closed.
+_PASS = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
 def split_s3(uri: str) -> tuple[str, str]:
     """``s3://bucket/key`` -> (bucket, key)."""
     parts = urlsplit(uri)
     if parts.scheme != "s3" or not parts.netloc:
         raise UriError(ErrorKind.BAD_URL, f"not an s3://bucket/key URI: {uri!r}")
+    if not _BUCKET.fullmatch(parts.netloc):  # obstore panics on some (a space, say)
+        raise UriError(ErrorKind.BAD_URL, f"not a bucket name in {uri!r}")
     return parts.netloc, unquote(parts.path.lstrip("/"))
 
 
@@ -115,6 +124,8 @@ def s3_store(bucket: str, options: Options) -> Any:
     obstore reads no ``~/.aws`` profile: when the environment names no key and boto3 is
     installed, boto3's credential chain (profiles, SSO, ...) supplies them instead."""
     S3Store = _obstore().store.S3Store
+    if options.s3_endpoint:
+        _check_endpoint(options.s3_endpoint)
     # Both keys: obstore prefers AWS_ENDPOINT_URL_S3 to an explicit endpoint otherwise.
     config = ({"endpoint": options.s3_endpoint, "aws_endpoint_url_s3": options.s3_endpoint}
               if options.s3_endpoint else {})
@@ -126,8 +137,26 @@ def s3_store(bucket: str, options: Options) -> Any:
                       "timeout": timedelta(seconds=options.fetch_timeout)}
     retry_config = {"max_retries": options.retries,
                     "retry_timeout": timedelta(seconds=options.fetch_timeout)}
-    return S3Store(bucket, config=config, client_options=client_options,
-                   retry_config=retry_config, credential_provider=_profile_credentials())
+    try:
+        return S3Store(bucket, config=config, client_options=client_options,
+                       retry_config=retry_config, credential_provider=_profile_credentials())
+    except _PASS:
+        raise
+    except BaseException as exc:  # a configuration obstore refuses (a bad endpoint, ...)
+        raise UriError(ErrorKind.BAD_URL, f"s3://{bucket}: cannot configure the S3 "
+                       f"client: {str(exc).splitlines()[0] if str(exc) else exc!r}") from exc
+
+
+def _check_endpoint(endpoint: str) -> None:
+    """Refuse an endpoint that is no http(s) URL with a host (obstore panics on some)."""
+    try:
+        parts = urlsplit(endpoint)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UriError(ErrorKind.BAD_URL, f"not an http(s) S3 endpoint: {endpoint!r}")
 
 
 def _profile_credentials() -> Any:
@@ -161,7 +190,7 @@ def _boto3_provider(profile: str | None, credentials_file: str | None,
 _STATUS = re.compile(r"status code: ([45]\d\d)\b")  # obstore: "... status code: 503 ..."
 
 
-def _s3_error(uri: str, exc: Exception) -> UriError:
+def _s3_error(uri: str, exc: BaseException) -> UriError:
     """obstore's exception as a typed ``UriError``."""
     oe = _obstore().exceptions
     if isinstance(exc, FileNotFoundError | oe.NotFoundError):  # obstore raises the former
@@ -215,7 +244,9 @@ def read(uri: str, options: Options, *, roots: tuple[str, ...] = ()) -> Blob:
             data = bytes(got.bytes())
         except UriError:
             raise
-        except Exception as exc:
+        except _PASS:
+            raise
+        except BaseException as exc:  # a Rust panic in obstore is a BaseException
             raise _s3_error(uri, exc) from exc
         attributes = dict(got.attributes)
         metadata = {k: str(v) for k, v in attributes.items() if k not in _STANDARD}
@@ -256,7 +287,9 @@ def write(uri: str, data: bytes, options: Options, *, metadata: dict[str, str] |
         obstore = _obstore()
         try:
             obstore.put(store, key, data, attributes={**meta, "Content-Type": content_type})
-        except Exception as exc:
+        except _PASS:
+            raise
+        except BaseException as exc:  # a Rust panic in obstore is a BaseException
             raise _s3_error(uri, exc) from exc
         return
     if scheme == "file":
@@ -299,7 +332,9 @@ def list_s3(uri: str, options: Options) -> Iterator[S3Object]:
                 if meta["path"].startswith(prefix):
                     yield S3Object(meta["path"], (meta.get("e_tag") or "").strip('"'),
                                    meta["size"])
-    except Exception as exc:
+    except _PASS:
+        raise
+    except BaseException as exc:  # a Rust panic in obstore is a BaseException
         raise _s3_error(uri, exc) from exc
 
 
