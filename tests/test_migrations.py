@@ -200,6 +200,7 @@ def make_v5_archive_with_credentials(path: Path) -> dict[str, int]:
     item("erin", "http://erin:pw2@other.example/x", "http://erin:pw2@other.example/x", "x",
          "an egret page", 2)
     item("file", "/home/u/mail@home.txt", "/home/u/mail@home.txt", "mail", "a file", 2)
+    item("handle", "http://example.org/@heron?b=2&a=1", None, "@heron", "", 2)
     conn.execute("COMMIT")
     conn.close()
     return ids
@@ -229,7 +230,9 @@ def test_credentials_from_before_the_fix_are_scrubbed_on_open(tmp_path: Path) ->
         # dave's 404 and erin's page were two rows of one URL: the ok one survives.
         assert keys["http://other.example/x"] == ids["erin"]
         assert keys["/home/u/mail@home.txt"] == ids["file"]  # a path, not a URL: untouched
-        assert len(keys) == 5
+        # An '@' in a path is no credential: that key is left exactly as it was.
+        assert keys["http://example.org/@heron?b=2&a=1"] == ids["handle"]
+        assert len(keys) == 6
         specs = [r[0] for r in c.execute("SELECT spec FROM sources ORDER BY id")]
         assert specs == ["urls:/lists/l.txt", "url:https://example.com/page"]
         (original,) = c.execute("SELECT original FROM items WHERE id = ?",

@@ -76,7 +76,7 @@ def scrub_credentials(conn: sqlite3.Connection) -> None:
         if reindex or merged:  # deleted entries and old tokens leave the segments
             conn.execute("INSERT INTO items_fts (items_fts) VALUES ('optimize')")
         if merged or cells:
-            log.info("archive migration: credentials scrubbed from %d cells, %d rows merged",
+            log.info("archive migration: credentials scrubbed from %d rows, %d rows merged",
                      cells, merged)
     finally:
         conn.execute(f"PRAGMA secure_delete = {int(secure)}")
@@ -107,7 +107,8 @@ def _scrub_item_keys(conn: sqlite3.Connection, reindex: set[int]) -> int:
     """Give every item with credentials in its key the key the current code would; merge
     collisions. Returns the number of rows merged away."""
     rows = {r[0]: (r[1], r[2]) for r in conn.execute(
-        "SELECT id, key, parent_id FROM items WHERE key LIKE '%://%@%'")}
+        "SELECT id, key, parent_id FROM items WHERE key LIKE '%://%@%'")
+        if _has_credentials(r[1])}  # an '@' further on (a path, a query) is no credential
     if not rows:
         return 0
     parents = {r[0]: r[1] for r in conn.execute(
@@ -194,6 +195,8 @@ def _scrub_sources(conn: sqlite3.Connection) -> int:
     merged = 0
     for sid, spec in conn.execute(
             "SELECT id, spec FROM sources WHERE spec LIKE '%://%@%'").fetchall():
+        if not _has_credentials(spec):
+            continue
         kind, sep, rest = spec.partition(":")
         target = f"url:{_new_top_key(rest)}" if kind == "url" and sep else scrub_text(spec)
         if target == spec:
@@ -252,11 +255,18 @@ def _scrub_cells(conn: sqlite3.Connection, reindex: set[int]) -> int:
     for table in tables:
         if _SKIP_TABLE.match(table):
             continue
-        skip = {"items": {"key", "title"}, "sources": {"spec"}}.get(table, set())
-        for col in [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
-                    if r[2].upper() in ("TEXT", "") and r[1] not in skip]:
-            conn.execute(f"UPDATE {table} SET {col} = ts_scrub_credentials({col}) "
-                         f"WHERE typeof({col}) = 'text' AND {col} LIKE '%://%@%' "
-                         f"AND ts_scrub_credentials({col}) != {col}")
-            count += conn.execute("SELECT changes()").fetchone()[0]
+        # Keys are done above, or are no URLs (and rewriting them could make duplicates).
+        skip = {"items": {"key", "title"}, "sources": {"spec"}, "meta": {"key"},
+                "source_state": {"key"}, "mails": {"message_id"}}.get(table, set())
+        cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
+                if r[2].upper() in ("TEXT", "") and r[1] not in skip]
+        if not cols:
+            continue
+        # One pass over the table (items rows carry the compressed texts: a scan per
+        # column would read them all a dozen times).
+        sets = ", ".join(f"{c} = ts_scrub_credentials({c})" for c in cols)
+        where = " OR ".join(f"({c} LIKE '%://%@%' AND ts_scrub_credentials({c}) IS NOT {c})"
+                            for c in cols)
+        conn.execute(f"UPDATE {table} SET {sets} WHERE {where}")
+        count += conn.execute("SELECT changes()").fetchone()[0]
     return count
