@@ -93,10 +93,17 @@ def memory_cap(limit: int) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+def _warm() -> None:
+    """Import what every task runs before the first cap is set: a fresh worker's imports
+    map libraries that are the worker's, not the input's, and must not eat its budget."""
+    from .. import core, ocr  # noqa: F401
+
+
 def _run_on_worker(task: Task, obj: Any, options: Options) -> Any:
     """The Ray task: ``obj`` comes as its own argument, so Ray resolves a reference to
     the object store before the call (fields of ``task`` would not be)."""
     task.obj = obj
+    _warm()
     with memory_cap(options.memory_limit):
         return run_task(task, options)
 
@@ -105,6 +112,7 @@ def _run_batch(tasks: list[Task], options: Options) -> list[Any]:
     """A batch of small inputs as one Ray task: Ray's per-task cost paid once; the memory
     cap is per input, as for a task of its own."""
     out = []
+    _warm()
     for task in tasks:
         with memory_cap(options.memory_limit):
             out.append(run_task(task, options))
