@@ -101,6 +101,8 @@ def run_task(task: Task, options: Options) -> Any:
         return ocr_pages(src, task.mime, [task.page], options, want_pdf=task.want_pdf)[0]
     except ExtractionError as exc:  # a page task that cannot start (no language data)
         return PageOcr(task.page or 0, error=f"{exc.kind}: {exc.message}")
+    except MemoryError:  # over the worker's memory cap (a page too big to decode)
+        return failed(task, ErrorKind.TOO_LARGE, "ran out of memory (memory limit)")
     except Exception as exc:
         return failed(task, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
 
