@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from .credentials import scrub_credentials
+
 APPLICATION_ID = 0x54535652  # "TSVR"
 
 _V1 = """
@@ -196,8 +198,10 @@ CREATE INDEX items_first_seen ON items(first_seen);
 CREATE INDEX mails_date ON mails(date);
 """
 
+# Version 6: archives made before the credential fix can hold ``user:secret@`` in keys,
+# originals, specs and metadata; scrubbed, colliding rows merged, the FTS entries redone.
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2, _V3, _V4_ENRICH,
-                                                             _V5_UI]
+                                                             _V5_UI, scrub_credentials]
 VERSION = len(MIGRATIONS)
 
 
