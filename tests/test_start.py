@@ -26,7 +26,7 @@ HEAVY = ("lxml", "pypdfium2", "httpx", "trafilatura", "PIL", "tesserocr", "openp
          "charset_normalizer", "olefile", "python_calamine",
          # the standard library's heavier parts: none is needed to read a plain text file
          "zipfile", "lzma", "bz2", "_hashlib", "json", "subprocess", "shutil", "tempfile",
-         "glob")
+         "glob", "logging")
 
 
 def _fresh(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

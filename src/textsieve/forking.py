@@ -29,7 +29,6 @@ up), on its raw-fork path: these calls are on the hot paths of reading a PDF and
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 import os
 import pickle
@@ -47,8 +46,6 @@ from .procs import can_fork, die_with_parent, in_worker, libc_prctl, quiet_nativ
 
 __all__ = ["MAX_JOBS", "CallDied", "JobsTimeout", "call_alone", "call_isolated", "can_fork",
            "die_with_parent", "in_worker", "libc_prctl", "quiet_native_chatter", "share_jobs"]
-
-logger = logging.getLogger(__name__)
 
 _TOKEN = struct.Struct("<I")
 MAX_JOBS = 8192  # 32 KB of tokens: always fits the pipe buffer, so filling never blocks
@@ -201,8 +198,11 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
             helper = _helper = _start_helper(memory) if can_fork() \
                 else _start_clean_helper(memory)
         if helper is None:
-            logger.warning("no process for an isolated call: %s runs unisolated",
-                           getattr(fn, "__name__", fn))
+            import logging  # only here: ~3 ms of every `textsieve extract` start
+
+            logging.getLogger(__name__).warning(
+                "no process for an isolated call: %s runs unisolated",
+                getattr(fn, "__name__", fn))
             return fn(*args)
         try:
             _send(helper.requests, pickle.dumps((fn, args, timeout),

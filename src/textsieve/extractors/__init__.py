@@ -160,7 +160,6 @@ def preload(mimes: Iterable[str] | None = None) -> None:
         for lib in getattr(importlib.import_module(spec.partition(":")[0]), "LAZY", ()):
             with contextlib.suppress(ImportError):
                 importlib.import_module(lib)
-    importlib.import_module("multiprocessing")  # forking.in_worker asks it every time
     if mimes is None:  # a CLI call on a few PDFs need not look up 99 code pages
         textcodec.warm()
 
