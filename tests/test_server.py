@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+from proctree import alive, descendants
 from server_proc import running_server
 from textsieve.model import ErrorKind
 from textsieve.options import Options
@@ -160,32 +161,7 @@ def test_a_worker_killed_mid_request_is_a_typed_crash_and_the_next_request_works
     assert after.status_code == 200 and after.text == "second"
 
 
-def _descendants(root: int) -> list[int]:
-    """Every process below ``root`` (children, their children ...)."""
-    kids: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except OSError:
-                continue
-            kids.setdefault(int(fields[1]), []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        for kid in kids.get(todo.pop(), []):
-            out.append(kid)
-            todo.append(kid)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def test_sigkill_of_serve_leaves_no_worker_alive():
+def test_sigkill_of_serve_leaves_no_workeralive():
     """Killed outright (no cleanup runs): its forkserver, workers and their group guards
     all go within 5 s, a worker that cannot read the end of its pipe included (stopped
     here, as one stuck in a parser would be: only the kernel's parent-death signal, and
@@ -200,16 +176,16 @@ def test_sigkill_of_serve_leaves_no_worker_alive():
         for t in threads:
             t.join(60)
         assert replies == [200, 200]
-        below = _descendants(s.proc.pid)
+        below = descendants(s.proc.pid)
         workers = _server_workers(s.proc.pid)
         assert len(workers) == 2 and len(below) >= 3, below  # a forkserver, 2 workers
         os.kill(workers[0], signal.SIGSTOP)
         os.kill(s.proc.pid, signal.SIGKILL)
         s.proc.wait()
         deadline = time.monotonic() + 5
-        while any(_alive(p) for p in below) and time.monotonic() < deadline:
+        while any(alive(p) for p in below) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not [p for p in below if _alive(p)]
+        assert not [p for p in below if alive(p)]
 
 
 def _read_reply(sock: socket.socket) -> str:
@@ -311,7 +287,7 @@ def _service(**kw):
     return ExtractionService(Options(), workers=1, threads_run=True, **kw)
 
 
-def test_service_deadline_and_crash_keep_it_alive(tmp_path):
+def test_service_deadline_and_crash_keep_italive(tmp_path):
     # A named pipe nobody writes to: a job that never finishes on its own, by construction.
     fifo = tmp_path / "stuck"
     os.mkfifo(fifo)
