@@ -4,7 +4,8 @@ Run by hand, after ``bash bench/peers_setup.sh``::
 
     bench/.peers/venv/bin/python bench/bench_corpus.py [--corpus DIR] [--tools a,b]
         [--timeout 60] [--formats pdf,docx] [--no-cli] [--repeat 3]
-    bench/.peers/venv/bin/python bench/bench_corpus.py --per-file [--repeat 3]
+    bench/.peers/venv/bin/python bench/bench_corpus.py --per-file [COMMANDS] [--repeat 3]
+        [--baseline SRC]
 
 Every tool runs in its own FRESH worker process, file by file through its plain
 single-threaded Python API; each file goes to every tool in turn (never two at once on our
@@ -411,39 +412,95 @@ def run_cli(python: str, files: list[tuple[str, Path]], expect: Expectations,
 # kreuzberg's PyPI package has no working CLI (its ``kreuzberg`` script asks for a separate
 # binary from GitHub), so its per-file process is the interpreter with its Python API: the
 # same call as the in-process row, its import included, as a one-line script would do.
-KREUZBERG_ONE = ("import sys\nfrom kreuzberg import ExtractionConfig, extract_file_sync\n"
-                 "sys.stdout.write(extract_file_sync(sys.argv[1], config=ExtractionConfig("
-                 "use_cache=False, disable_ocr=True)).content or '')\n")
+# markitdown and extractous are started the same way (``python -c``) when asked for.
+_KREUZBERG = ("import sys\n"
+              "from kreuzberg import ExtractionConfig, OcrConfig, TesseractConfig, "
+              "extract_file_sync\n"
+              "sys.stdout.write(extract_file_sync(sys.argv[1], config=ExtractionConfig("
+              "use_cache=False, {ocr})).content or '')\n")
+KREUZBERG_ONE = _KREUZBERG.format(ocr="disable_ocr=True")
+# OCR on, like textsieve's default: the system tesseract's eng model (no download; its OCR
+# result cache off too, or a second pass would read the first one's answers).
+KREUZBERG_OCR_ONE = _KREUZBERG.format(
+    ocr="ocr=OcrConfig(backend='tesseract', language='eng', "
+        "tesseract_config=TesseractConfig(use_cache=False))")
+MARKITDOWN_ONE = ("import sys\nfrom markitdown import MarkItDown\n"
+                  "sys.stdout.write(MarkItDown(enable_plugins=False).convert(sys.argv[1])"
+                  ".text_content or '')\n")
+EXTRACTOUS_ONE = ("import sys\nfrom extractous import Extractor, PdfOcrStrategy, PdfParserConfig\n"
+                  "ex = Extractor().set_extract_string_max_length(100_000_000).set_pdf_config("
+                  "PdfParserConfig().set_ocr_strategy(PdfOcrStrategy.NO_OCR))\n"
+                  "sys.stdout.write(ex.extract_file_to_string(sys.argv[1])[0] or '')\n")
+FLOOR = "python -c pass (floor)"
+TS_NO_OCR, TS_OCR = "textsieve extract --ocr never", "textsieve extract"
+KB_NO_OCR, KB_OCR = "kreuzberg (python -c)", "kreuzberg OCR (python -c)"
+# --baseline SRC: the same two textsieve commands from another source tree (`git archive
+# main src | tar -x -C /tmp/base`), run side by side with this one: before/after, same load.
+BASE = "textsieve@baseline"
+BASE_NO_OCR, BASE_OCR = f"{BASE} extract --ocr never", f"{BASE} extract"
+# Started like its console script would be (`sys.exit(main())`), from SRC first on the path.
+_BASE_RUNNER = ("import sys\nsys.path.insert(0, sys.argv.pop(1))\n"
+                "from textsieve.cli import main\nsys.exit(main())\n")
+# Which contenders OCR scans and images: a pair is like for like when both agree.
+OCR_ON = {TS_OCR, KB_OCR, BASE_OCR}
+PER_FILE_DEFAULT = ",".join([TS_NO_OCR, KB_NO_OCR, TS_OCR, KB_OCR, FLOOR])
 
 
-def per_file_commands(python: str) -> dict[str, Callable[[str], list[str]]]:
+def per_file_commands(python: str, baseline: str | None = None
+                      ) -> dict[str, Callable[[str], list[str]]]:
     """How each contender is started on one file: textsieve's real command (the console
-    script of ``python``'s environment), OCR off like kreuzberg's."""
+    script of ``python``'s environment), the peers as one-line scripts; and the floor,
+    the interpreter started and stopped with nothing to do. ``baseline``: a textsieve
+    source tree whose two commands run too."""
     script = str(Path(python).parent / "textsieve")
-    return {
-        "textsieve extract --ocr never": lambda p: [script, "extract", "--ocr", "never", p],
-        "textsieve extract": lambda p: [script, "extract", p],
-        "kreuzberg (python -c)": lambda p: [python, "-c", KREUZBERG_ONE, p],
+    base: dict[str, Callable[[str], list[str]]] = {} if baseline is None else {
+        BASE_NO_OCR: lambda p: [python, "-c", _BASE_RUNNER, baseline, "extract", "--ocr",
+                                "never", p],
+        BASE_OCR: lambda p: [python, "-c", _BASE_RUNNER, baseline, "extract", p],
+    }
+    return {**base,
+        TS_NO_OCR: lambda p: [script, "extract", "--ocr", "never", p],
+        TS_OCR: lambda p: [script, "extract", p],
+        KB_NO_OCR: lambda p: [python, "-c", KREUZBERG_ONE, p],
+        KB_OCR: lambda p: [python, "-c", KREUZBERG_OCR_ONE, p],
+        "markitdown (python -c)": lambda p: [python, "-c", MARKITDOWN_ONE, p],
+        "extractous (python -c)": lambda p: [python, "-c", EXTRACTOUS_ONE, p],
+        FLOOR: lambda p: [python, "-c", "pass"],
     }
 
 
+@dataclass
+class PerFile:
+    """One contender's per-file loop: best seconds per file, CPU, the files read ok."""
+
+    name: str
+    best: dict[str, float] = field(default_factory=dict)
+    cpu: float = 0.0  # user + sys of its processes, all passes
+    ok: set[str] = field(default_factory=set)
+
+    def total(self, rels: Iterable[str] | None = None) -> float:
+        return sum(self.best.values()) if rels is None else sum(self.best[r] for r in rels)
+
+
 def run_per_file(python: str, files: list[tuple[str, Path]], timeout: float,
-                 repeat: int, names: list[str]) -> str:
+                 repeat: int, names: list[str], baseline: str | None = None) -> str:
     """Every file in a fresh process per contender, contenders alternating file by file
     (a shared VM's drift hits all alike); each file's best of ``repeat`` counts. ok = exit
     status 0 and some text on stdout. The cost of starting the command is the point here:
     a user's ``for f in *; do textsieve extract "$f"; done``."""
-    commands = per_file_commands(python)
+    commands = per_file_commands(python, baseline)
+    unknown = [n for n in names if n not in commands]
+    if unknown:
+        raise SystemExit(f"--per-file: unknown {unknown}; known: {list(commands)}")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     for make in commands.values():  # compile every module once, before the clock runs
         subprocess.run(make(str(files[0][1])), capture_output=True, env=env, check=False,
                        timeout=timeout)
-    best: dict[str, dict[str, float]] = {n: {} for n in names}
-    cpu: dict[str, float] = dict.fromkeys(names, 0.0)  # user + sys, all runs
-    ok: dict[str, set[str]] = {n: set() for n in names}
+    runs = {n: PerFile(n) for n in names}
     for _ in range(repeat):
         for rel, path in files:
             for name in names:
+                run = runs[name]
                 r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 try:
@@ -454,30 +511,86 @@ def run_per_file(python: str, files: list[tuple[str, Path]], timeout: float,
                     good = False
                 took = time.perf_counter() - t0
                 r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu[name] += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-                best[name][rel] = min(best[name].get(rel, float("inf")), took)
+                run.cpu += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                run.best[rel] = min(run.best.get(rel, float("inf")), took)
                 if good:
-                    ok[name].add(rel)
-    lines = [f"one process per file, {len(files)} files, best of {repeat}",
-             f"{'command':32s} | ok  | total s | median ms | CPU s per pass"]
-    for name in names:
-        times = sorted(best[name].values())
-        lines.append(f"{name:32s} | {len(ok[name]):3d} | {sum(times):7.2f} | "
-                     f"{1000 * times[len(times) // 2]:9.1f} | {cpu[name] / repeat:7.2f}")
-    formats = sorted({rel.split("/", 1)[0] for rel, _ in files})
-    lines.append("seconds by format: " + "; ".join(
-        f"{fmt} " + "/".join(f"{sum(t for r, t in best[n].items() if r.startswith(fmt + '/')):.2f}"
-                             for n in names) for fmt in formats))
-    first, *others = names
-    for other in others:
-        both = ok[first] & ok[other]
-        a = sum(best[first][r] for r in both)
-        b = sum(best[other][r] for r in both)
-        lines.append(f"{first} vs {other}: all files {sum(best[other].values()):.2f} s / "
-                     f"{sum(best[first].values()):.2f} s = "
-                     f"{sum(best[other].values()) / sum(best[first].values()):.2f}x; "
-                     f"{len(both)} both ok: {b:.2f} s / {a:.2f} s = {b / a if a else 0:.2f}x "
-                     "(above 1: textsieve faster)")
+                    run.ok.add(rel)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    raw = OUT / f"perfile-{stamp}.jsonl"
+    with raw.open("w", encoding="utf-8") as f:
+        for run in runs.values():
+            f.write(json.dumps({"command": run.name, "cpu_s": run.cpu / repeat,
+                                "best_s": run.best, "ok": sorted(run.ok)}) + "\n")
+    return per_file_report(list(runs.values()), len(files), repeat) + f"\n\nraw: {raw}"
+
+
+def _ratio(peer: float, ours: float) -> str:
+    return f"{peer / ours:.2f}x" if ours else "-"
+
+
+def per_file_report(runs: list[PerFile], n_files: int, repeat: int) -> str:
+    """Totals per contender on (a) all files and (b) the files every contender read; then
+    each textsieve command against each peer on all files and on the files both read, the
+    like-for-like pairs (OCR on for both, OCR off for both) marked; the interpreter's own
+    start as the floor; seconds by format; the files that cost textsieve most."""
+    contenders = [r for r in runs if r.name != FLOOR]
+    floor = next((r for r in runs if r.name == FLOOR), None)
+    every = set.intersection(*(r.ok for r in contenders)) if contenders else set()
+    lines = [f"one process per file, {n_files} files, best of {repeat}",
+             f"{'command':38s} |  ok | all files s | median ms | CPU s/pass | "
+             f"{len(every)} all-ok s"]
+    for r in runs:
+        times = sorted(r.best.values())
+        lines.append(f"{r.name:38s} | {len(r.ok):3d} | {r.total():11.2f} | "
+                     f"{1000 * times[len(times) // 2]:9.1f} | {r.cpu / repeat:10.2f} | "
+                     f"{r.total(every):8.2f}")
+    ours = [r for r in contenders if r.name.startswith("textsieve")
+            and not r.name.startswith(BASE)]
+    peers = [r for r in contenders if not r.name.startswith("textsieve")]
+    by_name = {r.name: r for r in runs}
+    for now, before in ((TS_NO_OCR, BASE_NO_OCR), (TS_OCR, BASE_OCR)):
+        if now in by_name and before in by_name:
+            a, b = by_name[now], by_name[before]
+            lines.append(f"before/after: {before} / {now}: all files {b.total():.2f} / "
+                         f"{a.total():.2f} s = {_ratio(b.total(), a.total())} "
+                         f"({_ratio(b.cpu, a.cpu)} CPU)")
+    lines.append("\npeer time / textsieve time (above 1: textsieve faster; CPU in brackets)")
+    verdicts = []
+    for mine in ours:
+        for peer in peers:
+            like = (mine.name in OCR_ON) == (peer.name in OCR_ON)
+            both = mine.ok & peer.ok
+            tag = (f"like for like, OCR {'on' if mine.name in OCR_ON else 'off'} for both"
+                   if like else "NOT like for like (OCR differs)")
+            lines.append(
+                f"  {mine.name} vs {peer.name} [{tag}]: all files "
+                f"{peer.total():.2f} / {mine.total():.2f} s = "
+                f"{_ratio(peer.total(), mine.total())} "
+                f"({_ratio(peer.cpu, mine.cpu)} CPU); {len(both)} both ok "
+                f"{peer.total(both):.2f} / {mine.total(both):.2f} s = "
+                f"{_ratio(peer.total(both), mine.total(both))}")
+            if like and peer.name.startswith("kreuzberg"):
+                verdicts.append(f"{mine.name} at or below {peer.name}: all files "
+                                f"{'yes' if mine.total() <= peer.total() else 'NO'}, "
+                                f"both-ok files "
+                                f"{'yes' if mine.total(both) <= peer.total(both) else 'NO'}")
+    lines += ["", "must-hold (issue 18): " + ("; ".join(verdicts) or "no like-for-like pair run")]
+    if floor is not None:
+        per = 1000 * floor.total() / max(1, len(floor.best))
+        lines.append(f"floor: the interpreter alone (python -c pass) {floor.total():.2f} s "
+                     f"({per:.1f} ms a file): every contender above pays it")
+    formats = sorted({rel.split("/", 1)[0] for r in runs for rel in r.best})
+    lines.append("\nseconds by format (" + " / ".join(r.name for r in runs) + ")")
+    for fmt in formats:
+        lines.append(f"  {fmt:6s} " + " / ".join(
+            f"{sum(t for rel, t in r.best.items() if rel.startswith(fmt + '/')):.2f}"
+            for r in runs))
+    if ours and peers:  # where textsieve loses most against the first peer
+        mine, peer = ours[0], peers[0]
+        worst = sorted(mine.best, key=lambda rel: peer.best.get(rel, 0) - mine.best[rel])[:10]
+        lines.append(f"\nfiles costing {mine.name} most against {peer.name} (ms)")
+        lines += [f"  {rel}: {1000 * mine.best[rel]:.0f} vs {1000 * peer.best.get(rel, 0):.0f}"
+                  for rel in worst]
     return "\n".join(lines)
 
 
@@ -637,8 +750,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="run each file n times and keep its best time (1)")
     ap.add_argument("--no-cli", action="store_true", help="skip the textsieve CLI row")
     ap.add_argument("--jobs", type=int, default=2, help="-j for the CLI row (2)")
+    ap.add_argument("--baseline", metavar="SRC",
+                    help="--per-file: also run textsieve from this source tree (before/after)")
     ap.add_argument("--per-file", metavar="COMMANDS", nargs="?",
-                    const="textsieve extract --ocr never,kreuzberg (python -c)",
+                    const=PER_FILE_DEFAULT,
                     help="only the one-process-per-file loop, for these commands "
                          f"(comma-separated; of: {', '.join(per_file_commands('python'))})")
     ns = ap.parse_args(argv)
@@ -648,7 +763,11 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     files = corpus_files(ns.corpus, set(ns.formats.split(",")) if ns.formats else None)
     if ns.per_file:
-        print(run_per_file(ns.python, files, ns.timeout, ns.repeat, ns.per_file.split(",")))
+        names = ns.per_file.split(",")
+        if ns.baseline:
+            ns.baseline = str(Path(ns.baseline).resolve())
+            names += [n for n in (BASE_NO_OCR, BASE_OCR) if n.replace(BASE, "textsieve") in names]
+        print(run_per_file(ns.python, files, ns.timeout, ns.repeat, names, ns.baseline))
         return 0
     expect = load_expectations(EXPECTATIONS)
     rels = {rel for rel, _ in files}

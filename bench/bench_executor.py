@@ -117,6 +117,8 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=8, help="pages of the scanned PDF")
     ap.add_argument("--batch", type=int, default=Options().batch,
                     help="small files per Ray task")
+    ap.add_argument("--local-only", action="store_true",
+                    help="the local pool only (no Ray clusters): before/after a pool change")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-executor-") as tmp:
         root = Path(tmp)
@@ -127,12 +129,13 @@ def main() -> None:
         rows = {}
         for cpus in (1, 2):
             rows[("local", cpus)] = run_local(cpus, small, scan, args.pages)
-            rows[("ray", cpus)] = run_ray(cpus, small, scan, args.pages, args.batch)
+            if not args.local_only:
+                rows[("ray", cpus)] = run_ray(cpus, small, scan, args.pages, args.batch)
         print(f"{'executor':<8} {'cpus':>4} {'small/s':>9} {'pages/s':>9} {'warm-up s':>10}")
         for (name, cpus), r in rows.items():
             print(f"{name:<8} {cpus:>4} {args.small / r['small']:>9.1f} "
                   f"{args.pages / r['scan']:>9.2f} {r['start']:>10.1f}")
-        for cpus in (1, 2):
+        for cpus in (1, 2) if not args.local_only else ():
             loc, ray_ = rows[("local", cpus)], rows[("ray", cpus)]
             per_small = (ray_["small"] - loc["small"]) / args.small * 1000
             per_page = (ray_["scan"] - loc["scan"]) / args.pages * 1000

@@ -1,7 +1,7 @@
 """Service benchmark: textsieve serve under load, and under 4x overload.
 
 Run by hand, niced: `nice -n 10 .venv/bin/python bench/bench_server.py [--seconds 8]
-[--kreuzberg /path/to/venv/bin/kreuzberg]`.
+[--kreuzberg PYTHON | --no-peer]` after `bash bench/peers_service_setup.sh`.
 
 For 1 and 2 workers, the real server (uvicorn on 127.0.0.1, a subprocess) is sent small
 documents from samples/docs (DOCX, RTF, HTML, CSV, a one-page PDF, a text file), each
@@ -14,9 +14,12 @@ when the last is answered):
   whether the server is still up, and its memory (RSS of the server and its workers)
   before and after.
 
-With ``--kreuzberg BIN`` the same load goes to kreuzberg's API server (``BIN serve``,
-POST /extract, multipart ``files``) in the same run, as a peer. The clients run on the
-same 2 cores as the server, so the absolute figures are a floor.
+Side by side in the same run, the same load goes to a peer with the same number of
+workers: kreuzberg's REST API server (kreuzberg 3.x ``[api]``, from the venv
+bench/.peers/kreuzberg3; kreuzberg 4.x on PyPI ships no server, see
+peers_service_setup.sh), POST /extract with multipart ``files``, and a line of ratios
+per worker count. The clients run on the same 2 cores as the servers, so the absolute
+figures are a floor.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,11 +72,15 @@ class Result:
     other: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
 
-    def line(self, label: str) -> str:
+    def pct(self, q: int) -> float:
+        """The q-th percentile latency of the admitted (200) requests, in ms."""
         n = len(self.ok)
         lat = sorted(self.ok)
-        p50 = lat[n // 2] * 1000 if n else float("nan")
-        p99 = lat[min(n - 1, int(n * 0.99))] * 1000 if n else float("nan")
+        return lat[min(n - 1, n * q // 100)] * 1000 if n else float("nan")
+
+    def line(self, label: str) -> str:
+        n = len(self.ok)
+        p50, p99 = self.pct(50), self.pct(99)
         total = n + self.refused + sum(self.other.values())
         return (f"{label:<28} {n / self.seconds:8.1f} ok/s  p50 {p50:7.1f} ms  "
                 f"p99 {p99:7.1f} ms  refused {self.refused:5d}/{total:<5d}"
@@ -135,72 +143,144 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def bench_textsieve(workers: int, seconds: float, bodies: list[bytes]) -> None:
+MIME = {".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ".rtf": "application/rtf", ".html": "text/html", ".csv": "text/csv",
+        ".pdf": "application/pdf", ".txt": "text/plain"}
+
+
+@dataclass
+class Service:
+    """One server under test: how to start it with N workers and send it a document."""
+
+    name: str
+    argv: list[str]  # {port} and {workers} are filled in
+    health: str
+    send: Callable[[httpx.Client, int], int]  # (client, i) -> a status, 200 = extracted
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+
+
+def textsieve_service(bodies: list[bytes]) -> Service:
+    def send(c: httpx.Client, i: int) -> int:
+        return c.put("/v1/extract", content=bodies[i % len(bodies)]).status_code
+
+    return Service("textsieve", [sys.executable, "-m", "textsieve", "serve", "--port",
+                                 "{port}", "-j", "{workers}"], "/healthz", send)
+
+
+def kreuzberg_service(python: str, names: list[str], bodies: list[bytes]) -> Service:
+    """kreuzberg 3's REST API (its `api` extra: a Litestar app, POST /extract with
+    multipart ``files``), run by uvicorn with N worker processes, as its docs deploy it.
+    It answers 201 even when extraction failed (the error is the text, "Error: ..."), so
+    such a reply counts as an error here, not as extracted. Its result cache is turned
+    off per request (``use_cache: false``): every request is really extracted, as by
+    textsieve, which has no such cache."""
+
+    def send(c: httpx.Client, i: int) -> int:
+        k = i % len(bodies)
+        r = c.post("/extract", files={"files": (names[k], bodies[k],
+                                                MIME[Path(names[k]).suffix])},
+                   headers={"X-Extraction-Config": '{"use_cache": false}'})
+        if r.status_code == 201:
+            return 200 if not r.json()[0]["content"].startswith("Error:") else 422
+        return r.status_code
+
+    # Its own folder as cwd: kreuzberg 3 looks for a kreuzberg.toml / pyproject.toml
+    # config in the working directory, and textsieve's pyproject must not be read as one.
+    return Service("kreuzberg", [python, "-m", "uvicorn", "kreuzberg._api.main:app",
+                                 "--host", "127.0.0.1", "--port", "{port}", "--workers",
+                                 "{workers}", "--no-access-log"], "/health", send,
+                   cwd=str(Path(python).resolve().parents[1]))
+
+
+@dataclass
+class Run:
+    load: Result
+    over: Result
+    alive: bool
+    rss0: int
+    rss1: int
+
+
+def bench_service(svc: Service, workers: int, seconds: float) -> Run:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "textsieve", "serve", "--port", str(port),
-                             "-j", str(workers)], stderr=subprocess.DEVNULL)
+    argv = [a.format(port=port, workers=workers) for a in svc.argv]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=svc.cwd, env=svc.env)
     try:
-        wait_up(url + "/healthz", proc)
-        capacity = 3 * workers  # workers + the default queue of 2 per worker
+        wait_up(url + svc.health, proc)
+        capacity = 3 * workers  # textsieve: workers + its default queue of 2 per worker
         local = threading.local()
 
         def send(i: int) -> int:
             c = getattr(local, "c", None)
             if c is None:
                 c = local.c = httpx.Client(base_url=url, timeout=120)
-            return c.put("/v1/extract", content=bodies[i % len(bodies)]).status_code
+            return svc.send(c, i)
 
-        load(send, workers, 2.0)  # warm-up: workers started, parsers loaded
+        load(send, 2 * workers, 2.0)  # warm-up: workers started, parsers loaded
         rss0 = tree_rss(proc.pid)
-        print(load(send, capacity, seconds).line(f"textsieve -j {workers} load x{capacity}"))
+        res = load(send, capacity, seconds)
+        print(res.line(f"{svc.name} -j {workers} load x{capacity}"), flush=True)
         over = load(send, 4 * capacity, seconds)
-        print(over.line(f"textsieve -j {workers} overload x{4 * capacity}"))
-        alive = proc.poll() is None and httpx.get(url + "/healthz").status_code == 200
+        print(over.line(f"{svc.name} -j {workers} overload x{4 * capacity}"), flush=True)
+        try:
+            alive = proc.poll() is None and httpx.get(url + svc.health).status_code == 200
+        except httpx.HTTPError:
+            alive = False
         rss1 = tree_rss(proc.pid)
         print(f"{'':<28} server up after overload: {alive}; RSS {rss0 / 2**20:.0f} MiB "
-              f"before, {rss1 / 2**20:.0f} MiB after")
+              f"before, {rss1 / 2**20:.0f} MiB after", flush=True)
+        return Run(res, over, alive, rss0, rss1)
     finally:
         stop(proc)
 
 
-def bench_kreuzberg(binary: str, seconds: float, names: list[str], bodies: list[bytes]
-                    ) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([binary, "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_up(url + "/health", proc)
-        local = threading.local()
+def ratios(workers: int, ts: Run, peer: Run, name: str) -> None:
+    """textsieve against the peer at one worker count (above 1 = textsieve better)."""
+    def rate(r: Result) -> float:
+        return len(r.ok) / r.seconds
 
-        def send(i: int) -> int:
-            c = getattr(local, "c", None)
-            if c is None:
-                c = local.c = httpx.Client(base_url=url, timeout=120)
-            k = i % len(bodies)
-            return c.post("/extract", files={"files": (names[k], bodies[k])}).status_code
+    print(f"  -j {workers}, textsieve vs {name} (above 1 = textsieve better): "
+          f"load ok/s {rate(ts.load) / rate(peer.load):.2f}x, "
+          f"p50 {peer.load.pct(50) / ts.load.pct(50):.2f}x, "
+          f"p99 {peer.load.pct(99) / ts.load.pct(99):.2f}x; "
+          f"overload ok/s {rate(ts.over) / rate(peer.over):.2f}x, "
+          f"admitted p50 {peer.over.pct(50) / ts.over.pct(50):.2f}x, "
+          f"p99 {peer.over.pct(99) / ts.over.pct(99):.2f}x; "
+          f"RSS after {peer.rss1 / ts.rss1:.2f}x")
 
-        load(send, 1, 2.0)
-        for clients in (3, 12):
-            print(load(send, clients, seconds).line(f"kreuzberg serve x{clients}"))
-        print(f"{'':<28} kreuzberg RSS {tree_rss(proc.pid) / 2**20:.0f} MiB")
-    finally:
-        stop(proc)
+
+def default_kreuzberg() -> str | None:
+    here = ROOT / "bench" / ".peers" / "kreuzberg3" / "bin" / "python"
+    return str(here) if here.exists() else None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=8.0)
-    ap.add_argument("--kreuzberg", help="kreuzberg's CLI (with its API server)")
+    ap.add_argument("--kreuzberg", default=default_kreuzberg(),
+                    help="python of a venv with kreuzberg[api] 3.x (default: "
+                         "bench/.peers/kreuzberg3, made by bench/peers_service_setup.sh)")
+    ap.add_argument("--no-peer", action="store_true", help="textsieve alone")
     args = ap.parse_args()
     bodies = [(ROOT / "samples" / "docs" / n).read_bytes() for n in DOCS]
     print(f"{len(bodies)} small documents ({sum(map(len, bodies)) // len(bodies)} bytes "
           f"average), {args.seconds:g} s per phase, {os.cpu_count()} cores")
+    peer = None
+    if args.kreuzberg and not args.no_peer:
+        peer = kreuzberg_service(args.kreuzberg, DOCS, bodies)
+        version = subprocess.run([args.kreuzberg, "-c", "import importlib.metadata as m; "
+                                  "print(m.version('kreuzberg'))"],
+                                 capture_output=True, text=True).stdout.strip()
+        print(f"peer: kreuzberg {version} API server (uvicorn --workers N), same documents")
+    elif not args.no_peer:
+        print("no peer: run bash bench/peers_service_setup.sh (or pass --kreuzberg)")
     for workers in (1, 2):
-        bench_textsieve(workers, args.seconds, bodies)
-    if args.kreuzberg:
-        bench_kreuzberg(args.kreuzberg, args.seconds, DOCS, bodies)
+        ts = bench_service(textsieve_service(bodies), workers, args.seconds)
+        if peer is not None:
+            ratios(workers, ts, bench_service(peer, workers, args.seconds), peer.name)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@
 #        PEERS_PY=python3.12 bash bench/peers_setup.sh
 #
 # Offline by design: no peer is configured to download models. markitdown's optional
-# LLM/Azure/audio paths are never enabled by the bench; kreuzberg runs with OCR disabled
-# (tesseract is not installed here anyway); extractous ships a GraalVM native library in
-# its wheel and needs no JVM.
+# LLM/Azure/audio paths are never enabled by the bench; kreuzberg runs with OCR disabled,
+# except in `bench_corpus.py --per-file`'s OCR pair, where it uses the system tesseract
+# and its eng model (scripts/setup installs them; nothing is downloaded); extractous ships
+# a GraalVM native library in its wheel and needs no JVM.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,6 +34,7 @@ fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet "${PINS[@]}"
 "$VENV/bin/python" -m pip install --quiet -e "$ROOT"
+"$VENV/bin/python" -m compileall -q "$ROOT/src"  # no module compiled on a timed start
 
 # Smoke test: every peer imports and extracts a tiny text file. Where the kernel lets us,
 # it runs in a fresh network namespace (no network at all) to prove the peers work offline.

@@ -73,7 +73,8 @@ def seaweed_fixture(tmp_path_factory):
         [weed, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
          f"-master.port={ports['master']}", f"-volume.port={ports['volume']}",
          f"-filer.port={ports['filer']}", "-s3", f"-s3.port={ports['s3']}",
-         "-master.volumeSizeLimitMB=16", "-volume.max=200"],
+         "-master.volumeSizeLimitMB=16", "-volume.max=200",
+         "-s3.port.iceberg=0"],  # its Iceberg catalog: a fixed port (8181) two runs share
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = Seaweed(f"http://127.0.0.1:{ports['s3']}")
     try:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -516,7 +517,22 @@ def test_reextraction_removes_old_words_from_the_index(search_tree: tuple[Path, 
 
 
 # -- 4. reading while a run writes -------------------------------------------------------------
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    """``sig`` to the run's process group; a group already gone has nothing to stop."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
 def test_search_while_a_run_writes(big_tree: Path, tmp_path: Path) -> None:
+    """Readers see one consistent, growing snapshot at a time while a run commits, and a
+    CLI search never meets a lock.
+
+    The overlap is made certain rather than hoped for: the run is stepped. It is stopped
+    (SIGSTOP on its process group) except while the in-process reader takes a snapshot,
+    so however slow or loaded the machine, the run cannot finish between two snapshots
+    unseen; the slow CLI searches are made while it is stopped part-way (a write
+    transaction may be open then: WAL readers must not wait for it).
+    """
     from textsieve.archive.search import search
 
     db = tmp_path / "live.db"
@@ -526,39 +542,47 @@ def test_search_while_a_run_writes(big_tree: Path, tmp_path: Path) -> None:
     cli_checks = 0
     try:
         wait_for(lambda: (top_level_count(db) or 0) >= 1, proc, "a first commit")
+        _signal_group(proc.pid, signal.SIGSTOP)
         while proc.poll() is None:
-            with Archive(db, readonly=True) as a:
-                c = a.conn
-                c.execute("BEGIN")  # one snapshot for all three reads
-                top = c.execute("SELECT count(*) FROM items WHERE parent_id IS NULL")
-                n_top = top.fetchone()[0]
-                # Every committed text with a token is in the index, and nothing else is.
-                with_token = c.execute("SELECT count(*) FROM items "
-                                       "WHERE ts_unzstd(text) LIKE '%uniq%'").fetchone()[0]
-                indexed = c.execute("SELECT count(*) FROM items_fts "
-                                    "WHERE items_fts MATCH 'uniq*'").fetchone()[0]
-                c.execute("COMMIT")
-                assert with_token == indexed == n_top
-                assert [h.where[0] for h in search(a, "uniq0000")] == [
-                    str(big_tree / "d0" / "note0.txt")]
+            _signal_group(proc.pid, signal.SIGCONT)  # the run writes while we read
+            try:
+                with Archive(db, readonly=True) as a:
+                    c = a.conn
+                    c.execute("BEGIN")  # one snapshot for all three reads
+                    top = c.execute("SELECT count(*) FROM items WHERE parent_id IS NULL")
+                    n_top = top.fetchone()[0]
+                    # Every committed text with a token is in the index, and nothing else.
+                    with_token = c.execute("SELECT count(*) FROM items "
+                                           "WHERE ts_unzstd(text) LIKE '%uniq%'").fetchone()[0]
+                    indexed = c.execute("SELECT count(*) FROM items_fts "
+                                        "WHERE items_fts MATCH 'uniq*'").fetchone()[0]
+                    c.execute("COMMIT")
+                    assert with_token == indexed == n_top
+                    assert [h.where[0] for h in search(a, "uniq0000")] == [
+                        str(big_tree / "d0" / "note0.txt")]
+            finally:
+                _signal_group(proc.pid, signal.SIGSTOP)
             assert not seen or n_top >= seen[-1]
             seen.append(n_top)
-            # A CLI search costs ~0.3 s, a third of the whole run: one early, then now and
-            # then, so that the in-process snapshots stay dense while the run writes.
-            if cli_checks < 1 or len(seen) % 10 == 0:
+            # A CLI search (~0.3 s, a third of the run) now and then, the run stopped.
+            if n_top < N_BIG and len(seen) % 10 == 1 and cli_checks < 3:
                 p = textsieve("search", "uniq0000", "--archive", db)  # the first file
                 assert p.returncode == 0 and "note0.txt" in p.stdout, p.stderr
                 assert "locked" not in p.stderr
                 cli_checks += 1
+            if n_top == N_BIG:  # all committed: let it end
+                _signal_group(proc.pid, signal.SIGCONT)
+                proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _signal_group(proc.pid, signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "locked" not in err.decode()
     part_way = [n for n in seen if 0 < n < N_BIG]
-    assert len(part_way) >= 3 and cli_checks >= 1, seen  # the reads really overlapped writes
-    print(f"{len(seen)} snapshots, {cli_checks} CLI searches during the run")
+    assert len(part_way) >= 3 and cli_checks >= 1, seen  # the reads overlapped the writes
+    print(f"{len(seen)} snapshots ({len(set(part_way))} counts part-way), {cli_checks} CLI "
+          "searches during the run")
 
 
 # -- 5. a file that is not a (healthy) textsieve archive is refused and left alone ------------

@@ -96,7 +96,7 @@ def test_search_shows_a_group_once(tmp_path: Path, records, capsys) -> None:
 
 
 def test_signatures_from_before_the_bands_table_are_indexed(tmp_path: Path, records) -> None:
-    """An archive enriched before schema step 6 has signatures but no stored bands: its
+    """An archive enriched before schema step 7 has signatures but no stored bands: its
     items must still be found as duplicates of new ones, without hashing them again."""
     rng = random.Random(11)
     with Archive(tmp_path / "old.db") as a:

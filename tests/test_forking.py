@@ -317,16 +317,47 @@ def _case_bytes(path: str) -> None:
     assert all(f"marker{n}x0" in doc.pages[n - 1].text for n in (1, 200, 400))
 
 
+def _page_clock(monkeypatch: pytest.MonkeyPatch, per_page: float) -> None:
+    """The PDF reader's clock advances ``per_page`` seconds per page read: the decision to
+    fork is then the same on an idle machine and on a loaded one."""
+    import itertools
+
+    import textsieve.extractors.pdf as pdf
+
+    ticks = itertools.count()
+    monkeypatch.setattr(pdf, "_clock", lambda: next(ticks) * per_page)
+
+
 def test_short_pdf_stays_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                         ) -> None:
     """The decision is checked where it is made (the PDF reader does not ask for readers
-    at all), so this holds whether or not this process could fork."""
+    at all), so this holds whether or not this process could fork; its clock is a fixed
+    1 ms a page (12 pages: far below the cost of a fork), not the machine's."""
     import textsieve.extractors.pdf as pdf
 
+    _page_clock(monkeypatch, 0.001)
     path = _long_pdf(tmp_path / "short.pdf", 12)
     monkeypatch.setattr(pdf, "share_jobs", lambda *a, **k: pytest.fail("forked for 12 pages"))
     doc = extract_source(Source.from_path(path), Options(ocr="never"), page_workers=2)
     assert doc.status == "ok" and len(doc.pages) == 12
+
+
+def test_long_pdf_asks_for_readers_at_the_same_rate(long_pdf: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other side of the same decision, at the same 1 ms a page: 400 pages are worth
+    more processes (the jobs are done here, serially, to see only the decision)."""
+    import textsieve.extractors.pdf as pdf
+
+    _page_clock(monkeypatch, 0.001)
+    asked: list[int] = []
+
+    def serially(fn, n_jobs: int, processes: int, *, timeout: float) -> list[object]:
+        asked.append(processes)
+        return [fn(j) for j in range(n_jobs)]
+
+    monkeypatch.setattr(pdf, "share_jobs", serially)
+    doc = extract_source(Source.from_path(long_pdf), Options(ocr="never"), page_workers=2)
+    assert asked == [2] and doc.status == "ok" and len(doc.pages) == 400
 
 
 def test_cli_on_one_long_pdf_gives_every_page(long_pdf: Path) -> None:

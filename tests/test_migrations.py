@@ -145,3 +145,117 @@ def test_an_archive_from_a_newer_textsieve_is_refused_untouched(tmp_path: Path) 
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION + 1
     conn.close()
+
+
+def _zst(text: str) -> bytes:
+    return zstandard.ZstdCompressor(level=9).compress(text.encode("utf-8"))
+
+
+def make_v5_archive_with_credentials(path: Path) -> dict[str, int]:
+    """An archive as textsieve wrote it before the credential fix (schema 5), keys kept
+    ``user:secret@``: a page fetched with a password, a ZIP with a member, the same page
+    named by two users (one row each then), and a clean twin fetched after the fix."""
+    conn = _connect(path)
+    schema.migrate(conn, target=5)
+    now = time.time()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO runs (started, ended, status, sources, options) "
+                 "VALUES (?, ?, 'completed', ?, ?)",
+                 (now, now, json.dumps(["url:https://alice:hunter2@example.com/page",
+                                        "urls:/lists/l.txt"]),
+                  json.dumps({"proxy": "http://bob:sw0rdfish@proxy.example:3128/"})))
+    conn.execute("INSERT INTO sources (spec) VALUES "
+                 "('url:https://alice:hunter2@example.com/page'), ('urls:/lists/l.txt'), "
+                 "('url:https://example.com/page')")
+    ids: dict[str, int] = {}
+
+    def item(name: str, key: str, original: str | None, title: str, text: str, source: int,
+             parent: int | None = None, status: str = "ok", at: float = now,
+             meta: dict[str, object] | None = None, error: str | None = None) -> None:
+        conn.execute(
+            "INSERT INTO items (key, original, parent_id, name, status, error_message, title, "
+            "metadata, text, text_chars, first_seen, last_seen, extracted_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, original, parent, name, status, error, title, json.dumps(meta or {}),
+             _zst(text), len(text), at, at, at))
+        ids[name] = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+        conn.execute("INSERT INTO items_fts (rowid, title, text) VALUES (?, ?, ?)",
+                     (ids[name], title, text))
+        if parent is None:
+            conn.execute("INSERT INTO provenance VALUES (?, ?, 1, 1)", (ids[name], source))
+
+    item("page", "https://alice:hunter2@example.com/page",
+         "https://alice:hunter2@example.com/page?utm_source=x",
+         "Moved from https://alice:hunter2@example.com/page", "a kingfisher page", 2,
+         at=now - 100, meta={"extra": {"url": "https://alice:hunter2@example.com/page",
+                                       "redirects": ["http://alice:hunter2@example.com/p"]}})
+    item("twin", "https://example.com/page", "https://example.com/page", "Twin",
+         "a newer kingfisher page", 3)
+    item("zip", "http://carol:opensesame@files.example/a.zip",
+         "http://carol:opensesame@files.example/a.zip", "a.zip", "zip of notes", 2)
+    item("member", "http://carol:opensesame@files.example/a.zip//notes.txt", None, "notes",
+         "a grebe member note", 2, parent=ids["zip"])
+    item("dave", "http://dave:pw1@other.example/x", "http://dave:pw1@other.example/x", "x",
+         "", 2, status="error", error="HTTP 404 for http://dave:pw1@other.example/x")
+    item("erin", "http://erin:pw2@other.example/x", "http://erin:pw2@other.example/x", "x",
+         "an egret page", 2)
+    item("file", "/home/u/mail@home.txt", "/home/u/mail@home.txt", "mail", "a file", 2)
+    item("handle", "http://example.org/@heron?b=2&a=1", None, "@heron", "", 2)
+    conn.execute("COMMIT")
+    conn.close()
+    return ids
+
+
+SECRETS = ("hunter2", "sw0rdfish", "opensesame", "pw1", "pw2", "alice:", "carol:", "dave:",
+           "erin:", "bob:")
+
+
+def test_credentials_from_before_the_fix_are_scrubbed_on_open(tmp_path: Path) -> None:
+    db = tmp_path / "creds.db"
+    ids = make_v5_archive_with_credentials(db)
+    raw = db.read_bytes()
+    assert all(s.encode() in raw for s in ("hunter2", "opensesame", "pw1"))  # the premise
+
+    with Archive(db) as a:
+        c = a.conn
+        keys = dict(c.execute("SELECT key, id FROM items"))
+        # The page and its clean twin are one row now; the twin is newer, so it survives
+        # with its text, and the older row's provenance (the URL list) comes along.
+        assert keys["https://example.com/page"] == ids["twin"]
+        assert {r[0] for r in c.execute("SELECT source_id FROM provenance WHERE item_id = ?",
+                                        (ids["twin"],))} == {2, 3}
+        # The ZIP and its member are re-keyed, the member under its parent's new key.
+        assert keys["http://files.example/a.zip"] == ids["zip"]
+        assert keys["http://files.example/a.zip//notes.txt"] == ids["member"]
+        # dave's 404 and erin's page were two rows of one URL: the ok one survives.
+        assert keys["http://other.example/x"] == ids["erin"]
+        assert keys["/home/u/mail@home.txt"] == ids["file"]  # a path, not a URL: untouched
+        # An '@' in a path is no credential: that key is left exactly as it was.
+        assert keys["http://example.org/@heron?b=2&a=1"] == ids["handle"]
+        assert len(keys) == 6
+        specs = [r[0] for r in c.execute("SELECT spec FROM sources ORDER BY id")]
+        assert specs == ["urls:/lists/l.txt", "url:https://example.com/page"]
+        (original,) = c.execute("SELECT original FROM items WHERE id = ?",
+                                (ids["zip"],)).fetchone()
+        assert original == "http://files.example/a.zip"
+        (run_sources, run_options) = c.execute("SELECT sources, options FROM runs").fetchone()
+        assert json.loads(run_sources)[0] == "url:https://example.com/page"
+        assert json.loads(run_options) == {"proxy": "http://proxy.example:3128/"}
+        for kind in ("row", "instance"):
+            c.execute(f"CREATE VIRTUAL TABLE temp.v_{kind} USING fts5vocab("
+                      f"'main', 'items_fts', '{kind}')")
+        terms = {r[0] for r in c.execute("SELECT term FROM temp.v_row")}
+        assert {"kingfisher", "grebe", "egret"} <= terms
+        assert not terms & {"hunter2", "alice", "carol", "opensesame", "pw1", "pw2"}
+        assert [h.id for h in search(a, "grebe")] == [ids["member"]]
+        assert [h.id for h in search(a, "egret")] == [ids["erin"]]
+        assert [h.id for h in search(a, "newer kingfisher")] == [ids["twin"]]
+        assert not search(a, "hunter2")
+        assert a.document(ids["member"]).text == "a grebe member note"  # type: ignore[union-attr]
+        dump = "\n".join(c.iterdump())
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    for secret in SECRETS:
+        assert secret not in dump
+    raw = db.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("creds.db-*"))
+    for secret in SECRETS:
+        assert secret.encode() not in raw, secret

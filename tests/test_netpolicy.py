@@ -237,3 +237,66 @@ def test_run_archives_refusals_and_opens_only_when_asked(
     p = run("--allow-private", "--retry-errors")  # asked for: now they are fetched
     assert p.returncode == 0, p.stderr
     assert http_server.count("/article.html", "run-direct") == 1
+
+
+class _DeadDns:
+    """A real DNS server on 127.0.0.1 that reads every query and never answers, and a stub
+    resolver that asks it (no timeout of its own, like a resolver stuck on a dead server)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.queries: list[bytes] = []
+        self._clients: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                data, _ = self.sock.recvfrom(512)
+            except OSError:
+                return
+            self.queries.append(data)  # read and dropped
+
+    def lookup(self, host: str, port: int) -> list[tuple[Any, ...]]:
+        qname = b"".join(bytes([len(p)]) + p.encode("ascii") for p in host.split(".")) + b"\0"
+        query = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00" + qname + b"\x00\x01\x00\x01"
+        client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._clients.append(client)
+        client.sendto(query, self.sock.getsockname())
+        with client:
+            client.recv(512)  # blocks until an answer that never comes (or the test ends)
+        raise socket.gaierror(socket.EAI_AGAIN, "no answer")
+
+    def close(self) -> None:
+        """Wake the stuck lookups (a datagram each: they end as a DNS failure), then close."""
+        for client in self._clients:
+            self.sock.sendto(b"bye", client.getsockname())
+        self.sock.close()
+
+
+@pytest.fixture
+def dead_dns() -> Iterator[_DeadDns]:
+    dns = _DeadDns()
+    yield dns
+    dns.close()
+
+
+@pytest.mark.parametrize("robots", [False, True], ids=["page", "robots-first"])
+def test_a_resolver_that_never_answers_ends_in_a_timeout(dead_dns: _DeadDns,
+                                                         robots: bool) -> None:
+    """A fetch whose name lookup hangs ends at its deadline as ``timeout``, not never."""
+    options = Options(fetch_timeout=1.5, connect_timeout=10.0, retries=1, backoff=0.1,
+                      per_host_delay=0.0, obey_robots=robots)
+    policy = AddressPolicy(lookup=dead_dns.lookup)
+    box: list[FetchResult] = []
+    with Fetcher(options, policy=policy) as f:
+        t = threading.Thread(target=lambda: box.append(f.fetch("http://never.example/a")),
+                             daemon=True)
+        t.start()
+        t.join(60)  # without a lookup deadline this never returns: the stub waits forever
+        assert not t.is_alive(), "the fetch hung in DNS resolution"
+    [r] = box
+    assert r.error is not None and r.error.kind is ErrorKind.TIMEOUT, r.error
+    assert "DNS lookup of never.example timed out" in r.error.message
+    assert dead_dns.queries  # the lookup did reach the (dead) server

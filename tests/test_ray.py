@@ -205,3 +205,39 @@ def test_a_killed_ray_driver_resumes_like_a_local_run(cluster, tmp_path: Path) -
     statuses = runs(a)
     assert [s for s, _ in statuses] == ["interrupted", "completed"]
     assert statuses[-1][1]["extracted"] == n - first and statuses[-1][1]["skipped"] == first
+
+
+def png_bomb(path: Path, width: int = 16000, height: int = 15000) -> None:
+    """A 3 MB PNG that decodes to 720 MB (RGB), under the pixel cap: a memory bomb that
+    only a memory limit stops (uncapped, its OCR runs into the deadline instead)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(
+            ">I", zlib.crc32(kind + data))
+
+    z = zlib.compressobj(1)
+    rows = b"\0" * (1 + 3 * width) * 100  # filter byte + black pixels, 100 rows a call
+    idat = b"".join([*(z.compress(rows) for _ in range(height // 100)), z.flush()])
+    path.write_bytes(b"\x89PNG\r\n\x1a\n"
+                     + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+                     + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+
+
+def test_memory_limit_holds_in_ray_tasks(cluster, tmp_path: Path) -> None:
+    """--memory-limit caps each Ray task: the bomb is a too_large record and the run goes
+    on; the cap is lifted after each task, so the workers extract the other inputs."""
+    src = tmp_path / "in"
+    src.mkdir()
+    png_bomb(src / "bomb.png")
+    for i in range(4):
+        (src / f"note{i}.txt").write_text(f"note number {i}")
+    stats = _run(src, tmp_path / "a.db", Options(executor="ray", workers=2, batch=1,
+                                                  memory_limit=512 * MB, timeout=60))
+    assert stats.done == 5 and stats.status.get("ok") == 4, (stats.status, stats.errors)
+    snap = snapshot(tmp_path / "a.db")
+    bomb = snap[str(src / "bomb.png")]
+    assert bomb[1:3] == ("error", "too_large"), bomb
+    assert {snap[str(src / f"note{i}.txt")][5] for i in range(4)} == {
+        f"note number {i}" for i in range(4)}

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 import textsieve
+from cpu_budget import cpu
 from textsieve.extractors.rtf import rtf_to_text
 
 
@@ -116,9 +116,9 @@ def test_malformed_rtf_still_gives_text() -> None:
 def test_linear_time_on_large_input() -> None:
     para = r"Lorem {\b ipsum} dolor \'e9 \u8364? sit amet.\par "
     data = _rtf(para * 40_000)  # about 2 MB
-    t = time.perf_counter()
-    text = rtf_to_text(data)
-    assert time.perf_counter() - t < 5
+    _, small = cpu(lambda: rtf_to_text(_rtf(para * 5_000)))  # an eighth: the peer
+    text, spent = cpu(lambda: rtf_to_text(data))
+    assert spent < 3 * 8 * small + 0.02, (spent, small)  # linear (quadratic: 64 x)
     assert text.count("Lorem ipsum dolor é € sit amet.") == 40_000
 
 
@@ -126,9 +126,10 @@ def test_linear_time_when_cut_short_in_formatting_words() -> None:
     # A file cut short in a long run of formatting words took time quadratic in the run
     # (60 KB: 20 s); nothing is left to show but the text before it.
     data = b"{\\rtf1\\ansi hello " + b"\\b0\\i " * 10_000
-    t = time.perf_counter()
-    assert rtf_to_text(data) == "hello"
-    assert time.perf_counter() - t < 5
+    _, small = cpu(lambda: rtf_to_text(b"{\\rtf1\\ansi hello " + b"\\b0\\i " * 1_250))
+    text, spent = cpu(lambda: rtf_to_text(data))
+    assert text == "hello"
+    assert spent < 3 * 8 * small + 0.02, (spent, small)  # linear (quadratic: 64 x)
 
 
 def test_dev_corpus_rtf(corpus: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+from proctree import alive, descendants
 from server_proc import running_server
 from textsieve.model import ErrorKind
 from textsieve.options import Options
@@ -125,6 +127,67 @@ def test_a_killed_worker_costs_nothing_but_itself(server):
     assert after.status_code == 200 and after.text == "second"
 
 
+def _jobs_started(client) -> float:
+    """Jobs handed to a worker so far (the service's metrics)."""
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith("textsieve_pool_jobs "):
+            return float(line.split()[1])
+    raise AssertionError("no textsieve_pool_jobs metric")
+
+
+def test_a_worker_killed_mid_request_is_a_typed_crash_and_the_next_request_works():
+    """The request's job is surely inside the worker when it dies: the worker is stopped
+    (SIGSTOP) before the request comes, and killed once the job was handed to it."""
+    with running_server("-j", "1") as s, s.client() as c:
+        assert c.put("/v1/extract", content=b"first").text == "first"
+        [worker] = _server_workers(s.proc.pid)
+        started = _jobs_started(c)
+        os.kill(worker, signal.SIGSTOP)
+        got: dict[str, object] = {}
+        t = threading.Thread(target=lambda: got.update(r=c.put(
+            "/v1/extract", params={"format": "json"}, content=b"never read")))
+        t.start()
+        for _ in range(500):
+            if _jobs_started(c) > started:
+                break
+            time.sleep(0.02)
+        os.kill(worker, signal.SIGKILL)
+        t.join(60)
+        r = got["r"]
+        after = c.put("/v1/extract", content=b"second")
+    assert r.status_code == 200  # type: ignore[attr-defined]
+    error = r.json()["error"]  # type: ignore[attr-defined]
+    assert error["kind"] == "crashed" and "SIGKILL" in error["message"]
+    assert after.status_code == 200 and after.text == "second"
+
+
+def test_sigkill_of_serve_leaves_no_workeralive():
+    """Killed outright (no cleanup runs): its forkserver, workers and their group guards
+    all go within 5 s, a worker that cannot read the end of its pipe included (stopped
+    here, as one stuck in a parser would be: only the kernel's parent-death signal, and
+    its guard, end it)."""
+    with running_server("-j", "2") as s, s.client() as c:
+        pdf = (SAMPLES / "field-notes.pdf").read_bytes()
+        replies = []
+        threads = [threading.Thread(target=lambda: replies.append(
+            c.put("/v1/extract", content=pdf).status_code)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert replies == [200, 200]
+        below = descendants(s.proc.pid)
+        workers = _server_workers(s.proc.pid)
+        assert len(workers) == 2 and len(below) >= 3, below  # a forkserver, 2 workers
+        os.kill(workers[0], signal.SIGSTOP)
+        os.kill(s.proc.pid, signal.SIGKILL)
+        s.proc.wait()
+        deadline = time.monotonic() + 5
+        while any(alive(p) for p in below) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in below if alive(p)]
+
+
 def _read_reply(sock: socket.socket) -> str:
     """One whole HTTP response from a raw socket (headers, then Content-Length bytes)."""
     sock.settimeout(30)
@@ -205,8 +268,8 @@ def test_non_loopback_without_token_refuses_to_start():
     assert "token" in r.stderr and "Traceback" not in r.stderr
 
 
-# -- the pool itself (in this process: pytest runs one thread, as a server's pool would
-# see it from any thread) ------------------------------------------------------------------
+# -- the service's extraction front itself (in this process, with workers from a
+# forkserver as in the server: its threads run) ---------------------------------------------
 
 
 def _reader_waiting(fifo: Path) -> int | None:
@@ -218,20 +281,21 @@ def _reader_waiting(fifo: Path) -> int | None:
         return None
 
 
-def test_pool_deadline_and_crash_keep_the_pool_alive(tmp_path):
-    from textsieve.server.workers import ExtractPool
+def _service(**kw):
+    from textsieve.run.steps import ExtractionService
 
+    return ExtractionService(Options(), workers=1, threads_run=True, **kw)
+
+
+def test_service_deadline_and_crash_keep_italive(tmp_path):
     # A named pipe nobody writes to: a job that never finishes on its own, by construction.
     fifo = tmp_path / "stuck"
     os.mkfifo(fifo)
-    pool = ExtractPool(Options(), workers=1)
+    service = _service(queue=0)
     try:
-        late = pool.extract(str(fifo), None, Options(), deadline=0.5)
+        late = service.submit(str(fifo), timeout=0.5).result(30)
         assert late.error is not None and late.error.kind is ErrorKind.TIMEOUT
-        out: dict[str, object] = {}
-        t = threading.Thread(target=lambda: out.update(doc=pool.extract(str(fifo), None,
-                                                                         Options())))
-        t.start()
+        pending = service.submit(str(fifo))
         fd = None
         for _ in range(1000):
             fd = _reader_waiting(fifo)
@@ -239,43 +303,65 @@ def test_pool_deadline_and_crash_keep_the_pool_alive(tmp_path):
                 break
             threading.Event().wait(0.02)
         assert fd is not None
-        for pid in pool.worker_pids():
+        for pid in service.worker_pids():
             os.kill(pid, 9)
-        t.join(60)
+        doc = pending.result(60)
         os.close(fd)
-        doc = out["doc"]
-        assert doc.error is not None and doc.error.kind is ErrorKind.CRASHED  # type: ignore[attr-defined]
-        assert pool.extract(b"still here", None, Options()).text == "still here"
-        assert pool.stats["timeouts"] == 1 and pool.stats["crashes"] == 1
+        assert doc.error is not None and doc.error.kind is ErrorKind.CRASHED
+        assert "SIGKILL" in doc.error.message
+        assert service.submit(b"still here").result(30).text == "still here"
+        stats = service.stats
+        assert stats["timeouts"] == 1 and stats["crashes"] == 1
     finally:
-        pool.close()
+        service.close()
 
 
-def test_pool_recycles_workers_after_n_jobs():
-    from textsieve.server.workers import ExtractPool
-
-    pool = ExtractPool(Options(), workers=1, recycle_after=2)
+def test_service_recycles_workers_after_n_jobs():
+    service = _service(recycle_after=2)
     try:
         pids = []
         for i in range(4):
-            assert pool.extract(f"doc {i}".encode(), None, Options()).text == f"doc {i}"
-            pids.extend(p for p in pool.worker_pids() if p not in pids)
-        assert pool.stats["recycled"] == 2
-        assert len(pids) >= 2
+            assert service.submit(f"doc {i}".encode()).result(30).text == f"doc {i}"
+            pids.append(service.worker_pids())
+        assert service.stats["recycled"] == 2
+        # One worker did jobs 1 and 2, the next one 3 and 4, a third is waiting.
+        assert pids[0] != pids[1] and pids[1] != pids[3], pids
     finally:
-        pool.close()
+        service.close()
 
 
-def test_pool_recycles_a_worker_whose_memory_grew():
-    from textsieve.server.workers import ExtractPool
-
-    pool = ExtractPool(Options(), workers=1, recycle_rss=1)  # any worker is "too big"
+def test_service_recycles_a_worker_whose_memory_grew():
+    service = _service(recycle_rss=1)  # any worker is "too big"
     try:
         for i in range(2):
-            assert pool.extract(f"doc {i}".encode(), None, Options()).text == f"doc {i}"
-        assert pool.stats["recycled"] == 2 and pool.stats["jobs"] == 2
+            assert service.submit(f"doc {i}".encode()).result(30).text == f"doc {i}"
+        assert service.stats["recycled"] == 2 and service.stats["jobs"] == 2
     finally:
-        pool.close()
+        service.close()
+
+
+def test_service_admission_is_bounded():
+    service = _service(queue=1)
+    try:
+        with service.slot(), service.slot():
+            assert service.in_flight == 2
+            with pytest.raises(Exception, match="busy") as exc, service.slot():
+                pass
+            assert exc.value.retry_after >= 1  # type: ignore[attr-defined]
+        with service.slot():
+            assert service.in_flight == 1
+        assert service.stats["rejected"] == 1
+    finally:
+        service.close()
+
+
+def test_service_modes_besides_extract():
+    service = _service()
+    try:
+        detected = service.submit((SAMPLES / "field-notes.pdf").read_bytes(), mode="detect")
+        assert detected.result(30).mime_type == "application/pdf"
+    finally:
+        service.close()
 
 
 def test_json_output_is_the_document(server):

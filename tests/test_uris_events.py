@@ -48,7 +48,7 @@ def _scan_pdf() -> bytes:
 
 @pytest.fixture
 def s3_env(seaweed, monkeypatch):
-    """boto3's usual variables for the in-process handler (the library reads none)."""
+    """The usual AWS variables for the in-process handler (the library reads none)."""
     for k, v in seaweed.env.items():
         monkeypatch.setenv(k, v)
     return seaweed
@@ -57,7 +57,8 @@ def s3_env(seaweed, monkeypatch):
 def test_s3_read_write_with_object_metadata(seaweed, monkeypatch):
     for k, v in seaweed.env.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.delenv("AWS_ENDPOINT_URL")  # the endpoint comes from Options here
+    monkeypatch.delenv("AWS_ENDPOINT_URL")  # the endpoint comes from Options here,
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")  # even over this one
     opts = Options(s3_endpoint=seaweed.endpoint)
     bucket = seaweed.bucket()
     uris.write(f"s3://{bucket}/dir/a.txt", b"hello", opts, metadata={"missing_text_pages": "2"})
@@ -67,6 +68,74 @@ def test_s3_read_write_with_object_metadata(seaweed, monkeypatch):
     with pytest.raises(uris.UriError) as missing:
         uris.read(f"s3://{bucket}/nope", opts)
     assert missing.value.kind is ErrorKind.NOT_FOUND
+
+
+def test_s3_prefix_is_a_string_prefix_and_keys_round_trip(s3_env):
+    """``run s3://bucket/reports/2024-`` means what S3 means by a prefix (a string, not a
+    folder), and a key with spaces, ``+`` and non-ASCII letters is the same key for
+    textsieve and for another S3 client."""
+    s3 = s3_env.client()
+    bucket = s3_env.bucket()
+    for key in ("reports/2024-05 May+June.txt", "reports/2024-06/räksmörgås.txt",
+                "reports/2025-01.txt", "reports-2024-x.txt"):
+        uris.write(f"s3://{bucket}/{key}", key.encode(), Options())
+    listed = sorted(o.key for o in uris.list_s3(f"s3://{bucket}/reports/2024-", Options()))
+    assert listed == ["reports/2024-05 May+June.txt", "reports/2024-06/räksmörgås.txt"]
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]) == [
+        "reports-2024-x.txt", "reports/2024-05 May+June.txt",
+        "reports/2024-06/räksmörgås.txt", "reports/2025-01.txt"]
+    assert len(list(uris.list_s3(f"s3://{bucket}/reports", Options()))) == 4  # "reports-" too
+    assert len(list(uris.list_s3(f"s3://{bucket}/", Options()))) == 4
+    blob = uris.read(f"s3://{bucket}/reports/2024-06/räksmörgås.txt", Options())
+    assert blob.data == "reports/2024-06/räksmörgås.txt".encode()
+    assert all(len(o.etag) == 32 for o in uris.list_s3(f"s3://{bucket}/", Options()))
+
+
+def test_s3_size_cap_refuses_before_reading(s3_env):
+    bucket = s3_env.bucket()
+    s3_env.client().put_object(Bucket=bucket, Key="big.bin", Body=b"x" * 5000)
+    with pytest.raises(uris.UriError) as exc:
+        uris.read(f"s3://{bucket}/big.bin", Options(max_file_size=4999))
+    assert exc.value.kind is ErrorKind.TOO_LARGE
+    assert uris.read(f"s3://{bucket}/big.bin", Options(max_file_size=5000)).data == b"x" * 5000
+
+
+def test_s3_uris_naming_no_object_are_bad_url(s3_env):
+    """``s3://b/notes/`` is not the object ``notes`` (obstore would drop the slash), and a
+    key with an empty or ``..`` segment is a typed refusal, not a traceback."""
+    bucket = s3_env.bucket()
+    s3_env.client().put_object(Bucket=bucket, Key="notes", Body=b"another object")
+    for key in ("notes/", "a//b", "a/../notes"):
+        with pytest.raises(uris.UriError) as exc:
+            uris.read(f"s3://{bucket}/{key}", Options())
+        assert exc.value.kind is ErrorKind.BAD_URL, key
+    with pytest.raises(uris.UriError) as exc:
+        uris.write(f"s3://{bucket}/a//b", b"x", Options())
+    assert exc.value.kind is ErrorKind.BAD_URL
+
+
+def test_s3_credentials_from_a_profile_file(seaweed, monkeypatch, tmp_path):
+    """A developer's ``~/.aws`` profile works like the environment's keys (obstore reads
+    no profile; boto3's chain lends them when the environment names no key)."""
+    bucket = seaweed.bucket()
+    seaweed.client().put_object(Bucket=bucket, Key="a.txt", Body=b"from a profile",
+                                Metadata={"missing_text_pages": "[]"})
+    creds = tmp_path / "credentials"
+    creds.write_text("[bench]\naws_access_key_id = textsieve\n"
+                     "aws_secret_access_key = textsieve\n")
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_PROFILE", "bench")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    # Nothing may probe the link-local instance-metadata address: boto3 is told not to,
+    # obstore (were it left to its own chain) gets a closed port on loopback instead.
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_METADATA_ENDPOINT", "http://127.0.0.1:9")
+    opts = Options(s3_endpoint=seaweed.endpoint, retries=0)
+    blob = uris.read(f"s3://{bucket}/a.txt", opts)
+    assert blob.data == b"from a profile" and blob.metadata == {"missing_text_pages": "[]"}
 
 
 def test_handler_event_s3_in_and_out(s3_env):
@@ -119,6 +188,12 @@ def test_bad_events_are_typed_replies(s3_env):
     reply = textsieve.handler({"document_uri": f"s3://{bucket}/missing.pdf"})
     assert reply["status"] == "error" and reply["error"]["kind"] == "not_found"
     assert textsieve.handler({"document_uri": "ftp://x/y"})["error"]["kind"] == "bad_url"
+    # Not a bucket name: refused before the S3 client sees it (it panicked on a space).
+    for doc in ("s3://a b/doc.pdf", "s3://ä/doc.pdf", "s3://user@host/doc.pdf"):
+        assert textsieve.handler({"document_uri": doc})["error"]["kind"] == "bad_url", doc
+    with pytest.raises(uris.UriError) as exc:
+        uris.read(f"s3://{bucket}/k", Options(s3_endpoint="http://[bad"))
+    assert exc.value.kind is ErrorKind.BAD_URL
 
 
 # -- SSRF: every http(s) URI goes through the address policy -----------------------------
@@ -278,3 +353,32 @@ def test_run_from_s3_incremental_by_etag_and_export_to_s3(seaweed, tmp_path):
     assert jsonl.returncode == 0
     rows = s3.get_object(Bucket=bucket, Key="dump/all.jsonl")["Body"].read().splitlines()
     assert len(rows) >= 2
+
+
+def _read_in_child(uri: str, queue) -> None:
+    try:
+        queue.put(("ok", uris.read(uri, Options(retries=0)).data))
+    except uris.UriError as exc:
+        queue.put((exc.kind.value, str(exc)))
+
+
+def test_s3_in_a_child_forked_after_use_fails_fast_not_hangs(s3_env):
+    """obstore's runtime does not survive fork: a forked child's s3:// read is a typed
+    error at once, never a hang (without the guard the child waits forever)."""
+    import multiprocessing
+
+    bucket = s3_env.bucket()
+    s3_env.client().put_object(Bucket=bucket, Key="a.txt", Body=b"hello")
+    uri = f"s3://{bucket}/a.txt"
+    assert uris.read(uri, Options()).data == b"hello"  # the parent's runtime is up
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_read_in_child, args=(uri, queue))
+    child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child hung on its s3:// read")
+    kind, _ = queue.get(timeout=5)
+    assert kind == "internal"

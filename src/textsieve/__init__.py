@@ -135,7 +135,7 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """A serverless function's entry point (AWS Lambda's ``handler(event, context)``): the
     same "extract this URI to that URI" event as ``POST /v1/jobs`` (see
     ``textsieve.events``), extracted in an isolated process. s3:// endpoint and credentials
-    come from boto3's usual environment variables; file:// URIs are refused."""
+    come from the usual AWS environment variables; file:// URIs are refused."""
     from .events import handle, local_runner
 
     return handle(event, _DEFAULTS, local_runner)

@@ -11,16 +11,13 @@ only with ``--debug``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
-import glob
-import json
-import logging
 import os
 import signal
 import sys
-import traceback
-from collections.abc import Collection, Iterator
-from typing import Any
+from collections.abc import Callable, Collection, Iterator
+from typing import Any, NoReturn
 
 from . import __version__
 from .errors import ExitCode, TextsieveError, UsageError
@@ -83,7 +80,9 @@ def _expand(args: list[str]) -> Iterator[str]:
                 for f in sorted(files):
                     if not f.startswith("."):
                         yield os.path.join(root, f)
-        elif not os.path.exists(a) and glob.has_magic(a):
+        elif not os.path.exists(a) and any(c in a for c in "*?["):  # glob.has_magic
+            import glob  # here: a command given plain file names does not load it
+
             yield from sorted(glob.glob(a, recursive=True))
         else:
             yield a
@@ -194,26 +193,48 @@ def _add_config_option(p: argparse.ArgumentParser, *, top: bool = False) -> None
                    help=f"settings file (default: ./{CONFIG_FILE} when it exists)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="textsieve", description="Clean, searchable text from any pile of documents.")
-    parser.add_argument("--version", action="version", version=f"textsieve {__version__}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show tracebacks and debug logging (also after the command)")
-    _add_config_option(parser, top=True)
-    sub = parser.add_subparsers(dest="command", required=True)
+class _Help(argparse.HelpFormatter):
+    """argparse's help layout with the terminal's width asked once: argparse makes a
+    formatter for every argument it adds (to check its metavar), each asking again."""
 
-    p = sub.add_parser("extract", help="print the text of files (folders and globs expand)")
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _help_width() if width is None else width)
+
+
+class _RawHelp(argparse.RawDescriptionHelpFormatter, _Help):
+    """The same, with the description and epilog kept as written (``run``'s sources)."""
+
+
+@functools.cache
+def _help_width() -> int:
+    """What argparse takes (``shutil.get_terminal_size().columns - 2``), without importing
+    shutil (and with it bz2 and lzma) to start a command that prints no help."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return (columns or 80) - 2
+
+
+def _fill_extract(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE", help="files, folders, globs, or -")
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
     _add_config_option(p)
     _add_option_flags(p, run=False)
 
-    p = sub.add_parser("detect", help="print the MIME type of files, decided by content")
+
+def _fill_detect(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE")
 
-    p = sub.add_parser("run", help="extract sources into the archive (incremental, resumable)",
-                       epilog=SOURCES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def _fill_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="SOURCE",
                    help="files, folders, globs, URLs, urls:FILE, mbox:FILE, maildir:DIR, "
                         "eml:DIR, imap://user@host/Folder, gmail:LABEL (see below)")
@@ -230,8 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "of those, default all; needs textsieve[topics])")
     _add_option_flags(p, run=True)
 
-    p = sub.add_parser("ocr", help="make a scanned PDF searchable: the same pages with an "
-                       "invisible OCR text layer")
+
+def _fill_ocr(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", metavar="IN.pdf")
     p.add_argument("-o", "--output", required=True, metavar="OUT.pdf",
                    help="the searchable PDF to write (the input is never modified)")
@@ -240,33 +261,35 @@ def build_parser() -> argparse.ArgumentParser:
                                           "ocr_page_timeout", "max_image_pixels"},
                       choices={"ocr": ("auto", "always")})
 
-    p = sub.add_parser("demo", help="the whole job on the bundled samples (documents, a "
-                       "mailbox of links served from a local site), then searches")
+
+def _fill_demo(p: argparse.ArgumentParser) -> None:
     _add_archive_option(p)
     p.add_argument("-j", "--jobs", type=int, default=0)
 
-    p = sub.add_parser("gmail-auth", help="authorise textsieve to read your Gmail (once): "
-                       "opens Google's consent page and stores the token for gmail:LABEL")
+
+def _fill_gmail_auth(p: argparse.ArgumentParser) -> None:
     p.add_argument("--client-id", required=True, help="OAuth client id (installed app)")
     p.add_argument("--client-secret", help="OAuth client secret, if your client has one")
     _add_config_option(p)
     _add_option_flags(p, run=True, only={"gmail_token_file", "gmail_token_url",
                                          "connect_timeout", "read_timeout"})
 
-    p = sub.add_parser("search", help="full-text search of the archive")
+
+def _fill_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
     p.add_argument("-n", "--limit", type=_sqlite_int, default=20)
     p.add_argument("--all-duplicates", action="store_true",
                    help="list near-duplicates of a hit as hits of their own")
     _add_archive_option(p)
 
-    p = sub.add_parser("show", help="print an archived item")
+
+def _fill_show(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", type=_sqlite_int)
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
     _add_archive_option(p)
 
-    p = sub.add_parser("topics", help="find the topics of the archive's texts (fitted once, "
-                       "new items placed in them on later runs)")
+
+def _fill_topics(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", type=int, metavar="N",
                    help="number of topics (default: chosen by coherence)")
     p.add_argument("--refit", action="store_true", help="fit the topics again from scratch")
@@ -274,8 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection_options(p)
     _add_archive_option(p)
 
-    p = sub.add_parser("summarize", help="write an extractive summary of items into the "
-                       "archive (shown by show, search and exports)")
+
+def _fill_summarize(p: argparse.ArgumentParser) -> None:
     p.add_argument("ids", nargs="*", type=int, metavar="ID")
     p.add_argument("--all", action="store_true", help="every item without a summary yet")
     p.add_argument("-n", "--sentences", type=int, default=3, metavar="N",
@@ -283,43 +306,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="summarise again (with --all)")
     _add_archive_option(p)
 
-    p = sub.add_parser("keyphrases", help="find the keyphrases of items (stored in the "
-                       "archive, shown by show)")
+
+def _fill_keyphrases(p: argparse.ArgumentParser) -> None:
     p.add_argument("ids", nargs="*", type=int, metavar="ID")
     p.add_argument("--all", action="store_true", help="every item without keyphrases yet")
     p.add_argument("--force", action="store_true", help="find them again (with --all)")
     _add_archive_option(p)
 
-    p = sub.add_parser("related", help="items most like an item (nearest neighbours, kept "
-                       "up to date in the archive)")
+
+def _fill_related(p: argparse.ArgumentParser) -> None:
     p.add_argument("ids", nargs="*", type=int, metavar="ID")
     p.add_argument("--all", action="store_true", help="compute the neighbours of every item")
     _add_archive_option(p)
 
-    p = sub.add_parser("duplicates", help="group near-duplicate items (the same text under "
-                       "two URLs...): search shows each group once")
+
+def _fill_duplicates(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["table", "json"], default="table")
     _add_archive_option(p)
 
-    p = sub.add_parser("stats", help="summarise the archive by status, type and error")
+
+def _fill_archive_only(p: argparse.ArgumentParser) -> None:
     _add_archive_option(p)
 
-    p = sub.add_parser("check", help="check the archive is whole (every page, index and "
-                       "stored text); --repair rebuilds a damaged one, keeping a backup")
+
+def _fill_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repair", action="store_true",
                    help="rebuild indexes and full-text index from the readable rows; items "
                         "with damaged rows are dropped (the next run extracts them again); "
                         "the original is kept as FILE.bak")
     _add_archive_option(p)
 
-    p = sub.add_parser("export", help="write the archive out as files, JSONL or Parquet")
+
+def _fill_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", required=True, metavar="PATH",
                    help="folder (txt) or file (jsonl, parquet); or s3://bucket/prefix")
     p.add_argument("--format", choices=["txt", "jsonl", "parquet"], default="txt")
     _add_archive_option(p)
 
-    p = sub.add_parser("serve", help="extraction as a service: REST API, Tika-compatible "
-                       "endpoints (needs textsieve[server])")
+
+def _fill_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on; beyond loopback a bearer token is required")
     p.add_argument("--port", type=int, default=8000)
@@ -338,10 +363,119 @@ def build_parser() -> argparse.ArgumentParser:
                    help="file:// URIs of jobs may read and write under this folder only")
     _add_config_option(p)
     _add_option_flags(p, run=True)  # jobs fetch http(s):// and s3:// URIs
-    for p in sub.choices.values():  # `textsieve run ... --debug` works as well as before it
+
+
+# Every subcommand: its one-line help (and other add_parser settings), and what fills in
+# its arguments. Only the command being run is filled in (``build_parser(command)``): the
+# option flags of all of them are most of the parser, and a shell loop starts it per file.
+_Fill = Callable[[argparse.ArgumentParser], None]
+COMMANDS: dict[str, tuple[_Fill, dict[str, Any]]] = {
+    "extract": (_fill_extract, {
+        "help": "print the text of files (folders and globs expand)"}),
+    "detect": (_fill_detect, {"help": "print the MIME type of files, decided by content"}),
+    "run": (_fill_run, {
+        "help": "extract sources into the archive (incremental, resumable)",
+        "epilog": SOURCES_HELP, "formatter_class": _RawHelp}),
+    "ocr": (_fill_ocr, {
+        "help": "make a scanned PDF searchable: the same pages with an invisible OCR text "
+                "layer"}),
+    "demo": (_fill_demo, {
+        "help": "the whole job on the bundled samples (documents, a mailbox of links "
+                "served from a local site), then searches"}),
+    "gmail-auth": (_fill_gmail_auth, {
+        "help": "authorise textsieve to read your Gmail (once): opens Google's consent page "
+                "and stores the token for gmail:LABEL"}),
+    "search": (_fill_search, {"help": "full-text search of the archive"}),
+    "show": (_fill_show, {"help": "print an archived item"}),
+    "topics": (_fill_topics, {
+        "help": "find the topics of the archive's texts (fitted once, new items placed in "
+                "them on later runs)"}),
+    "summarize": (_fill_summarize, {
+        "help": "write an extractive summary of items into the archive (shown by show, "
+                "search and exports)"}),
+    "keyphrases": (_fill_keyphrases, {
+        "help": "find the keyphrases of items (stored in the archive, shown by show)"}),
+    "related": (_fill_related, {
+        "help": "items most like an item (nearest neighbours, kept up to date in the "
+                "archive)"}),
+    "duplicates": (_fill_duplicates, {
+        "help": "group near-duplicate items (the same text under two URLs...): search "
+                "shows each group once"}),
+    "stats": (_fill_archive_only, {"help": "summarise the archive by status, type and error"}),
+    "check": (_fill_check, {
+        "help": "check the archive is whole (every page, index and stored text); --repair "
+                "rebuilds a damaged one, keeping a backup"}),
+    "export": (_fill_export, {"help": "write the archive out as files, JSONL or Parquet"}),
+    "serve": (_fill_serve, {
+        "help": "extraction as a service: REST API, Tika-compatible endpoints (needs "
+                "textsieve[server])"}),
+}
+ALL_COMMANDS = "*"
+
+
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser. Built ``lean`` (only the subcommand being run), its own usage
+    would list that one command: on a usage error the full parser parses the same
+    arguments again and says what it always said."""
+
+    lean = False
+    _args: list[str] | None = None
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        self._args = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str):  # type: ignore[no-untyped-def]
+        if self.lean and self._args is not None:
+            build_parser().parse_args(self._args)  # exits with the full message
+        super().error(message)
+
+
+def build_parser(command: str | None = ALL_COMMANDS) -> argparse.ArgumentParser:
+    """The command line. ``command``: only that subcommand (the one ``main`` runs) with its
+    arguments: an argparse parser per subcommand costs a millisecond or so (gettext looks
+    up its messages' translations on disk every time), and a shell loop starts the command
+    once per file. ``None``: every subcommand listed, none filled in (``--help``); the
+    default: all of them, complete."""
+    parser = _Parser(prog="textsieve", formatter_class=_Help,
+                     description="Clean, searchable text from any pile of documents.")
+    parser.lean = command not in (ALL_COMMANDS, None)
+    parser.add_argument("--version", action="version", version=f"textsieve {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks and debug logging (also after the command)")
+    _add_config_option(parser, top=True)
+    sub = parser.add_subparsers(dest="command", required=True,
+                                parser_class=argparse.ArgumentParser)
+    for name, (fill, settings) in COMMANDS.items():
+        if parser.lean and name != command:
+            continue
+        p = sub.add_parser(name, **{"formatter_class": _Help, **settings})
+        if command in (ALL_COMMANDS, name):
+            fill(p)
+        # `textsieve run ... --debug` works as well as before it
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show tracebacks and debug logging")
     return parser
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand an argument list runs (the first word that is not a top-level
+    option or ``--config``'s value), or None: none given, an unknown one, or a help
+    request before it (``textsieve --help extract`` shows the list of commands)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "-h" or (len(arg) > 2 and "--help".startswith(arg)):
+            return None
+        elif arg == "--":
+            continue
+        elif arg.startswith("-"):
+            # --config FILE (or an abbreviation argparse accepts: --conf FILE)
+            skip = len(arg) > 3 and "--config".startswith(arg)
+        else:
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def _add_archive_option(p: argparse.ArgumentParser) -> None:
@@ -424,8 +558,9 @@ def _alone(path: str, options: Options) -> bool:
 
 def _extract_alone(path: str, options: Options) -> Document | None:
     """One file in one forked child: a hang, a native crash or a memory hog becomes that
-    file's typed error, as in the pool. None: it has pages to OCR, which the pool does
-    (every core, one deadline for the document and its pages)."""
+    file's typed error, as in the pool. None: it has more pages to OCR than the child
+    reads itself (``OCR_FAN_OUT_PAGES``), which the pool spreads over every core under
+    one deadline for the document and its pages."""
     from .forking import CallDied, JobsTimeout, call_alone
     from .model import ErrorKind
 
@@ -448,14 +583,27 @@ def _extract_alone(path: str, options: Options) -> Document | None:
     return doc
 
 
+# A scan with fewer pages than this is OCRed in the child itself, as ``textsieve.extract``
+# does (run.steps.extract_here): starting the pool for one or two pages costs more than it
+# can spread.
+OCR_FAN_OUT_PAGES = 3
+
+
 def _extract_in_child(path: str, options: Options) -> Document:
     from . import _source
-    from .core import extract_source
+    from .core import extract_source, finish_ocr
     from .forking import quiet_native_chatter
 
     quiet_native_chatter()
-    return extract_source(_source(path, None, options), options, defer_ocr=True,
-                          page_workers=options.worker_count)
+    doc = extract_source(_source(path, None, options), options, defer_ocr=True,
+                         page_workers=options.worker_count)
+    pages: list[int] = doc.metadata.extra.get("ocr_pending") or [] if doc.ok else []
+    if pages and len(pages) < OCR_FAN_OUT_PAGES:
+        from .ocr import ocr_pages
+
+        assert doc.mime_type is not None
+        finish_ocr(doc, ocr_pages(_source(path, None, options), doc.mime_type, pages, options))
+    return doc
 
 
 def _say(message: str) -> None:
@@ -477,6 +625,8 @@ def _emit(out, path: str, doc: Document, fmt: str, many: bool, *, clean: bool) -
     """One document in ``fmt``; ``clean``: the text goes to a person's terminal, so its
     control characters and escape sequences go (JSON is exact: json escapes them)."""
     if fmt == "json":
+        import json  # here: text output, the common case, does not load it
+
         record = {"path": path, **doc.to_dict()}
         out.write(json.dumps(record, ensure_ascii=False, indent=None if many else 2) + "\n")
         return
@@ -646,6 +796,8 @@ def cmd_show(ns: argparse.Namespace) -> int:
         _say(f"no item {ns.id}")
         return EXIT_FAILED
     if ns.format == "json":
+        import json
+
         record = {"path": where, **doc.to_dict(), "mails": mails, **enriched}
         sys.stdout.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
@@ -712,6 +864,8 @@ def cmd_topics(ns: argparse.Namespace) -> int:
                                progress=_enrich_progress())
         found = topics.list_topics(archive)
     if ns.format == "json":
+        import json
+
         sys.stdout.write(json.dumps([t.to_dict() for t in found], ensure_ascii=False,
                                     indent=2) + "\n")
     else:
@@ -788,6 +942,8 @@ def cmd_duplicates(ns: argparse.Namespace) -> int:
         where = {g: [(i, archive.lineage(i)[0][1] if archive.lineage(i) else "?")
                      for i in group] for g, group in enumerate(found)}
     if ns.format == "json":
+        import json
+
         sys.stdout.write(json.dumps([[{"id": i, "key": k} for i, k in where[g]]
                                      for g in where], ensure_ascii=False, indent=2) + "\n")
     else:
@@ -910,10 +1066,14 @@ class _NoError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    # Only the subcommand being run gets its arguments built: a shell loop starts the
+    # command once per file, and the flags of every other subcommand are most of the parser.
+    parser = build_parser(command_of(sys.argv[1:] if argv is None else argv))
     ns = parser.parse_args(argv)
     debug = bool(getattr(ns, "debug", False))
     if debug:
+        import logging  # here: without --debug nothing configures it
+
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
         os.environ["TEXTSIEVE_DEBUG"] = "1"  # workers keep native libraries' warnings too
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
@@ -929,11 +1089,15 @@ def main(argv: list[str] | None = None) -> int:
         return handler(ns)
     except TextsieveError as exc:  # options, config, archive, sources, mail servers
         if debug:
+            import traceback
+
             traceback.print_exc()
         _say(exc.message)
         return exc.exit_code
     except _database_error() as exc:  # damage the open checks cannot see (a bad page)
         if debug:
+            import traceback
+
             traceback.print_exc()
         _say(f"{getattr(ns, 'archive', 'archive')}: cannot use the archive ({exc})")
         return EXIT_FAILED
@@ -948,6 +1112,8 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERRUPTED
     except Exception as exc:  # a bug outside extraction: one line, the details on demand
         if debug:
+            import traceback
+
             traceback.print_exc()
             _say(f"internal error: {type(exc).__name__}: {exc}")
         else:
@@ -956,6 +1122,36 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERNAL
 
 
+# One-shot commands after which nothing is left to tear down: a shell loop runs them per file.
+QUICK_EXIT = frozenset({"extract", "detect"})
+
+
+def entry() -> None:
+    """The ``textsieve`` console script and ``python -m textsieve``: ``main``, and after a
+    one-shot command (``QUICK_EXIT``) the process ends without the interpreter tearing
+    down every module and object one by one (~10 ms of a ~60 ms `textsieve extract FILE`)."""
+    code = main()
+    if command_of(sys.argv[1:]) in QUICK_EXIT:
+        exit_now(code)
+    sys.exit(code)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process as the interpreter's own exit would, minus its teardown: other
+    threads are waited for and the atexit callbacks run (logging's flush, multiprocessing's
+    cleanup), the standard streams are flushed; the kernel frees the rest."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # what the interpreter calls first on exit
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a reader gone (`| head`), closed
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
 

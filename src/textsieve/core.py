@@ -7,30 +7,68 @@ status and typed error.
 
 from __future__ import annotations
 
-import hashlib
-import lzma
+import functools
+import importlib
+import sys
 import time
-import traceback
-import zipfile
-import zlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import detection as d
-from .extractors import _FALLBACK_KINDS, REGISTRY_TAG, UNSUPPORTED, Context, extractors_for
+from .extractors import (
+    _FALLBACK_KINDS,
+    REGISTRY,
+    REGISTRY_TAG,
+    UNSUPPORTED,
+    Context,
+    extractors_for,
+)
 from .forking import in_worker
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
-from .ocr import PageOcr, merge, ocr_pages
 from .options import Options
 from .render import Builder
 from .source import Source
+
+if TYPE_CHECKING:
+    from .ocr import PageOcr
 
 # Exceptions that only damaged input raises (a bad deflate stream, a ZIP that lies about
 # itself, a truncated LZMA stream): corrupt, not a bug, even where no parser mapped it.
 # zipfile also says NotImplementedError for a directory that asks for "version 15.7";
 # textsieve itself never raises it.
-_DAMAGE = (zlib.error, zipfile.BadZipFile, lzma.LZMAError, NotImplementedError)
+# Only the modules a parser already imported are asked: a BadZipFile cannot come from a
+# zipfile that was never imported, and importing it (and lzma) just for this ``except``
+# would charge every plain text file's command start with them.
+_DAMAGE_NAMES = (("zlib", "error"), ("zipfile", "BadZipFile"), ("lzma", "LZMAError"))
+
+
+def _damage() -> tuple[type[BaseException], ...]:
+    return (NotImplementedError, *(getattr(sys.modules[mod], name)
+                                   for mod, name in _DAMAGE_NAMES if mod in sys.modules))
+
+
+# Up to this size CPython's own SHA-256 (~300 MB/s) is done before hashlib could even load
+# OpenSSL (~2.5 ms, paid by every `textsieve extract FILE` of a shell loop); above it,
+# OpenSSL's (~1.7 GB/s) wins.
+BUILTIN_SHA_MAX = 512 * 1024
+
+
+@functools.cache
+def _builtin_sha256() -> Callable[[bytes], Any] | None:
+    for module in ("_sha256", "_sha2"):  # _sha2 from Python 3.12 on
+        try:
+            return importlib.import_module(module).sha256  # type: ignore[no-any-return]
+        except (ImportError, AttributeError):
+            continue
+    return None
 
 
 def _sha256(src: Source) -> str:
+    small = _builtin_sha256() if src.size <= BUILTIN_SHA_MAX else None
+    if small is not None:
+        return small(src.read()).hexdigest()  # read (and kept) by the extractor anyway
+    import hashlib
+
     if src.data_ is not None:
         return hashlib.sha256(src.data_).hexdigest()
     with src.open() as f:
@@ -76,12 +114,14 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
     except RecursionError:
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.CORRUPT, "structure nested too deeply to parse")
-    except _DAMAGE as exc:  # raised only by damaged data, wherever a parser met it
+    except _damage() as exc:  # raised only by damaged data, wherever a parser met it
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.CORRUPT, f"damaged data: {type(exc).__name__}: {exc}")
     except Exception as exc:  # a parser bug or an unexpected library error: record it
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
+        import traceback  # here: only a bug pays for it
+
         doc.warnings.append(traceback.format_exc(limit=6))
     except BaseException as exc:
         # A Rust parser (calamine) that panics on damaged data raises pyo3's PanicException,
@@ -100,13 +140,12 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> Non
     if det.mime == d.EMPTY:
         doc.status = Status.EMPTY
         return
-    extractors = extractors_for(det.mime)
-    if not extractors:
+    if not REGISTRY.get(det.mime):
         doc.extractor = REGISTRY_TAG  # a later textsieve may read this format
         msg = UNSUPPORTED.get(det.mime, f"no extractor for {det.mime}")
         raise ExtractionError(ErrorKind.UNSUPPORTED, f"{msg} ({det.note})" if det.note else msg)
     last: ExtractionError | None = None
-    for tag, fn in extractors:
+    for tag, fn in extractors_for(det.mime):
         doc.extractor = tag  # failures are versioned too: a newer extractor retries them
         out = Builder()
         trial = Document(name=doc.name, mime_type=doc.mime_type, metadata=doc.metadata,
@@ -139,11 +178,15 @@ def _ocr_here(src: Source, doc: Document, options: Options, ctx: Context) -> lis
     """OCR the pending pages of a document extracted in this process, one after the
     other. Spreading a long scan over processes is the executor's business
     (``run/steps.py``): a caller that wants it asks for ``defer_ocr``."""
+    from .ocr import ocr_pages  # here, as in finish_ocr: most files have no page to OCR
+
     return ocr_pages(src, doc.mime_type, doc.metadata.extra["ocr_pending"], options)
 
 
 def finish_ocr(doc: Document, results: list[PageOcr]) -> None:
     """Merge OCR results into a document and decide its status again."""
+    from .ocr import merge
+
     merge(doc, results)
     failed = [r for r in results if r.error]
     if not doc.text.strip() and failed and len(failed) == len(results):

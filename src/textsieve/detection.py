@@ -9,7 +9,6 @@ cannot (a CSV is also plain text; a truncated ZIP may still say it was a DOCX).
 from __future__ import annotations
 
 import re
-import zipfile
 from dataclasses import dataclass
 
 from .source import Source
@@ -178,6 +177,8 @@ def _magic(h: bytes) -> str | None:
 
 
 def _zip_kind(src: Source, head: bytes) -> Detection:
+    import zipfile  # here: a plain text or PDF never pays for it
+
     try:
         with src.open() as f, zipfile.ZipFile(f) as zf:
             names = zf.namelist()

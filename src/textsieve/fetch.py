@@ -423,10 +423,13 @@ def _guarded_transport(policy: AddressPolicy, http2: bool,
 class Fetcher:
     """Fetch URLs for one run: one connection pool, host gates shared across threads."""
 
-    def __init__(self, options: Options | None = None) -> None:
+    def __init__(self, options: Options | None = None, *,
+                 policy: AddressPolicy | None = None) -> None:
+        """``policy``: the address policy (default: from ``options``); tests hand one whose
+        lookup asks a local DNS server."""
         self.options = options or Options()
         o = self.options
-        self.policy = AddressPolicy.from_options(o)
+        self.policy = policy or AddressPolicy.from_options(o)
         self.http2 = importlib.util.find_spec("h2") is not None
         self.encodings = [k for k in _DECODERS if k != "x-gzip"]
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)

@@ -20,80 +20,39 @@ process: pages are then read here, and ``call_isolated``'s helper comes from the
 forkserver. Jobs of a child that fails are redone in the parent, so the result never depends
 on the fork; a child still running at the deadline is killed and ``JobsTimeout`` raised
 (redoing its jobs would hang the parent too).
+
+Every process here is started through ``procs`` (the one place that forks and sets a child
+up), on its raw-fork path: these calls are on the hot paths of reading a PDF and of
+``textsieve extract FILE``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import logging
 import math
 import os
 import pickle
 import select
 import signal
 import struct
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from . import procs
+from .procs import can_fork, die_with_parent, in_worker, libc_prctl, quiet_native_chatter
+
+__all__ = ["MAX_JOBS", "CallDied", "JobsTimeout", "call_alone", "call_isolated", "can_fork",
+           "die_with_parent", "in_worker", "libc_prctl", "quiet_native_chatter", "share_jobs"]
 
 _TOKEN = struct.Struct("<I")
 MAX_JOBS = 8192  # 32 KB of tokens: always fits the pipe buffer, so filling never blocks
 
 
-_PR_SET_PDEATHSIG = 1  # prctl(2), linux/prctl.h
-
-
-def die_with_parent(parent: int) -> None:
-    """In a freshly forked child: be SIGKILLed by the kernel when ``parent`` dies.
-
-    Without it a child outlives a parent killed by SIGKILL or SIGTERM (no cleanup code
-    runs there), spinning on a hostile page and holding the parent's pipes, stdout (``|
-    head`` never ends) and files open. The parent may already have died between the fork
-    and the prctl (the signal is then never sent): ``getppid()`` tells, and the child
-    leaves. The kernel sends it when the parent's forking *thread* exits, so fork only from
-    a thread that lives as long as the child is wanted. Linux only; elsewhere nothing."""
-    prctl = libc_prctl()
-    if prctl is None:
-        return
-    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-@functools.cache
-def libc_prctl() -> Callable[..., int] | None:
-    """libc's ``prctl``, None without one (not Linux). Looked up once, in the parent before
-    it forks (so no child loads ctypes itself)."""
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
 class JobsTimeout(Exception):
     """A forked process did not finish its jobs before the deadline."""
-
-
-def in_worker() -> bool:
-    """In a pool worker (a daemon process): its siblings use the other cores, and its own
-    memory cap and deadline already contain a runaway parser."""
-    # Not imported yet: no pool made this process (and `textsieve extract FILE` need not
-    # pay ~10 ms to import multiprocessing only to learn that).
-    multiprocessing = sys.modules.get("multiprocessing")
-    return multiprocessing is not None and multiprocessing.current_process().daemon
-
-
-def can_fork() -> bool:
-    """Forking is safe here: the platform has it and this process runs one thread."""
-    return hasattr(os, "fork") and threading.active_count() == 1
 
 
 @dataclass
@@ -144,41 +103,23 @@ def _work(fn: Callable[[int], Any], queue: int) -> dict[int, Any]:
     return out
 
 
-def _pipes_and_fork(n_pipes: int) -> tuple[int, list[int]] | None:
-    """``n_pipes`` pipes (fds as [r0, w0, r1, w1, ...]), then ``os.fork()``: (pid, fds),
-    pid 0 in the child; None, with nothing left open, if the system refuses either."""
-    fds: list[int] = []
-    try:
-        for _ in range(n_pipes):
-            fds.extend(os.pipe())
-        return os.fork(), fds
-    except OSError:
-        _close(fds)
-        return None
-
-
 def _close(fds: list[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+    procs.close_fds(fds)
 
 
 def _fork(work: Callable[[], Any], timeout: float) -> _Kid | None:
     """A child that runs ``work()``, sends its pickled result through a pipe and leaves
-    with ``os._exit`` (no parent cleanup runs); None if no child could be made."""
-    parent, _ = os.getpid(), libc_prctl()
-    made = _pipes_and_fork(1)
+    with ``os._exit`` (no parent cleanup runs); None if no child could be made. It stays
+    in its parent's process group (a worker killed whole takes its readers along), dies
+    with its parent, and by itself at the deadline, even if its parent was killed
+    meanwhile (a pool worker past its own deadline): no orphan spins on a hostile page."""
+    made = procs.fork(procs.Setup(group=False, ignore_sigint=False, alarm=timeout))
     if made is None:
         return None
     pid, (r, w) = made
     if pid == 0:
         code = 1
         try:
-            die_with_parent(parent)
-            # Dies by itself at the deadline, even if its parent was killed meanwhile (a
-            # pool worker past its own deadline): no orphan spins on a hostile page.
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.alarm(max(1, math.ceil(timeout)))
             os.close(r)
             _send(w, pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL))
             code = 0
@@ -257,8 +198,11 @@ def call_isolated(fn: Callable[..., Any], *args: Any, timeout: float, memory: in
             helper = _helper = _start_helper(memory) if can_fork() \
                 else _start_clean_helper(memory)
         if helper is None:
-            logger.warning("no process for an isolated call: %s runs unisolated",
-                           getattr(fn, "__name__", fn))
+            import logging  # only here: ~3 ms of every `textsieve extract` start
+
+            logging.getLogger(__name__).warning(
+                "no process for an isolated call: %s runs unisolated",
+                getattr(fn, "__name__", fn))
             return fn(*args)
         try:
             _send(helper.requests, pickle.dumps((fn, args, timeout),
@@ -295,7 +239,9 @@ def call_alone(fn: Callable[..., Any], *args: Any, timeout: float, memory: int) 
     Why not the worker pool: for the one small file of ``textsieve extract FILE`` the pool
     (multiprocessing, a worker, its pipes) costs more than the extraction; a fork costs
     ~2 ms, and nothing is imported or pickled on the way in."""
-    made = _pipes_and_fork(1)
+    # No parent-death signal: looking prctl up would cost the command ~3 ms (ctypes);
+    # the child's own alarm bounds its life instead.
+    made = procs.fork(procs.Setup(memory=memory, alarm=timeout, die_with_parent=False))
     if made is None:
         raise CallDied("no process could be started")
     pid, (r, w) = made
@@ -303,16 +249,6 @@ def call_alone(fn: Callable[..., Any], *args: Any, timeout: float, memory: int) 
         code = 1
         try:
             os.close(r)
-            with contextlib.suppress(OSError):
-                os.setpgid(0, 0)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.alarm(max(1, math.ceil(timeout)))
-            if memory > 0:
-                with contextlib.suppress(ValueError, OSError):
-                    import resource
-
-                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
             try:
                 answer: tuple[bool, Any] = (True, fn(*args))
             except Exception as exc:  # raised again in the parent
@@ -332,13 +268,11 @@ def call_alone(fn: Callable[..., Any], *args: Any, timeout: float, memory: int) 
     try:
         got = _receive(r, time.monotonic() + timeout)
         if got is None:  # died before answering: how?
-            status = os.waitpid(pid, 0)[1]
+            status = procs.wait_status(pid)
     finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)  # whatever it started, and itself if still there
+        procs.kill_group(pid)  # whatever it started, and itself if still there
         if status is None:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+            procs.wait_status(pid)
         os.close(r)
     if got is None:
         if status is not None and os.WIFSIGNALED(status) \
@@ -351,47 +285,19 @@ def call_alone(fn: Callable[..., Any], *args: Any, timeout: float, memory: int) 
     raise value
 
 
-def _death(status: int | None) -> str:
-    """How a child ended, for a person: "killed by SIGSEGV", "exited with status 1"."""
-    if status is not None and os.WIFSIGNALED(status):
-        try:
-            return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
-        except ValueError:
-            return f"killed by signal {os.WTERMSIG(status)}"
-    code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
-    return f"exited with status {code}"
-
-
-def quiet_native_chatter() -> None:
-    """In a child that reports every problem as a typed record: damaged files make native
-    libraries talk on stderr (leptonica, libtiff, Rust panics, PIL warnings), which only
-    buries the run's own output. TEXTSIEVE_DEBUG=1 keeps it. Every worker loop (the pool's,
-    the service's, a lone file's child) calls this one."""
-    if os.environ.get("TEXTSIEVE_DEBUG"):
-        return
-    import faulthandler
-    import warnings
-
-    warnings.simplefilter("ignore")
-    faulthandler.disable()  # a native crash is reported as a typed record
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
+_death = procs.death
 
 
 def _start_helper(memory: int) -> _Helper | None:
-    """Fork the helper; None if no process could be made."""
-    parent, _ = os.getpid(), libc_prctl()
-    made = _pipes_and_fork(2)
+    """Fork the helper; None if no process could be made. The request pipe's end of file
+    ends it too, but only once every process holding its write end is gone (children
+    forked later by the parent inherit that end): it also dies with its parent."""
+    made = procs.fork(procs.Setup(group=False), 2)
     if made is None:
         return None
     pid, (req_r, req_w, ans_r, ans_w) = made
     if pid == 0:
         try:
-            # The request pipe's EOF ends it too, but only once every process holding the
-            # write end is gone: children forked later by the parent inherit that end.
-            die_with_parent(parent)
             os.close(req_w)
             os.close(ans_r)
             _serve(req_r, ans_w, memory)
@@ -405,36 +311,33 @@ def _start_helper(memory: int) -> _Helper | None:
 def _start_clean_helper(memory: int) -> _Helper | None:
     """The helper, started by the forkserver (for a process with threads); None if the
     platform has no forkserver or no process could be made."""
-    import multiprocessing as mp
-
     try:
-        ctx = mp.get_context("forkserver")
-        req_r, req_w = ctx.Pipe(duplex=False)
-        ans_r, ans_w = ctx.Pipe(duplex=False)
+        child = procs.start(_serve_clean, memory, setup=procs.Setup(group=False),
+                            method=procs.start_method(threads_run=True))
     except (ValueError, OSError):
         return None
     try:
-        # Daemonic: at exit, multiprocessing joins every other child it started, and this
-        # one only leaves when our end of its pipe closes, which is after that join: a
-        # process that ever used it would never exit. A daemon is terminated instead.
-        proc = ctx.Process(target=_serve_clean, args=(req_r, ans_w, memory), daemon=True)
-        proc.start()
-        # Raw descriptors of our own, like the forked helper's: the Connection objects
-        # would close theirs behind our back.
-        requests, answers = os.dup(req_w.fileno()), os.dup(ans_r.fileno())
+        # Raw descriptors of our own, like the forked helper's: the Connection object
+        # would close its own behind our back.
+        # Two of them (one duplex socket): each end closes on its own.
+        requests = os.dup(child.conn.fileno())
+        try:
+            answers = os.dup(child.conn.fileno())
+        except OSError:
+            os.close(requests)
+            raise
     except OSError:
+        child.kill()
         return None
     finally:
-        for conn in (req_r, req_w, ans_r, ans_w):
-            conn.close()
-    return _Helper(proc.pid, requests, answers, memory, proc)
+        child.conn.close()
+    return _Helper(child.pid, requests, answers, memory, child.proc)
 
 
-def _serve_clean(requests: Any, answers: Any, memory: int) -> None:
-    """The forkserver-started helper: it dies with the forkserver, which leaves when the
-    process that started it dies."""
-    die_with_parent(os.getppid())
-    _serve(requests.fileno(), answers.fileno(), memory)
+def _serve_clean(conn: Any, memory: int) -> None:
+    """The forkserver-started helper (it dies with the forkserver, which leaves when the
+    process that started it dies): requests and answers on one duplex pipe."""
+    _serve(conn.fileno(), conn.fileno(), memory)
 
 
 def _serve(requests: int, answers: int, memory: int) -> None:

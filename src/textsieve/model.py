@@ -10,7 +10,26 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .items import Item as Item
+    from .items import Link as Link
+    from .items import MailRef as MailRef
+    from .items import RawMail as RawMail
+
+# What flows into a run (Item and the mail provenance it carries; Link) lives in .items and
+# is loaded on first use: four frozen dataclasses are ~2.5 ms of generated code, paid by
+# every `textsieve extract FILE`, which makes none of them.
+_ITEMS = frozenset({"Item", "Link", "MailRef", "RawMail"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ITEMS:
+        from . import items
+
+        return getattr(items, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Status(StrEnum):
@@ -190,54 +209,3 @@ class Document:
     @classmethod
     def failed(cls, kind: ErrorKind, message: str, *, name: str | None = None) -> Document:
         return cls(name=name, status=Status.ERROR, error=ErrorInfo(kind, message))
-
-
-@dataclass(frozen=True)
-class Item:
-    """What to process: where it is, how the archive keys it, and which source named it.
-
-    Sources yield Items; the runner decides from the archive whether each needs work.
-    """
-
-    key: str  # normalised identity: absolute path, normalised URL, ...
-    original: str  # as the user or the source gave it
-    source: str  # the source spec that produced it (provenance)
-    path: str | None = None  # a local file to read
-    data: bytes | None = None  # or the bytes themselves (mail parts, fetched bodies)
-    name: str | None = None
-    size: int | None = None
-    mtime_ns: int | None = None
-    url: str | None = None  # a web resource to fetch
-    mails: tuple[MailRef, ...] = ()  # the mails that named it (mail sources)
-    remote: str | None = None  # an object-store URI (s3://), read only if it needs work
-
-
-@dataclass(frozen=True)
-class MailRef:
-    """Where a mail came from: its provenance, kept in the archive for every item it gave."""
-
-    source: str  # the mail source spec (mbox:..., imap://..., gmail:...)
-    message_id: str  # the Message-ID header (or a stable stand-in when it has none)
-    date: str | None = None  # ISO 8601
-    sender: str | None = None
-    subject: str | None = None
-    labels: tuple[str, ...] = ()  # Gmail labels / IMAP folder
-    uid: str | None = None  # the source's own id (IMAP UID, Gmail message id, file name)
-
-
-@dataclass(frozen=True)
-class RawMail:
-    """One message as a mail source yields it: the raw RFC 5322 bytes and its reference."""
-
-    raw: bytes
-    ref: MailRef
-
-
-@dataclass(frozen=True)
-class Link:
-    """A URL harvested from a mail, before fetching."""
-
-    url: str  # as it will be fetched (resolved, tracking parameters stripped)
-    original: str  # as it appeared in the mail
-    text: str | None = None  # the anchor text, when it came from HTML
-    story: bool = False  # the main link of a newsletter / feed-reader share

@@ -20,6 +20,15 @@ connections through the same backend. Spellings of an IPv4 address that resolver
 they are caught like any name; ``literal_address`` lets a caller refuse them before any
 connection (the fetcher does, for a clear early error).
 
+Resolution has a deadline of its own: ``getaddrinfo`` cannot be interrupted, and a
+resolver that never answers holds it for as long as the system resolver's retries last
+(``timeout`` x ``attempts`` x servers x search domains: a minute is common), far past a
+fetch's deadline. ``AddressPolicy.resolve`` therefore runs the lookup in a daemon thread
+and stops waiting at the connect timeout httpcore passes down (the fetch clamps it to what
+is left of its deadline); the lookup left behind ends when the system resolver gives up.
+It is then ``DnsTimeout``, a ``socket.timeout``, which the backend raises as
+``httpcore.ConnectTimeout`` and the fetcher types as ``timeout``.
+
 The future REST service uses the same ``AddressPolicy``.
 """
 
@@ -28,8 +37,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-from collections.abc import Iterable
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import httpcore
@@ -50,6 +61,48 @@ _METADATA = frozenset(ipaddress.ip_address(a) for a in (
 ))
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+# getaddrinfo's shape: (host, port) -> [(family, type, proto, canonname, sockaddr), ...]
+Lookup = Callable[[str, int], list[tuple]]  # type: ignore[type-arg]
+
+
+def system_lookup(host: str, port: int) -> list[tuple]:  # type: ignore[type-arg]
+    """The system resolver (hosts file, DNS, whatever nsswitch says), TCP addresses."""
+    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+
+class DnsTimeout(socket.timeout):
+    """The name did not resolve within the time the connection had."""
+
+
+def lookup_within(lookup: Lookup, host: str, port: int, timeout: float | None
+                  ) -> list[tuple]:  # type: ignore[type-arg]
+    """``lookup(host, port)``, given up after ``timeout`` seconds (None: wait for it).
+
+    The lookup runs in a daemon thread: a blocking resolver call cannot be cancelled, so
+    it is left to finish on its own (the system resolver gives up eventually) while the
+    caller moves on with ``DnsTimeout``.
+    """
+    if timeout is None:
+        return lookup(host, port)
+    box: list[object] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box.append(lookup(host, port))
+        except BaseException as exc:  # handed to the waiting caller, re-raised there
+            box.append(exc)
+        done.set()
+
+    threading.Thread(target=run, name=f"dns {host}", daemon=True).start()
+    if not done.wait(max(0.0, timeout)):
+        raise DnsTimeout(f"DNS lookup of {host} timed out after {timeout:.1f} s")
+    result = box[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result  # type: ignore[return-value]
 
 
 class BlockedAddress(Exception):
@@ -130,6 +183,8 @@ class AddressPolicy:
 
     allow_private: bool = False
     allow: tuple[IPNetwork, ...] = ()
+    # How names are resolved: the system resolver; tests point it at a local DNS server.
+    lookup: Lookup = field(default=system_lookup, compare=False, repr=False)
 
     @classmethod
     def from_options(cls, options: Options) -> AddressPolicy:
@@ -153,13 +208,15 @@ class AddressPolicy:
             if reason is not None:
                 raise BlockedAddress(host, str(ip), reason)
 
-    def resolve(self, host: str, port: int) -> list[str]:
+    def resolve(self, host: str, port: int, timeout: float | None = None) -> list[str]:
         """Every address of ``host`` that may be connected to, in resolver order.
 
-        ``socket.gaierror`` when the name does not resolve; ``BlockedAddress`` when none of
-        its addresses is allowed (a name resolving to a mix is served by its public ones).
+        ``socket.gaierror`` when the name does not resolve; ``DnsTimeout`` when it does not
+        within ``timeout`` seconds; ``BlockedAddress`` when none of its addresses is allowed
+        (a name resolving to a mix is served by its public ones).
         """
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        literal = literal_address(host) is not None  # no DNS involved: no thread needed
+        infos = lookup_within(self.lookup, host, port, None if literal else timeout)
         allowed: list[str] = []
         blocked: tuple[str, str] | None = None
         for *_, sockaddr in infos:
@@ -202,10 +259,15 @@ class GuardedBackend(httpcore.NetworkBackend):
                     socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None
                     ) -> httpcore.NetworkStream:
         self.policy.check_literal(host)
-        try:
-            addresses = self.policy.resolve(host, port)
+        started = time.monotonic()
+        try:  # the name is resolved within the connect timeout, not beyond it
+            addresses = self.policy.resolve(host, port, timeout)
+        except DnsTimeout as exc:
+            raise httpcore.ConnectTimeout(str(exc)) from exc
         except socket.gaierror as exc:  # typed as DNS by the fetcher, from the cause
             raise httpcore.ConnectError(str(exc)) from exc
+        if timeout is not None:  # each address gets what the lookup left over
+            timeout = max(0.001, timeout - (time.monotonic() - started))
         last: Exception | None = None
         for address in addresses:
             try:

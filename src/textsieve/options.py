@@ -12,7 +12,6 @@ line here and one in ``KNOBS`` (tests/test_options.py fails when the second is m
 from __future__ import annotations
 
 import functools
-import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -111,8 +110,8 @@ class Options:
     gmail_token_url: str = "https://oauth2.googleapis.com/token"
     gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
     imap_password: str | None = None  # None: ~/.netrc, else a prompt on a terminal
-    # s3:// URIs (textsieve.uris): any S3-compatible endpoint; None: boto3's own choice
-    # (AWS_ENDPOINT_URL when the command line or the environment of boto3 sets it, else AWS).
+    # s3:// URIs (textsieve.uris): any S3-compatible endpoint; None: the environment's
+    # (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 when set, else AWS).
     s3_endpoint: str | None = None
     # Enrichment (textsieve.enrich: `run --enrich`, `topics`, `summarize`): the number of
     # topics (0: chosen by coherence) and the sentences per summary.
@@ -144,6 +143,9 @@ class Options:
         if isinstance(self.allow_cidrs, str):  # one string would be read char by char
             raise OptionsError("allow_cidrs must be a tuple of networks, not one string",
                                "allow_cidrs")
+        if self.allow_cidrs:
+            import ipaddress  # here: most runs allow no private networks
+
         for cidr in self.allow_cidrs:
             try:
                 ipaddress.ip_network(cidr.strip(), strict=False)

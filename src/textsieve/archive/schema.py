@@ -11,6 +11,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from .credentials import scrub_credentials
+
 APPLICATION_ID = 0x54535652  # "TSVR"
 
 _V1 = """
@@ -196,7 +198,11 @@ CREATE INDEX items_first_seen ON items(first_seen);
 CREATE INDEX mails_date ON mails(date);
 """
 
-# Version 6 (enrichment at scale): each item's related-items vector, kept so that adding
+# Version 6: archives made before the credential fix can hold ``user:secret@`` in keys,
+# originals, specs and metadata; scrubbed, colliding rows merged, the FTS entries redone
+# (the step is ``credentials.scrub_credentials``).
+
+# Version 7 (enrichment at scale): each item's related-items vector, kept so that adding
 # items vectorises only them, never the archive again. The vector is the item's TF-IDF over
 # the topic model's vocabulary, pruned to its strongest terms: little-endian uint32 term
 # ids, then as many float32 weights (unit length). ``vector_model`` is the topic model
@@ -206,7 +212,7 @@ CREATE INDEX mails_date ON mails(date);
 # ``items_enrich`` covers what picks enrichment's candidates and finds re-extracted items
 # (those columns sit after the compressed texts in a row: without it, every pass read
 # the whole archive, texts and all, to look at them).
-_V6_ENRICH_SCALE = """
+_V7_ENRICH_SCALE = """
 ALTER TABLE enrichment ADD COLUMN vector BLOB;
 ALTER TABLE enrichment ADD COLUMN vector_model INTEGER;
 CREATE TABLE minhash_bands (
@@ -219,8 +225,8 @@ CREATE INDEX minhash_bands_item ON minhash_bands(item_id);
 CREATE INDEX items_enrich ON items(status, text_chars, extracted_at);
 """
 
-MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [_V1, _V2, _V3, _V4_ENRICH,
-                                                             _V5_UI, _V6_ENRICH_SCALE]
+MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
+    _V1, _V2, _V3, _V4_ENRICH, _V5_UI, scrub_credentials, _V7_ENRICH_SCALE]
 VERSION = len(MIGRATIONS)
 
 

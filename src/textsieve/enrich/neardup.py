@@ -100,7 +100,7 @@ def update(archive: Archive, *, threshold: float = THRESHOLD,
 
 
 def _index_older(archive: Archive) -> None:
-    """Bands of signatures stored before the bands table existed (schema 6)."""
+    """Bands of signatures stored before the bands table existed (schema 7)."""
     rows = archive.conn.execute(
         "SELECT e.item_id, e.minhash FROM enrichment e WHERE e.minhash IS NOT NULL AND "
         "NOT EXISTS (SELECT 1 FROM minhash_bands b WHERE b.item_id = e.item_id)").fetchall()

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import shutil
-import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,6 +23,8 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..options import Options
 
 if TYPE_CHECKING:
+    import subprocess
+
     from ..render import Builder
     from ..source import Source
 
@@ -106,9 +106,13 @@ UNSUPPORTED = {
 }
 
 
-def extractors_for(mime: str) -> list[tuple[str, Extractor]]:
-    """(version tag, function) for each extractor of ``mime``, in order of preference."""
-    return [(version_of(spec), _load(spec)) for spec in REGISTRY.get(mime, [])]
+def extractors_for(mime: str) -> Iterator[tuple[str, Extractor]]:
+    """(version tag, function) for each extractor of ``mime``, in order of preference,
+    each module imported only when its turn comes: the fallbacks of a format (antiword,
+    catdoc, LibreOffice after our Word reader) are not loaded for the files the first one
+    reads (tempfile and shutil were half of a DOC's imports)."""
+    for spec in REGISTRY.get(mime, []):
+        yield version_of(spec), _load(spec)
 
 
 def version_of(spec: str) -> str:
@@ -145,7 +149,7 @@ def preload(mimes: Iterable[str] | None = None) -> None:
     light so that a one-file CLI call does not load every parser; a long-lived caller (a
     service, the pool before it forks its workers, a benchmark) wants the ~0.2 s paid once,
     up front, and not by the first file of each format."""
-    from .. import core, textcodec  # noqa: F401 (core: imported for its imports)
+    from .. import core, ocr, textcodec  # noqa: F401 (core, ocr: imported for their imports)
 
     wanted = REGISTRY.keys() if mimes is None else [m for m in mimes if m in REGISTRY]
     for spec in {s for m in wanted for s in REGISTRY[m]}:
@@ -156,9 +160,15 @@ def preload(mimes: Iterable[str] | None = None) -> None:
         for lib in getattr(importlib.import_module(spec.partition(":")[0]), "LAZY", ()):
             with contextlib.suppress(ImportError):
                 importlib.import_module(lib)
-    importlib.import_module("multiprocessing")  # forking.in_worker asks it every time
     if mimes is None:  # a CLI call on a few PDFs need not look up 99 code pages
         textcodec.warm()
+
+
+def wants_pictures(ctx: Context, out: Builder) -> bool:
+    """Whether a document's pictures are read: always with ``ocr="always"``; otherwise
+    only when the document holds no text (a scan pasted into Word, photographed slides),
+    which must not come out as an empty success."""
+    return ctx.options.ocr == "always" or not out.has_text()
 
 
 def _load(spec: str) -> Extractor:
@@ -222,6 +232,9 @@ class Context:
                  timeout: float | None = None, env: dict[str, str] | None = None,
                  ) -> subprocess.CompletedProcess[bytes]:
         """Run an external program with a deadline; missing program -> missing_tool."""
+        import shutil  # here: most formats run no program, and a command start pays
+        import subprocess
+
         exe = shutil.which(args[0])
         if exe is None:
             raise ExtractionError(ErrorKind.MISSING_TOOL, f"{args[0]} is not installed")

@@ -21,7 +21,7 @@ from lxml import etree
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text, render_text
 from ..source import Source
-from . import Context
+from . import Context, wants_pictures
 from ._math import omml_text
 from ._xml import local, open_zip, read_member, read_xml, read_xml_lenient
 
@@ -137,13 +137,6 @@ def embedded_children(zf: zipfile.ZipFile, folder: str, ctx: Context, doc: Docum
 
 
 _RASTER = (".png", ".jpg", ".jpeg", ".jpe", ".gif", ".bmp", ".tif", ".tiff", ".webp")
-
-
-def wants_pictures(ctx: Context, out: Builder) -> bool:
-    """Whether a document's pictures are read: always with ``ocr="always"``; otherwise
-    only when the document holds no text (a scan pasted into Word, photographed slides),
-    which must not come out as an empty success."""
-    return ctx.options.ocr == "always" or not out.has_text()
 
 
 def pictures_to_children(keys: list[str], read: Callable[[str], bytes], ctx: Context,

@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import struct
-import tempfile
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -170,6 +168,8 @@ def _as_path(src: Source) -> Iterator[str]:
     if src.data_ is None and src.path is not None:
         yield str(src.path)
         return
+    import tempfile  # here, as shutil below: only the external tools' paths need them
+
     fd, name = tempfile.mkstemp(suffix="." + (src.extension or "bin"))
     try:
         with os.fdopen(fd, "wb") as f:
@@ -546,6 +546,8 @@ def extract_ppt_catppt(src: Source, ctx: Context, doc: Document, out: Builder) -
 
 
 def _soffice() -> str | None:
+    import shutil
+
     return shutil.which("soffice") or shutil.which("libreoffice")
 
 
@@ -560,6 +562,8 @@ def extract_libreoffice(src: Source, ctx: Context, doc: Document, out: Builder) 
         why = "disabled by options" if not ctx.options.libreoffice else "not installed"
         raise ExtractionError(ErrorKind.MISSING_TOOL, f"LibreOffice is {why}")
     target = "pptx" if doc.mime_type == "application/vnd.ms-powerpoint" else "docx"
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="textsieve-lo-") as tmp, _as_path(src) as path:
         profile = Path(tmp, "profile").as_uri()
         proc = ctx.run_tool([exe, f"-env:UserInstallation={profile}", "--headless",

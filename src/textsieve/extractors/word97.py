@@ -26,9 +26,8 @@ from typing import Any
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
 from ..source import Source
-from . import Context
+from . import Context, wants_pictures
 from ._olewrite import pack_storage
-from .docx import pictures_to_children, unwrap_ole_package, wants_pictures
 from .legacy import _doc_check, _ole
 
 # Output version (archives re-extract what an older one made).
@@ -93,6 +92,8 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         _render(_Reader(word, ole.openstream(name).read(), fib), ctx, out)
         _embedded(ole, ctx, doc)
         if wants_pictures(ctx, out):
+            from .docx import pictures_to_children  # here: most DOCs need no lxml
+
             data = ole.openstream("Data").read() if ole.exists("Data") else b""
             pictures = dict(_pictures((data, word), ctx.options.max_members))
             pictures_to_children(list(pictures), pictures.__getitem__, ctx, doc)
@@ -188,6 +189,8 @@ def _embedded(ole: Any, ctx: Context, doc: Document) -> None:
         except ExtractionError as exc:  # the budget is spent: say so once, keep the text
             doc.children.append(Document.failed(exc.kind, exc.message, name=name))
             return
+        from .docx import unwrap_ole_package
+
         data, name = unwrap_ole_package(data, name)
         doc.children.append(ctx.child(data, name))
 

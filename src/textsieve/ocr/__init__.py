@@ -47,6 +47,9 @@ def ocr_pages(src: Source, mime: str, pages: list[int], options: Options, *,
                 if exc.kind in (ErrorKind.MISSING_TOOL, ErrorKind.TOO_LARGE) and len(pages) == 1:
                     raise
                 result = PageOcr(number, error=f"{exc.kind}: {exc.message}")
+            except MemoryError:  # decoding it went over the worker's memory cap
+                result = PageOcr(number, error=f"{ErrorKind.TOO_LARGE}: page image too "
+                                 "large for the memory limit")
             except Exception as exc:  # one bad page must not cost the document
                 result = PageOcr(number, error=f"{type(exc).__name__}: {exc}")
             result.seconds = time.perf_counter() - t0

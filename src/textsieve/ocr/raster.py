@@ -206,6 +206,10 @@ def _flatten(img: Image.Image) -> Image.Image:
 
 @contextmanager
 def open_pages(src: Source, mime: str, options: Options) -> Iterator[_PdfPages | _ImagePages]:
+    if mime != d.PDF:
+        from ..extractors.image import pillow_plugin
+
+        pillow_plugin(mime)
     pager: _PdfPages | _ImagePages = _PdfPages(src, options) if mime == d.PDF else \
         _ImagePages(src, options)
     try:

@@ -46,6 +46,12 @@ class Task:
     # of the driver; set by the executor when the whole input starts.
     deadline: float | None = None
     alone: bool = False  # never batched with others (it failed in a batch once)
+    # Its own options (a service request's choices), else the executor's.
+    options: Options | None = None
+    # What to do with a whole input: ``extract`` (a Document, OCR pages left to the
+    # steps) or one of the service's modes (``detect``, ``page:N``, ``searchable``: see
+    # ``server._job.run_job``), whose result goes back as it is.
+    mode: str = "extract"
 
     def limit(self, options: Options) -> float:
         """Seconds this task may run by itself (before the document's deadline)."""
@@ -80,6 +86,10 @@ def run_task(task: Task, options: Options) -> Any:
     from ..core import extract_source
     from ..ocr import PageOcr, ocr_pages
 
+    if task.mode != "extract" and task.page is None:
+        from ..server._job import run_job
+
+        return run_job(task.obj, task.name, options, task.mode)
     try:
         src = _source(task.obj, task.name, options)
         if task.page is None:
@@ -91,6 +101,8 @@ def run_task(task: Task, options: Options) -> Any:
         return ocr_pages(src, task.mime, [task.page], options, want_pdf=task.want_pdf)[0]
     except ExtractionError as exc:  # a page task that cannot start (no language data)
         return PageOcr(task.page or 0, error=f"{exc.kind}: {exc.message}")
+    except MemoryError:  # over the worker's memory cap (a page too big to decode)
+        return failed(task, ErrorKind.TOO_LARGE, "ran out of memory (memory limit)")
     except Exception as exc:
         return failed(task, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
 
@@ -114,16 +126,23 @@ def display_name(obj: Any, name: str | None) -> str | None:
 
 
 def late_message(task: Task, options: Options) -> str:
+    if task.page is None:  # a request that waited its whole deadline in the queue
+        return f"no worker was free within {options.timeout:g} s"
     return (f"the document's {options.timeout:g} s were over before page {task.page} "
             "was read")
 
 
-def make_executor(options: Options, workers: int | None = None) -> Executor:
-    """The executor ``options.executor`` names (``local`` by default)."""
+def make_executor(options: Options, workers: int | None = None, *, recycle_after: int = 0,
+                  recycle_rss: int = 0, threads_run: bool = False) -> Executor:
+    """The executor ``options.executor`` names (``local`` by default). ``recycle_*``: a
+    local worker is replaced after that many tasks or once its memory is above that many
+    bytes (a long-lived service; 0: never). ``threads_run``: this process runs threads
+    that may hold locks (a web server): local workers come from a forkserver."""
     if options.executor == "ray":
         from .ray_executor import RayExecutor
 
         return RayExecutor(options, workers)
     from .pool import LocalExecutor
 
-    return LocalExecutor(options, workers)
+    return LocalExecutor(options, workers, recycle_after=recycle_after,
+                         recycle_rss=recycle_rss, threads_run=threads_run)

@@ -1,53 +1,38 @@
 """The local executor: isolated worker processes; a hang or a crash costs one task.
 
-A small pool of long-lived worker processes (forked, so the parsers imported once stay
-warm). Each worker has an address-space cap (RLIMIT_AS). The driver hands out one task
+A small pool of long-lived worker processes, started by ``procs`` (forked, so the parsers
+imported once stay warm; from a forkserver in a web server). Each worker has an
+address-space cap (RLIMIT_AS). The driver hands out one task
 at a time per worker and watches a deadline for each; a worker that overruns is killed and
 replaced, and its task gets a ``timeout`` result; one that dies gets ``crashed``. What a
-task is and what is done with its result are ``executor.py``'s and ``steps.py``'s.
+task is and what is done with its result are ``executor.py``'s and ``steps.py``'s. The
+service uses the same pool (``steps.ExtractionService``): tasks then carry their own
+options and mode, and workers are recycled after N tasks or on memory growth.
 """
 
 from __future__ import annotations
 
 import contextlib
-import faulthandler
-import multiprocessing as mp
 import os
-import resource
-import signal
-import threading
 import time
-import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from ..forking import die_with_parent, libc_prctl, quiet_native_chatter
+from .. import procs
 from ..model import Document, ErrorKind
 from ..options import Options
 from .executor import Task, failed, late_message, run_task
 
 
-def _worker_main(conn: Connection, options: Options, parent: int) -> None:
-    # Its own process group: killing a worker kills what it started too (an external tool
-    # spinning on a damaged file, forked page readers), not only the worker.
-    with contextlib.suppress(OSError):
-        os.setpgid(0, 0)
-    # The parent handles Ctrl-C; a worker must not die mid-file on the same signal.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the driver's clean-stop handler
-    # A parent killed outright (SIGKILL, SIGTERM) runs no cleanup: the kernel ends the
-    # worker, and the group's guard then ends what the worker started.
-    die_with_parent(parent)
-    _guard_group()
-    quiet_native_chatter()  # also a native crash's C traceback: it is a typed record
-    faulthandler.disable()  # under TEXTSIEVE_DEBUG too: the record says it crashed
-    if options.memory_limit > 0:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_AS, (options.memory_limit, options.memory_limit))
+def _worker_main(conn: Any, options: Options) -> None:
+    """A worker's loop: one task at a time until its pipe says stop (None) or closes.
+
+    Set up by ``procs`` before this runs: its own process group (killing it kills what it
+    started: an external tool spinning on a damaged file, forked page readers), SIGINT
+    left to the driver, death with its parent, a group guard, native chatter off
+    stderr (a native crash's C traceback too: it is a typed record), the memory cap."""
     while True:
         try:
             task: Task | None = conn.recv()
@@ -56,7 +41,7 @@ def _worker_main(conn: Connection, options: Options, parent: int) -> None:
         if task is None:
             return
         try:
-            result = run_task(task, options)
+            result = run_task(task, task.options or options)
         except BaseException as exc:  # a worker answers, whatever happened
             result = failed(task, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
         try:
@@ -66,68 +51,47 @@ def _worker_main(conn: Connection, options: Options, parent: int) -> None:
                                                    "result too large")))
 
 
-def _guard_group() -> None:
-    """Fork the worker's group guard: a tiny process that waits for the worker to die
-    (end of file on a pipe only the worker holds) and then SIGKILLs the whole group.
-
-    The helper programs a worker starts (antiword, the tesseract command, LibreOffice)
-    are in its group but are not its forked copies, so they cannot ask the kernel to end
-    them with it; the guard does, however the worker died (killed with its parent, a
-    native crash). When the pool kills the group itself, the guard goes with it."""
-    r, w = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:  # no process to spare: the worker still dies with its parent
-        _close_fds([r, w])
-        return
-    if pid:
-        os.close(r)
-        return  # ``w`` stays open for the worker's whole life, on purpose
-    try:
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):  # never hold the run's stdout (``| head``) or stdin
-            os.dup2(devnull, fd)
-        os.closerange(3, r)  # nor the worker's socket: the parent must see it die
-        os.closerange(r + 1, os.sysconf("SC_OPEN_MAX"))
-        while os.read(r, 1):
-            pass
-        os.killpg(0, signal.SIGKILL)
-    finally:
-        os._exit(0)
-
-
-def _close_fds(fds: list[int]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-
-
 @dataclass
 class _Worker:
-    proc: Any
-    conn: Connection
+    child: procs.Child
     task: Task | None = None
     deadline: float = 0.0
+    jobs: int = 0
+
+    @property
+    def conn(self) -> Any:
+        return self.child.conn
 
 
 class LocalExecutor:
     """N isolated worker processes on this machine: the ``local`` executor.
 
-    Workers are forked (the parsers imported once stay warm), from the main thread or the
-    one long-lived forker thread, so they die with this process (PR_SET_PDEATHSIG). One
-    task per worker at a time; a worker past its task's deadline is killed with its
-    process group and replaced, and the task gets a ``timeout`` result; one that dies
-    gets ``crashed``. Driven by one thread (see ``steps.ExtractionService`` for more).
+    Workers are started by ``procs``: forked from the main thread or the one long-lived
+    forker thread, or from a forkserver when ``threads_run`` (a web server: see
+    ``procs.start_method``); either way they die with this process. One task per worker
+    at a time; a worker past its task's deadline is killed with its process group and
+    replaced, and the task gets a ``timeout`` result; one that dies gets ``crashed``. A
+    long-lived user (the service) recycles a worker after ``recycle_after`` tasks or once
+    its resident memory is above ``recycle_rss`` bytes (0: never), so a slow leak in a
+    parser never accumulates. ``stats`` counts jobs, timeouts, crashes and recycled
+    workers. Driven by one thread (see ``steps.ExtractionService`` for more).
     """
 
-    def __init__(self, options: Options, workers: int | None = None) -> None:
+    def __init__(self, options: Options, workers: int | None = None, *,
+                 recycle_after: int = 0, recycle_rss: int = 0,
+                 threads_run: bool = False) -> None:
         self.options = options
+        self.start_method = procs.start_method(threads_run)
         self.size = max(1, workers or options.worker_count)
         self.window = self.size * 4
-        self._ctx = mp.get_context("fork")
+        self.recycle_after, self.recycle_rss = recycle_after, recycle_rss
+        self._setup = procs.Setup(memory=max(0, options.memory_limit), guard=True,
+                                  quiet=True, worker=True)
         self._workers: list[_Worker] = []
         self._backlog: deque[Task] = deque()
         self._warmed = False
+        self.wakeup: int | None = None  # a file descriptor whose data ends ``wait`` early
+        self.stats = {"jobs": 0, "timeouts": 0, "crashes": 0, "recycled": 0}
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -136,23 +100,13 @@ class LocalExecutor:
         self.close()
 
     def _spawn(self) -> _Worker:
-        parent, child = self._ctx.Pipe(duplex=True)
-        _PARENT_ENDS.add(parent)  # closed in every child, this worker's own included
-        libc_prctl()  # looked up here, once, not in every child
-        proc = self._ctx.Process(target=_worker_main, args=(child, self.options, os.getpid()),
-                                 daemon=True)
-        try:
-            _in_long_lived_thread(proc.start)
-        finally:
-            child.close()
-        return _Worker(proc, parent)
+        return _Worker(procs.start(_worker_main, self.options, setup=self._setup,
+                                   method=self.start_method))
 
-    def _kill(self, w: _Worker) -> None:
-        try:
-            _kill_group(w.proc)
-            w.proc.join(5)
-        finally:
-            w.conn.close()
+    def worker_pids(self) -> list[int]:
+        """Pids of the live workers, busy or idle (tests kill one to see the run or the
+        service survive). Safe to call from any thread."""
+        return [w.child.pid for w in list(self._workers) if w.child.alive()]
 
     def close(self) -> None:
         self._backlog.clear()
@@ -160,10 +114,7 @@ class LocalExecutor:
             with contextlib.suppress(OSError, ValueError):
                 w.conn.send(None)
         for w in self._workers:
-            w.proc.join(1)
-            if w.proc.is_alive():
-                self._kill(w)
-            w.conn.close()
+            w.child.retire()
         self._workers.clear()
 
     def submit(self, tasks: Iterable[Task], *, first: bool = False) -> None:
@@ -178,12 +129,15 @@ class LocalExecutor:
     def _warm(self) -> None:
         """Before the first fork: import the parsers the first inputs need, so the workers
         start with them loaded (imported once, pages shared copy-on-write) instead of each
-        importing them on its first file (~50 ms for PDF)."""
+        importing them on its first file (~50 ms for PDF). Not when the workers come from
+        a forkserver: they would not share this process's imports."""
         from .. import detection
         from ..extractors import preload
         from ..source import Source
 
         self._warmed = True
+        if self.start_method != "fork":
+            return
         mimes: set[str] = set()
         for task in list(self._backlog)[: 2 * self.size]:
             # Regular files only: reading the head of a pipe (``<(curl ...)``) here would
@@ -196,33 +150,47 @@ class LocalExecutor:
         with contextlib.suppress(Exception):
             preload(mimes)
 
+    def _options(self, task: Task) -> Options:
+        return task.options or self.options
+
     def wait(self, timeout: float | None = None) -> list[tuple[Task, Any]]:
         """Hand out tasks to idle workers, then wait for results or a deadline."""
+        from multiprocessing.connection import wait
+
         out: list[tuple[Task, Any]] = []
         if not self._warmed and self._backlog:
             self._warm()
-        while len(self._workers) < self.size:
-            self._workers.append(self._spawn())
+        if self._backlog:
+            while len(self._workers) < self.size:
+                self._workers.append(self._spawn())
         for i, w in enumerate(self._workers):
             while w.task is None and self._backlog:
                 task = self._backlog.popleft()
+                options = self._options(task)
                 if task.deadline is not None and time.monotonic() >= task.deadline:
-                    # A page of a document out of time: not started at all.
+                    # A page of a document out of time, or a request that waited its
+                    # whole deadline for a worker: not started at all.
+                    self.stats["timeouts"] += 1
                     out.append((task, failed(task, ErrorKind.TIMEOUT,
-                                             late_message(task, self.options))))
+                                             late_message(task, options))))
                     continue
                 if task.page is None:
                     # The last input in sight may use the idle workers' cores for its
                     # pages (one long PDF given to the CLI); otherwise they are needed.
                     idle = sum(1 for x in self._workers if x.task is None and x is not w)
                     task.page_workers = 1 + idle if not self._backlog else 1
+                if w.conn.poll(0):  # an idle worker has nothing to say: it died meanwhile
+                    w.child.kill()
+                    w = self._workers[i] = self._spawn()
                 try:
                     w.conn.send(task)
                 except (OSError, ValueError):
-                    self._kill(w)
+                    w.child.kill()
                     w = self._workers[i] = self._spawn()
                     w.conn.send(task)
-                w.task, w.deadline = task, time.monotonic() + task.limit(self.options)
+                self.stats["jobs"] += 1
+                w.jobs += 1
+                w.task, w.deadline = task, time.monotonic() + task.limit(options)
                 if task.deadline is not None:
                     w.deadline = min(w.deadline, task.deadline)
                 elif task.page is None:
@@ -233,7 +201,10 @@ class LocalExecutor:
         left = min(w.deadline for w in busy) - time.monotonic()
         if timeout is not None:
             left = min(left, timeout)
-        ready = wait([w.conn for w in busy], timeout=max(0.0, left))
+        watched: list[Any] = [w.conn for w in busy]
+        if self.wakeup is not None:
+            watched.append(self.wakeup)
+        ready = wait(watched, timeout=max(0.0, left))
         for i, w in enumerate(self._workers):
             task = w.task
             if task is None:
@@ -243,23 +214,33 @@ class LocalExecutor:
                     _key, _page, result = w.conn.recv()
                     w.task = None
                     out.append((task, result))
+                    if self._worn(w):
+                        self.stats["recycled"] += 1
+                        w.child.retire()
+                        self._workers[i] = self._spawn()
                     continue
                 except (EOFError, OSError):
-                    code = w.proc.exitcode if not w.proc.is_alive() else None
-                    w.proc.join(1)
-                    code = w.proc.exitcode if code is None else code
-                    out.append((task, failed(task, ErrorKind.CRASHED, _how(code))))
+                    self.stats["crashes"] += 1
+                    out.append((task, failed(task, ErrorKind.CRASHED,
+                                             procs.exit_message(w.child.exitcode()))))
             elif time.monotonic() >= w.deadline:
+                options = self._options(task)
+                self.stats["timeouts"] += 1
                 what = "extraction" if task.page is None else f"OCR of page {task.page}"
-                message = late_message(task, self.options) if task.page is not None and \
+                message = late_message(task, options) if task.page is not None and \
                     task.deadline is not None and w.deadline >= task.deadline \
-                    else f"{what} exceeded {task.limit(self.options):g} s"
+                    else f"{what} exceeded {task.limit(options):g} s"
                 out.append((task, failed(task, ErrorKind.TIMEOUT, message)))
             else:
                 continue
-            self._kill(w)
+            w.child.kill()
             self._workers[i] = self._spawn()
         return out
+
+    def _worn(self, w: _Worker) -> bool:
+        """Time to replace this worker: it did its share of jobs or grew too big."""
+        return (0 < self.recycle_after <= w.jobs) or \
+            (self.recycle_rss > 0 and procs.rss(w.child.pid) > self.recycle_rss)
 
 
 class WorkerPool(LocalExecutor):
@@ -286,70 +267,6 @@ class WorkerPool(LocalExecutor):
         from .steps import ocr_pages
 
         return ocr_pages(self, obj, name, mime, pages, want_pdf=want_pdf)
-
-
-# The driver's ends of its workers' sockets. A forked child (a worker, a page reader) must
-# not keep them: a worker holding its own socket's other end never sees end of file when
-# the driver dies, and one holding a sibling's keeps that sibling waiting.
-_PARENT_ENDS: weakref.WeakSet[Connection] = weakref.WeakSet()
-
-
-def _close_parent_ends() -> None:
-    for conn in list(_PARENT_ENDS):
-        with contextlib.suppress(OSError):
-            conn.close()
-    _PARENT_ENDS.clear()
-
-
-_forker: ThreadPoolExecutor | None = None
-_forker_lock = threading.Lock()
-
-
-def _in_long_lived_thread(fn: Callable[[], None]) -> None:
-    """Run ``fn`` (a fork) in the main thread or in one thread kept for the process's life.
-
-    The kernel's parent-death signal follows the forking *thread*: a worker forked by a
-    short-lived thread (a request handler that made a pool another thread uses) would be
-    killed when that thread ends, mid-run."""
-    global _forker
-    if threading.current_thread() is threading.main_thread():
-        fn()
-        return
-    with _forker_lock:
-        if _forker is None:
-            _forker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="textsieve-fork")
-        forker = _forker
-    forker.submit(fn).result()
-
-
-def _after_fork_in_child() -> None:
-    """A forked child has neither the parent's sockets nor its (copied, dead) threads."""
-    global _forker, _forker_lock
-    _close_parent_ends()
-    _forker, _forker_lock = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _kill_group(proc: Any) -> None:
-    """SIGKILL a worker and its process group (the helpers it started)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        os.killpg(proc.pid, signal.SIGKILL)  # the worker leads its own group
-    with contextlib.suppress(ProcessLookupError, OSError):
-        proc.kill()  # in case setpgid failed and it is not a group leader
-
-
-def _how(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        try:
-            how = f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            how = f"killed by signal {-exitcode}"
-    else:
-        how = f"exited with status {exitcode}"
-    return f"the extractor process died ({how})"
 
 
 def extract_many(inputs: Iterable[Any], options: Options, *,

@@ -13,18 +13,24 @@ put in the object store once and shared by all the pages of their document.
 
 Faults: a worker or node lost mid-task is retried by Ray (``RETRIES`` times), then the
 task is ``crashed``; a task past its deadline is cancelled (its worker process killed) and
-is a ``timeout``, as locally. What Ray workers lack is the local workers' address-space
-cap (RLIMIT_AS would cap Ray's own mappings too): Ray's memory monitor kills a worker that
-takes the node's memory, and the task ends as ``too_large``.
+is a ``timeout``, as locally. ``--memory-limit`` holds too, for the duration of each task:
+a Ray worker is a long-lived process that has already mapped gigabytes of its own (the
+object store, gRPC's threads), so its RLIMIT_AS cannot be the local workers' absolute cap.
+It is set, while the task runs, to what the worker has mapped when the task starts plus
+the limit, and put back afterwards: a bomb gets ``MemoryError`` (``too_large``), and if an
+allocation fails where nothing catches it the worker dies, is retried, and the task ends
+as ``crashed``; the run goes on either way. Beyond that, Ray's memory monitor kills a
+worker that takes the node's memory, and the task ends as ``too_large``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import UnreachableError, UsageError
@@ -52,16 +58,65 @@ def _ray() -> Any:
     return ray
 
 
+def _mapped_bytes() -> int:
+    """This process's address space now (what RLIMIT_AS counts), from /proc."""
+    with open("/proc/self/statm", encoding="ascii") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextlib.contextmanager
+def memory_cap(limit: int) -> Iterator[None]:
+    """``limit`` more bytes of address space for what runs inside, then the old cap back.
+
+    Only the soft limit moves, so it can be raised again; a cap already lower stays.
+    Where RLIMIT_AS or /proc is missing (not Linux) the task runs uncapped.
+    """
+    if limit <= 0:
+        yield
+        return
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = _mapped_bytes() + limit
+        for old in (soft, hard):
+            if old != resource.RLIM_INFINITY:
+                cap = min(cap, old)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, OSError, ValueError):
+        logger.debug("no memory cap for this Ray task", exc_info=True)
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _warm() -> None:
+    """Import what every task runs before the first cap is set: a fresh worker's imports
+    map libraries that are the worker's, not the input's, and must not eat its budget."""
+    from .. import core, ocr  # noqa: F401
+
+
 def _run_on_worker(task: Task, obj: Any, options: Options) -> Any:
     """The Ray task: ``obj`` comes as its own argument, so Ray resolves a reference to
     the object store before the call (fields of ``task`` would not be)."""
     task.obj = obj
-    return run_task(task, options)
+    _warm()
+    with memory_cap(options.memory_limit):
+        return run_task(task, options)
 
 
 def _run_batch(tasks: list[Task], options: Options) -> list[Any]:
-    """A batch of small inputs as one Ray task: Ray's per-task cost paid once."""
-    return [run_task(task, options) for task in tasks]
+    """A batch of small inputs as one Ray task: Ray's per-task cost paid once; the memory
+    cap is per input, as for a task of its own."""
+    out = []
+    _warm()
+    for task in tasks:
+        with memory_cap(options.memory_limit):
+            out.append(run_task(task, options))
+    return out
 
 
 def _small(task: Task) -> bool:

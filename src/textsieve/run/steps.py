@@ -9,8 +9,10 @@ driver: one writer), and the document is finished. Nothing here knows how tasks 
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import queue
+import os
+import queue as _queue
 import threading
 import time
 from collections import deque
@@ -18,6 +20,7 @@ from collections.abc import Hashable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
+from .. import procs
 from ..model import Document, ErrorInfo, ErrorKind, Status
 from ..options import Options
 from .executor import Executor, Task, make_executor
@@ -35,13 +38,17 @@ class DocumentFlow:
         self._waiting: dict[int, tuple[Document, set[int], list[Any]]] = {}
 
     def add(self, key: Hashable, obj: Any, name: str | None,
-            out: list[str] | None = None) -> None:
+            out: list[str] | None = None, *, options: Options | None = None,
+            mode: str = "extract", deadline: float | None = None) -> None:
         """Queue one input; ``key`` comes back with its Document; ``out``: where its
-        searchable copy goes below ``searchable_pdf_dir`` (safe parts), if not by name."""
+        searchable copy goes below ``searchable_pdf_dir`` (safe parts), if not by name.
+        ``options``: its own (else the flow's); ``mode``: see ``Task.mode``;
+        ``deadline``: when its time is up (monotonic), waiting for a worker included."""
         k = self._next
         self._next += 1
         self._keys[k] = key
-        self.executor.submit([Task(k, obj, name, out=out)])
+        self.executor.submit([Task(k, obj, name, out=out, options=options, mode=mode,
+                                   deadline=deadline)])
 
     def in_flight(self) -> int:
         """Inputs added and not yet finished."""
@@ -57,17 +64,21 @@ class DocumentFlow:
         return out
 
     def _finished(self, task: Task, result: Any) -> Document | None:
+        options = task.options or self.options
         if task.page is None:
+            if task.mode != "extract" or not isinstance(result, Document):
+                return result  # type: ignore[no-any-return]  # another mode's result
             doc: Document = result
             pages = doc.metadata.extra.get("ocr_pending") if doc.ok else None
             if not pages:
                 return doc
             self._waiting[task.key] = (doc, set(pages), [])
-            want_pdf = self.options.searchable_pdf_dir is not None and \
+            want_pdf = options.searchable_pdf_dir is not None and \
                 doc.mime_type == "application/pdf"
             self.executor.submit([
                 Task(task.key, task.obj, task.name, page=p, mime=doc.mime_type,
-                     want_pdf=want_pdf, deadline=task.deadline, out=task.out)
+                     want_pdf=want_pdf, deadline=task.deadline, out=task.out,
+                     options=task.options)
                 for p in pages], first=True)
             return None
         doc, left, results = self._waiting[task.key]
@@ -76,7 +87,7 @@ class DocumentFlow:
         if left:
             return None
         del self._waiting[task.key]
-        return finish_pages(doc, task, results, self.options)
+        return finish_pages(doc, task, results, options)
 
 
 def finish_pages(doc: Document, task: Task, results: list[Any], options: Options) -> Document:
@@ -158,6 +169,14 @@ def ocr_pages(executor: Executor, obj: Any, name: str | None, mime: str, pages: 
     return [results[p] for p in pages]
 
 
+class Busy(Exception):
+    """Every worker is busy and the queue is full: try again in ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"the service is busy; retry in {retry_after} s")
+        self.retry_after = retry_after
+
+
 class ExtractionService:
     """A thread-safe front to an executor, for a multi-threaded process (the REST service):
     ``submit(obj, name)`` from any thread returns a ``Future[Document]``; one driver thread
@@ -166,14 +185,36 @@ class ExtractionService:
         service = ExtractionService(options)       # executor from options.executor
         doc = service.submit(path_or_bytes, name).result()
         service.close()
+
+    For a server: ``queue`` turns on admission (``slot()``: at most ``workers + queue``
+    requests at once, the next refused at once with ``Busy``, so an overload queues a
+    bounded amount instead of piling up threads and memory); each ``submit`` may carry its
+    own options, a mode (``Task.mode``) and a deadline that counts the wait for a worker;
+    ``recycle_after`` / ``recycle_rss`` replace a worker after N jobs or once it has grown
+    (``LocalExecutor``); ``threads_run``: the process runs threads that may hold locks
+    (a web server), so workers come from a forkserver (``procs.start_method``).
+    ``stats`` counts jobs, timeouts, crashes, recycled workers and rejected requests;
+    ``worker_pids()`` names the live workers.
     """
 
     def __init__(self, options: Options, executor: Executor | None = None,
-                 limit: int | None = None) -> None:
+                 limit: int | None = None, *, workers: int | None = None,
+                 queue: int | None = None, recycle_after: int = 0,
+                 recycle_rss: int = 0, threads_run: bool = False) -> None:
         self.options = options
-        self._executor = executor
-        self._queue: queue.Queue[tuple[Any, str | None, Future[Document]] | None] = \
-            queue.Queue()
+        self.executor = executor
+        self._make = lambda: make_executor(options, workers, recycle_after=recycle_after,
+                                           recycle_rss=recycle_rss, threads_run=threads_run)
+        self.size = executor.size if executor is not None else \
+            max(1, workers or options.worker_count)
+        self.capacity = self.size + queue if queue is not None else None
+        self._admitted = 0
+        self._lock = threading.Lock()
+        self._rejected = 0
+        self._queue: _queue.Queue[tuple[Any, ...] | None] = _queue.Queue()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
         self._slots = threading.BoundedSemaphore(limit) if limit else None
         self._started = threading.Event()
         self._closed = False
@@ -182,54 +223,118 @@ class ExtractionService:
         self._thread.start()
         self._started.wait()
 
-    def submit(self, obj: Any, name: str | None = None) -> Future[Document]:
+    # -- admission ---------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Requests holding an admission now."""
+        return self._admitted
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one of the ``workers + queue`` admissions for a request, or raise ``Busy``
+        at once. Taken before the body is read, so a refused request costs nothing."""
+        with self._lock:
+            if self._closed or (self.capacity is not None
+                                and self._admitted >= self.capacity):
+                self._rejected += 1
+                # A fair hint: one round of the queue at the usual job time, at least 1 s.
+                raise Busy(1)
+            self._admitted += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._admitted -= 1
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Jobs, timeouts, crashes, recycled workers (the executor's) and rejected
+        requests since the start."""
+        counts = dict(getattr(self.executor, "stats", None) or
+                      {"jobs": 0, "timeouts": 0, "crashes": 0, "recycled": 0})
+        counts["rejected"] = self._rejected
+        return counts
+
+    def worker_pids(self) -> list[int]:
+        """Pids of the live workers (a test kills one to see the service survive)."""
+        pids = getattr(self.executor, "worker_pids", None)
+        return list(pids()) if pids is not None else []
+
+    # -- work --------------------------------------------------------------------------
+
+    def submit(self, obj: Any, name: str | None = None, *, options: Options | None = None,
+               mode: str = "extract", timeout: float | None = None) -> Future[Any]:
+        """Queue one input; its Future gets the Document (a timeout or a crash is its
+        error), or another ``mode``'s result. ``timeout`` (default the options'): seconds
+        from now, the wait for a free worker included."""
         if self._closed:
             raise RuntimeError("the extraction service is closed")
         if self._slots is not None:
             self._slots.acquire()
-        fut: Future[Document] = Future()
-        self._queue.put((obj, name, fut))
+        limit = (options or self.options).timeout if timeout is None else timeout
+        fut: Future[Any] = Future()
+        self._queue.put((obj, name, fut, options, mode, time.monotonic() + limit))
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"\0")  # the driver may be waiting on its workers
         return fut
 
     def close(self) -> None:
         """Finish what was submitted, then stop the workers."""
-        self._closed = True
+        with self._lock:
+            self._closed = True
         self._queue.put(None)
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"\0")
         self._thread.join()
+        procs.close_fds([self._wake_r, self._wake_w])
 
     def _release(self) -> None:
         if self._slots is not None:
             self._slots.release()
 
+    def _drain_wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            while os.read(self._wake_r, 4096):
+                pass
+
     def _drive(self) -> None:
-        # The executor is made here: local workers are forked by the thread that lives
-        # as long as they do (their parent-death signal follows it).
-        executor = self._executor or make_executor(self.options)
-        self._started.set()
+        # The executor is made here: local workers are started by the thread that lives
+        # as long as they do (a forked one's parent-death signal follows it).
+        try:
+            executor = self.executor = self.executor or self._make()
+        finally:
+            self._started.set()
+        # A submit from another thread ends the wait for the workers at once (the local
+        # executor watches this pipe too); other executors are polled.
+        wakes = hasattr(executor, "wakeup")
+        if wakes:
+            executor.wakeup = self._wake_r  # type: ignore[attr-defined]
         flow = DocumentFlow(executor, self.options)
-        futures: dict[int, Future[Document]] = {}
+        futures: dict[int, Future[Any]] = {}
         n, stopping = 0, False
         try:
             while not (stopping and not futures):
                 block = not futures and not stopping
+                self._drain_wake()  # before the queue: a later put writes a later byte
                 while True:
                     try:
                         got = self._queue.get(block=block)
-                    except queue.Empty:
+                    except _queue.Empty:
                         break
                     block = False
                     if got is None:
                         stopping = True
                         continue
-                    obj, name, fut = got
+                    obj, name, fut, options, mode, deadline = got
                     if not fut.set_running_or_notify_cancel():
                         self._release()  # cancelled while queued
                         continue
                     futures[n] = fut
-                    flow.add(n, obj, name)
+                    flow.add(n, obj, name, options=options, mode=mode, deadline=deadline)
                     n += 1
                 if futures:
-                    for key, doc in flow.step(timeout=0.1):
+                    for key, doc in flow.step(timeout=1.0 if wakes else 0.1):
                         futures.pop(key).set_result(doc)  # type: ignore[call-overload]
                         self._release()
         except BaseException as exc:  # no caller may wait for ever

@@ -10,6 +10,7 @@ traceback.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import logging
@@ -44,7 +45,7 @@ from .. import __version__
 from ..errors import TextsieveError, UsageError
 from ..model import Document, ErrorKind
 from ..options import MiB, Options, OptionsError
-from .workers import Busy, ExtractPool
+from ..run.steps import Busy, ExtractionService
 
 log = logging.getLogger(__name__)
 
@@ -109,16 +110,17 @@ def document_error(doc: Document) -> ApiError:
 
 
 class Service:
-    """What the routes share: config, base options, the worker pool, the metrics."""
+    """What the routes share: config, base options, the extraction service (the local
+    executor's isolated workers behind a thread-safe front), the metrics."""
 
     def __init__(self, config: ServerConfig, options: Options) -> None:
         self.config, self.options = config, options
         workers = options.worker_count
-        self.pool = ExtractPool(options, workers=workers,
-                                queue_size=2 * workers if config.queue is None else config.queue,
-                                recycle_after=config.recycle_after,
-                                recycle_rss=config.recycle_rss)
-        self.limiter = anyio.CapacityLimiter(self.pool.capacity)
+        self.extractor = ExtractionService(
+            options, workers=workers,
+            queue=2 * workers if config.queue is None else config.queue,
+            recycle_after=config.recycle_after, recycle_rss=config.recycle_rss,
+            threads_run=True)  # uvicorn's loop and request threads: a forkserver
         self.registry = CollectorRegistry()
         self.requests = Counter("textsieve_requests", "HTTP requests answered",
                                 ["route", "status"], registry=self.registry)
@@ -127,14 +129,15 @@ class Service:
         self.documents = Counter("textsieve_documents", "documents extracted, by status",
                                  ["status"], registry=self.registry)
         Gauge("textsieve_in_flight", "requests admitted now",
-              registry=self.registry).set_function(lambda: self.pool.in_flight)
-        self.jobs = Jobs(self, limit=64 * self.pool.size)
+              registry=self.registry).set_function(lambda: self.extractor.in_flight)
+        self.jobs = Jobs(self, limit=64 * self.extractor.size)
         from .archive_routes import Runs
 
         self.runs = Runs()
-        for key in self.pool.stats:
+        for key in self.extractor.stats:
             Gauge(f"textsieve_pool_{key}", f"worker pool: {key} since start",
-                  registry=self.registry).set_function(lambda k=key: self.pool.stats[k])
+                  registry=self.registry).set_function(
+                      lambda k=key: self.extractor.stats[k])
 
     def options_for(self, values: dict[str, Any]) -> Options:
         """The server's options with a request's choices; a bad value is a 400."""
@@ -146,17 +149,23 @@ class Service:
 
     async def extract(self, obj: bytes | str, name: str | None, options: Options, *,
                       detect_only: bool = False) -> Document:
-        """Extract in the pool, from the event loop: the request must already hold a slot
-        (``admit``)."""
-        doc = await anyio.to_thread.run_sync(
-            lambda: self.pool.extract(obj, name, options, detect_only=detect_only),
-            limiter=self.limiter)
+        """Extract in a worker, from the event loop (no thread held while it runs): the
+        request must already hold a slot (``admit``). The request's deadline
+        (``options.timeout``) counts its wait for a free worker."""
+        fut = self.extractor.submit(obj, name, options=options,
+                                    mode="detect" if detect_only else "extract")
+        doc: Document = await asyncio.wrap_future(fut)
         self.documents.labels(str(doc.status)).inc()
         return doc
 
+    def run_job(self, data: bytes | str, name: str | None, options: Options,
+                mode: str) -> Any:
+        """One job of an event (``events.handle``'s runner), from a job thread."""
+        return self.extractor.submit(data, name, options=options, mode=mode).result()
+
     def admit(self) -> Any:
         """A context manager holding one admission; ``Busy`` becomes 503 + Retry-After."""
-        return self.pool.slot()
+        return self.extractor.slot()
 
     async def body(self, request: Request) -> bytes:
         """The request body, refused with 413 as soon as it passes ``max_upload``, and with
@@ -192,7 +201,7 @@ class Jobs:
         from concurrent.futures import ThreadPoolExecutor
 
         self.service, self.limit = service, limit
-        self._runner = ThreadPoolExecutor(max_workers=service.pool.size,
+        self._runner = ThreadPoolExecutor(max_workers=service.extractor.size,
                                           thread_name_prefix="textsieve-job")
         self._lock = threading.Lock()
         self._jobs: dict[str, dict[str, Any]] = {}
@@ -220,9 +229,7 @@ class Jobs:
         service = self.service
         job["status"] = "running"
         try:
-            reply = handle(event, service.options,
-                           lambda data, name, options, mode: service.pool.extract(
-                               data, name, options, mode=mode),
+            reply = handle(event, service.options, service.run_job,
                            roots=service.config.file_roots)
         except Exception as exc:  # a bug: the job says so, the server goes on
             log.exception("job %s failed", job["id"])
@@ -273,7 +280,7 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
             yield
         finally:
             service.jobs.close()
-            service.pool.close()
+            service.extractor.close()
 
     app = FastAPI(title="textsieve", version=__version__, lifespan=lifespan,
                   description="Clean, searchable text from documents; Tika-compatible.")

@@ -3,15 +3,14 @@ stats, and runs of sources into it.
 
 Reads open the archive read-only per request (SQLite in WAL mode lets them go on while a
 run writes). A run goes through the run pipeline (``run.runner.run``) in a process of its
-own, started by a forkserver: the runner's worker pool forks, which is only safe from a
-single-threaded process, and a server never is. One run at a time; its counts are kept
+own, started by ``procs`` from a forkserver: the runner's worker pool forks, which is only
+safe from a single-threaded process, and a server never is. One run at a time; its counts are kept
 for ``GET /v1/runs/{id}``. Sources are restricted to what a remote caller may name:
 http(s) URLs (under the address policy) and paths under ``--file-root``.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import threading
 import time
@@ -147,21 +146,25 @@ class Runs:
 
     def _watch(self, info: dict[str, Any], specs: list[str], path: str, options: Options,
                force: bool) -> None:
-        ctx = mp.get_context("forkserver")
-        parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_run_process, args=(child, specs, path, options, force))
+        from .. import procs
+
+        child = None
         try:
-            proc.start()
-            child.close()
-            result = parent.recv() if parent.poll(None) else None
+            # Not forked from here (a server runs threads): from the forkserver.
+            child = procs.start(_run_process, specs, path, options, force, duplex=False,
+                                daemon=False, setup=procs.Setup(guard=True),
+                                method=procs.start_method(threads_run=True))
+            result = child.conn.recv() if child.conn.poll(None) else None
         except (EOFError, OSError):
             result = None
         finally:
-            proc.join()
+            code = child.exitcode(None) if child is not None else None
+            if child is not None:
+                child.conn.close()
             with self._lock:
                 self._busy = False
         info.update(result or {"status": "error", "error": {
-            "kind": "crashed", "message": f"the run process died (exit {proc.exitcode})"}})
+            "kind": "crashed", "message": f"the run process died (exit {code})"}})
         info["ended"] = time.time()
 
     def get(self, run_id: str) -> dict[str, Any]:

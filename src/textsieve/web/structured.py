@@ -10,7 +10,6 @@ the standard JSON parser, and anything malformed is ignored, never raised.
 from __future__ import annotations
 
 import html
-import json
 import logging
 import re
 from collections.abc import Iterator
@@ -45,6 +44,8 @@ def json_ld(root: etree._Element) -> list[dict[str, Any]]:
         text = script.text or ""
         if not text.strip() or len(text) > MAX_JSON_LD:
             continue
+        import json  # here: most pages carry no JSON-LD, and a command start pays for it
+
         try:
             data = json.loads(text.strip().rstrip(";"))
         except (ValueError, RecursionError):
