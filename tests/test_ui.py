@@ -133,19 +133,8 @@ def archive_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def server(archive_path: Path) -> Iterator[str]:
     """The reading room on 127.0.0.1, served by uvicorn in this process."""
-    port = _port()
-    config = uvicorn.Config(app(archive_path, options=Options(allow_cidrs=("127.0.0.1/32",))),
-                            host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    t = threading.Thread(target=srv.run, daemon=True)
-    t.start()
-    deadline = time.monotonic() + 20
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert srv.started
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    t.join(10)
+    with _serving(archive_path, Options(allow_cidrs=("127.0.0.1/32",))) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -449,11 +438,11 @@ def test_item_links_its_searchable_pdf_and_serves_nothing_outside(tmp_path: Path
 
 
 @contextlib.contextmanager
-def _serving(db: Path) -> Iterator[str]:
+def _serving(db: Path, options: Options | None = None) -> Iterator[str]:
     """The reading room over ``db`` on 127.0.0.1, served by uvicorn in this process."""
     port = _port()
-    srv = uvicorn.Server(uvicorn.Config(app(db), host="127.0.0.1", port=port,
-                                        log_level="warning"))
+    srv = uvicorn.Server(uvicorn.Config(app(db, options=options), host="127.0.0.1",
+                                        port=port, log_level="warning"))
     t = threading.Thread(target=srv.run, daemon=True)
     t.start()
     deadline = time.monotonic() + 20
