@@ -283,10 +283,15 @@ def _pgp_armor(tmp_path: Path, text: str) -> str:
     """Real OpenPGP ciphertext (gpg, symmetric: no key ring needed)."""
     home = tmp_path / "gnupg"
     home.mkdir(mode=0o700)
-    return subprocess.run(
-        ["gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", "pw",
-         "--symmetric", "--armor", "-o", "-"], input=text.encode(), capture_output=True,
-        check=True, env={**os.environ, "GNUPGHOME": str(home)}, timeout=60).stdout.decode()
+    env = {**os.environ, "GNUPGHOME": str(home)}
+    try:
+        return subprocess.run(
+            ["gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", "pw",
+             "--symmetric", "--armor", "-o", "-"], input=text.encode(), capture_output=True,
+            check=True, env=env, timeout=60).stdout.decode()
+    finally:  # gpg starts an agent that would outlive the test run
+        subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=env, capture_output=True,
+                       timeout=30)
 
 
 needs_gpg = pytest.mark.skipif(shutil.which("gpg") is None, reason="gpg not installed")
