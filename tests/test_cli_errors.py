@@ -157,6 +157,15 @@ def test_user_mistakes_that_were_internal_errors_are_usage_errors(tmp_path: Path
         assert "Traceback" not in r.stderr and "out of range" in r.stderr
 
 
+@pytest.mark.parametrize("args", [["summarize"], ["keyphrases"], ["related"],
+                                  ["summarize", "--all", "-n", "0"]])
+def test_enrich_commands_need_ids_or_all(hostile_archive: Path, args: list[str]) -> None:
+    pytest.importorskip("sklearn")  # the commands first check the topics extra
+    r = run(*args, "--archive", str(hostile_archive))
+    assert r.returncode == ExitCode.USAGE
+    assert args[0] in one_line_error(r)
+
+
 def test_a_bug_outside_extraction_is_one_line_exit_70(hostile_archive: Path, monkeypatch,
                                                       capsys) -> None:
     # A fault injected where no error is expected (like OCRmyPDF's crashing plugins): the

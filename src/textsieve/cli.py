@@ -880,14 +880,19 @@ def cmd_topics(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _ids_or_all(ns: argparse.Namespace, command: str) -> None:
+    """A per-item enrichment command works on the ids given or on ``--all``: one of them."""
+    if bool(ns.ids) == bool(ns.all):
+        raise UsageError(f"{command} takes item ids or --all")
+
+
 def cmd_summarize(ns: argparse.Namespace) -> int:
     from .enrich import require, summary
 
     require()
-    if bool(ns.ids) == bool(ns.all) or ns.sentences < 1:
-        print("textsieve: summarize takes item ids or --all (and -n of at least 1)",
-              file=sys.stderr)
-        return EXIT_USAGE
+    _ids_or_all(ns, "summarize")
+    if ns.sentences < 1:
+        raise UsageError("summarize -n takes at least 1 sentence")
     with _open_archive(ns.archive, readonly=False) as archive:
         n = summary.update(archive, ns.ids or None, n=ns.sentences,
                            force=ns.force or bool(ns.ids), progress=_enrich_progress())
@@ -903,9 +908,7 @@ def cmd_keyphrases(ns: argparse.Namespace) -> int:
     from .enrich import items, keyphrases, require
 
     require()
-    if bool(ns.ids) == bool(ns.all):
-        print("textsieve: keyphrases takes item ids or --all", file=sys.stderr)
-        return EXIT_USAGE
+    _ids_or_all(ns, "keyphrases")
     with _open_archive(ns.archive, readonly=False) as archive:
         n = keyphrases.update(archive, ns.ids or None, force=ns.force or bool(ns.ids),
                               progress=_enrich_progress())
@@ -919,9 +922,7 @@ def cmd_related(ns: argparse.Namespace) -> int:
     from .enrich import items, related, require
 
     require()
-    if bool(ns.ids) == bool(ns.all):
-        print("textsieve: related takes item ids or --all", file=sys.stderr)
-        return EXIT_USAGE
+    _ids_or_all(ns, "related")
     with _open_archive(ns.archive, readonly=False) as archive:
         n = related.update(archive, progress=_enrich_progress())
         for item_id in ns.ids:
