@@ -138,6 +138,29 @@ def test_s3_credentials_from_a_profile_file(seaweed, monkeypatch, tmp_path):
     assert blob.data == b"from a profile" and blob.metadata == {"missing_text_pages": "[]"}
 
 
+def test_s3_store_is_made_once_and_again_when_the_environment_changes(seaweed,
+                                                                      monkeypatch):
+    """A run or an export touches thousands of objects: the store (4-8 ms to make) is made
+    once per bucket and options, yet an endpoint or key changed in the environment is used,
+    not a store made before the change."""
+    import socket
+
+    bucket = seaweed.bucket()
+    seaweed.client().put_object(Bucket=bucket, Key="a.txt", Body=b"egret")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    for k, v in seaweed.env.items():
+        monkeypatch.setenv(k, v)
+    opts = Options(retries=0)
+    assert uris.s3_store(bucket, opts) is uris.s3_store(bucket, opts)
+    assert uris.read(f"s3://{bucket}/a.txt", opts).data == b"egret"
+    with socket.socket() as sock:  # bound, then closed: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{closed}")
+    with pytest.raises(uris.UriError):
+        uris.read(f"s3://{bucket}/a.txt", opts)
+
+
 def test_handler_event_s3_in_and_out(s3_env):
     s3 = s3_env.client()
     bucket = s3_env.bucket()

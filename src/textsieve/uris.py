@@ -122,7 +122,20 @@ def s3_store(bucket: str, options: Options) -> Any:
     ``AWS_ENDPOINT_URL_S3``), else AWS; keys, session token, region, web identity, ECS and
     EC2 instance credentials come from the usual AWS variables, read by obstore itself.
     obstore reads no ``~/.aws`` profile: when the environment names no key and boto3 is
-    installed, boto3's credential chain (profiles, SSO, ...) supplies them instead."""
+    installed, boto3's credential chain (profiles, SSO, ...) supplies them instead.
+
+    One store per bucket, options and AWS environment in a process: making one costs
+    4-8 ms (its HTTP client and credential set-up), and a run or an export touches each of
+    thousands of objects once."""
+    aws_env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
+    return _store(os.getpid(), bucket, options, aws_env, _profile_credentials())
+
+
+@functools.lru_cache(maxsize=16)
+def _store(pid: int, bucket: str, options: Options, aws_env: tuple[tuple[str, str], ...],
+           credentials: Any) -> Any:
+    """``s3_store``'s work; the arguments past ``options`` only key the cache (obstore
+    reads the AWS variables itself when the store is made)."""
     S3Store = _obstore().store.S3Store
     if options.s3_endpoint:
         _check_endpoint(options.s3_endpoint)
@@ -139,7 +152,7 @@ def s3_store(bucket: str, options: Options) -> Any:
                     "retry_timeout": timedelta(seconds=options.fetch_timeout)}
     try:
         return S3Store(bucket, config=config, client_options=client_options,
-                       retry_config=retry_config, credential_provider=_profile_credentials())
+                       retry_config=retry_config, credential_provider=credentials)
     except _PASS:
         raise
     except BaseException as exc:  # a configuration obstore refuses (a bad endpoint, ...)
@@ -228,15 +241,19 @@ def under_roots(uri: str, roots: tuple[str, ...]) -> Path:
                    f"{uri}: file:// URIs are not allowed here (no --file-root)")
 
 
+def _s3_object(uri: str, options: Options) -> tuple[Any, Any, str]:
+    """obstore, the store and the key of the one object ``s3://bucket/key`` names."""
+    bucket, key = split_s3(uri)
+    if not key or key.endswith("/"):
+        raise UriError(ErrorKind.BAD_URL, f"{uri}: names no object")
+    return _obstore(), s3_store(bucket, options), key
+
+
 def read(uri: str, options: Options, *, roots: tuple[str, ...] = ()) -> Blob:
     """The bytes (and metadata) of ``uri``; raises ``UriError``."""
     scheme = urlsplit(uri).scheme.lower()
     if scheme == "s3":
-        bucket, key = split_s3(uri)
-        if not key or key.endswith("/"):
-            raise UriError(ErrorKind.BAD_URL, f"{uri}: names no object")
-        store = s3_store(bucket, options)
-        obstore = _obstore()
+        obstore, store, key = _s3_object(uri, options)
         try:  # one GET: its headers give the size (checked before the body is read)
             got = obstore.get(store, key)
             if got.meta["size"] > options.max_file_size:
@@ -280,11 +297,7 @@ def write(uri: str, data: bytes, options: Options, *, metadata: dict[str, str] |
     scheme = urlsplit(uri).scheme.lower()
     meta = {k: str(v) for k, v in (metadata or {}).items()}
     if scheme == "s3":
-        bucket, key = split_s3(uri)
-        if not key or key.endswith("/"):
-            raise UriError(ErrorKind.BAD_URL, f"{uri}: names no object")
-        store = s3_store(bucket, options)
-        obstore = _obstore()
+        obstore, store, key = _s3_object(uri, options)
         try:
             obstore.put(store, key, data, attributes={**meta, "Content-Type": content_type})
         except _PASS:
@@ -323,8 +336,7 @@ def list_s3(uri: str, options: Options) -> Iterator[S3Object]:
     ``reports/2024-05.pdf``), obstore's a path: a prefix that does not end in ``/`` lists
     its folder and keeps the keys that start with it."""
     bucket, prefix = split_s3(uri)
-    store = s3_store(bucket, options)
-    obstore = _obstore()
+    obstore, store = _obstore(), s3_store(bucket, options)
     folder = prefix.rstrip("/") if prefix.endswith("/") else prefix.rpartition("/")[0]
     try:
         for batch in obstore.list(store, prefix=folder or None, chunk_size=1000):
