@@ -9,15 +9,13 @@ the summary length come from the one ``Options`` object.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from ..archive.store import Archive
 from ..options import ENRICH_KINDS, Options
 from . import NotEnoughText, require
+from .items import Progress
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[str, int, int], None]
 
 
 def enrich(archive: Archive, options: Options, *, kinds: tuple[str, ...] = (),

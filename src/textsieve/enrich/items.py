@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..archive.store import Archive
 from . import EnrichError
+
+# What a long step reports as it goes: (stage, done, total).
+Progress = Callable[[str, int, int], None]
 
 MIN_CHARS = 200  # shorter texts (error pages, stubs) say too little to model or summarise
 MAX_CHARS = 200_000  # a huge text is read up to this much: enough to know what it is about
@@ -108,6 +111,23 @@ def work_ids(archive: Archive, ids: list[int] | None, missing: str, force: bool)
         return candidate_ids(archive, missing=None if force else missing)
     known = set(candidate_ids(archive))
     return [i for i in ids if i in known]
+
+
+def store_in_batches(archive: Archive, ids: list[int], column: str, stage: str,
+                     values: Callable[[list[int]], list[tuple[object, int]]], *,
+                     batch: int, progress: Progress | None) -> int:
+    """Work on ``ids`` a batch at a time: ``values(chunk)`` gives ``(value, item_id)`` rows,
+    stored in ``enrichment.<column>`` in one transaction per batch (an interrupted pass
+    keeps what it finished), with progress. Returns how many rows were stored."""
+    done = 0
+    for i in range(0, len(ids), batch):
+        rows = values(ids[i:i + batch])
+        with archive.transaction() as c:
+            c.executemany(f"UPDATE enrichment SET {column} = ? WHERE item_id = ?", rows)
+        done += len(rows)
+        if progress:
+            progress(stage, done, len(ids))
+    return done
 
 
 def texts(archive: Archive, ids: list[int]) -> Iterator[tuple[int, str, str | None]]:

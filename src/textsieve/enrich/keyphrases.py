@@ -12,16 +12,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
 
 from ..archive.store import Archive
-from .items import refresh, texts, work_ids
+from .items import Progress, refresh, store_in_batches, texts, work_ids
 
 COUNT = 10
 _RUN_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”«»|/\\\n\t–—]+|\s-\s")
 _WORD = re.compile(r"(?u)\b[^\W\d_][\w'’-]*[^\W_]\b|\b[^\W\d_]{2}\b")
 
-Progress = Callable[[str, int, int], None]
 
 
 _CONTRACTION = ("t", "re", "ve", "ll", "d", "m", "s")
@@ -105,17 +103,13 @@ def update(archive: Archive, ids: list[int] | None = None, *, force: bool = Fals
     idf = {w: float(idf_values[i]) for i, w in enumerate(model.vocabulary)}
     default = math.log((1 + model.n_docs) / 2) + 1.0  # a word in no text or one: rare
     ids = work_ids(archive, ids, "e.keyphrases IS NULL", force)
-    done = 0
-    for i in range(0, len(ids), batch):
-        chunk = ids[i:i + batch]
+
+    def values(chunk: list[int]) -> list[tuple[object, int]]:
         titles = dict(archive.conn.execute(
             f"SELECT id, title FROM items WHERE id IN ({','.join('?' * len(chunk))})", chunk))
-        rows = [(json.dumps(extract(text, idf, default_idf=default, language=lang,
+        return [(json.dumps(extract(text, idf, default_idf=default, language=lang,
                                     title=titles.get(item_id) or ""), ensure_ascii=False),
                  item_id) for item_id, text, lang in texts(archive, chunk)]
-        with archive.transaction() as c:
-            c.executemany("UPDATE enrichment SET keyphrases = ? WHERE item_id = ?", rows)
-        done += len(rows)
-        if progress:
-            progress("keyphrases", done, len(ids))
-    return done
+
+    return store_in_batches(archive, ids, "keyphrases", "keyphrases", values, batch=batch,
+                            progress=progress)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Callable
 from typing import Any
 
 try:
@@ -23,7 +22,7 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
-from .items import candidate_ids, refresh, texts
+from .items import Progress, candidate_ids, refresh, texts
 
 THRESHOLD = 0.6  # estimated Jaccard of shingle sets from which two texts are one
 PERMUTATIONS = 128
@@ -34,7 +33,6 @@ SCHEME = "affine32"  # datasketch 2's collision-free permutations, stored as uin
 BANDS, ROWS = 18, 7
 _WORD = re.compile(r"(?u)\w+")
 
-Progress = Callable[[str, int, int], None]
 
 
 @functools.lru_cache(maxsize=1)

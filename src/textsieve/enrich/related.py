@@ -17,7 +17,7 @@ Scores are computed a block of rows at a time, so memory is bounded by one block
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 try:
@@ -27,7 +27,7 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
-from .items import candidate_ids, refresh, texts
+from .items import Progress, candidate_ids, refresh, texts
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,6 @@ TERMS = 100  # strongest terms kept in an item's vector
 BLOCK = 128  # rows scored at once: BLOCK x items float32 scores in memory
 VECTOR_BATCH = 1000
 
-Progress = Callable[[str, int, int], None]
 
 
 def vectorise(model: Any, docs: Sequence[str], terms: int = TERMS) -> Any:

@@ -11,7 +11,6 @@ lead, then one sentence for each of its largest sections, in reading order.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 try:
@@ -21,7 +20,14 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
-from .items import refresh, summary_of, texts, work_ids  # noqa: F401 (re-export)
+from .items import (  # noqa: F401 (summary_of: re-exported)
+    Progress,
+    refresh,
+    store_in_batches,
+    summary_of,
+    texts,
+    work_ids,
+)
 
 SENTENCES = 3  # sentences in a summary
 LONG = 60  # sentences above which a text with sections is summarised by section
@@ -32,7 +38,6 @@ _END = re.compile(r"[.!?…。！？:;][\"'”’)\]]*$")
 _BULLET = re.compile(r"^\s*(?:[-*•·–]|\d{1,3}[.)])\s+")
 _WORD = re.compile(r"(?u)\b[^\W\d_]{2,}\b")
 
-Progress = Callable[[str, int, int], None]
 
 
 def sentences(paragraph: str) -> list[str]:
@@ -168,13 +173,10 @@ def update(archive: Archive, ids: list[int] | None = None, *, n: int = SENTENCES
     require()
     refresh(archive)
     ids = work_ids(archive, ids, "e.summary IS NULL", force)
-    done = 0
-    for i in range(0, len(ids), batch):
-        rows = [(summarize(text, language=lang, n=n), item_id)
-                for item_id, text, lang in texts(archive, ids[i:i + batch])]
-        with archive.transaction() as c:
-            c.executemany("UPDATE enrichment SET summary = ? WHERE item_id = ?", rows)
-        done += len(rows)
-        if progress:
-            progress("summaries", done, len(ids))
-    return done
+
+    def values(chunk: list[int]) -> list[tuple[object, int]]:
+        return [(summarize(text, language=lang, n=n), item_id)
+                for item_id, text, lang in texts(archive, chunk)]
+
+    return store_in_batches(archive, ids, "summary", "summaries", values, batch=batch,
+                            progress=progress)

@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,15 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 
 from ..archive.store import Archive
 from . import NotEnoughText, require
-from .items import Selection, Topic, candidate_ids, list_topics, refresh, texts
+from .items import (
+    Progress,
+    Selection,
+    Topic,
+    candidate_ids,
+    list_topics,
+    refresh,
+    texts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +52,6 @@ FIT_SAMPLE = 10_000  # a larger selection is fitted on a seeded sample of this m
 # then every item is placed in the fixed topics: the topics of 10,000 texts are those of
 # 100,000 like them, and the fit stays minutes, not hours
 
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass
