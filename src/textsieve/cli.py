@@ -561,21 +561,11 @@ def _extract_alone(path: str, options: Options) -> Document | None:
     file's typed error, as in the pool. None: it has more pages to OCR than the child
     reads itself (``OCR_FAN_OUT_PAGES``), which the pool spreads over every core under
     one deadline for the document and its pages."""
-    from .forking import CallDied, JobsTimeout, call_alone
-    from .model import ErrorKind
+    from .forking import isolated_document
 
-    name = os.path.basename(path)
-    try:
-        doc: Document = call_alone(_extract_in_child, path, options, timeout=options.timeout,
-                                   memory=options.memory_limit)
-    except JobsTimeout:
-        return Document.failed(ErrorKind.TIMEOUT, f"extraction exceeded {options.timeout:g} s",
-                               name=name)
-    except CallDied as exc:
-        return Document.failed(ErrorKind.CRASHED, f"the extractor process died ({exc})",
-                               name=name)
-    except Exception as exc:  # a bug in the child, as the pool reports it
-        return Document.failed(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}", name=name)
+    doc: Document = isolated_document(_extract_in_child, path, options,
+                                      name=os.path.basename(path), timeout=options.timeout,
+                                      memory=options.memory_limit)
     if doc.ok and doc.metadata.extra.get("ocr_pending"):
         # A scan: the pool reads it again and spreads its pages over every core, under the
         # one document deadline that bounds them all (re-reading its text is cheap).

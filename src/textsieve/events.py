@@ -224,20 +224,12 @@ def local_runner(data: bytes, name: str | None, options: Options, mode: str) -> 
     """Run a job in an isolated process of this one (the serverless handler's way: a
     function instance runs one event at a time): one forked child with a pool worker's
     guarantees, or, where threads run, the forkserver-started helper."""
-    from .forking import CallDied, JobsTimeout, call_alone, call_isolated, can_fork
+    from .forking import isolated_document
     from .server._job import run_job
 
     if mode == "extract":
         import textsieve
 
         return textsieve.extract(data, name=name, options=options, isolate=True)
-    call = call_alone if can_fork() else call_isolated
-    try:
-        return call(run_job, data, name, options, mode, timeout=options.timeout,
-                    memory=options.memory_limit)
-    except JobsTimeout:
-        return Document.failed(ErrorKind.TIMEOUT, f"exceeded {options.timeout:g} s",
-                               name=name)
-    except CallDied as exc:
-        return Document.failed(ErrorKind.CRASHED, f"the extractor process died ({exc})",
-                               name=name)
+    return isolated_document(run_job, data, name, options, mode, name=name,
+                             timeout=options.timeout, memory=options.memory_limit)

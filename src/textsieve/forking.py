@@ -45,7 +45,8 @@ from . import procs
 from .procs import can_fork, die_with_parent, in_worker, libc_prctl, quiet_native_chatter
 
 __all__ = ["MAX_JOBS", "CallDied", "JobsTimeout", "call_alone", "call_isolated", "can_fork",
-           "die_with_parent", "in_worker", "libc_prctl", "quiet_native_chatter", "share_jobs"]
+           "die_with_parent", "in_worker", "isolated_document", "libc_prctl",
+           "quiet_native_chatter", "share_jobs"]
 
 _TOKEN = struct.Struct("<I")
 MAX_JOBS = 8192  # 32 KB of tokens: always fits the pipe buffer, so filling never blocks
@@ -286,6 +287,26 @@ def call_alone(fn: Callable[..., Any], *args: Any, timeout: float, memory: int) 
 
 
 _death = procs.death
+
+
+def isolated_document(fn: Callable[..., Any], *args: Any, name: str | None,
+                      timeout: float, memory: int) -> Any:
+    """``fn(*args)`` (which returns a Document) in one isolated process, as a pool worker
+    would run it: ``call_alone`` where this process may fork, else ``call_isolated``. A
+    deadline passed, a death or a bug in the child is the document's typed error."""
+    from .model import Document, ErrorKind
+
+    call = call_alone if can_fork() else call_isolated
+    try:
+        return call(fn, *args, timeout=timeout, memory=memory)
+    except JobsTimeout:
+        return Document.failed(ErrorKind.TIMEOUT, f"extraction exceeded {timeout:g} s",
+                               name=name)
+    except CallDied as exc:
+        return Document.failed(ErrorKind.CRASHED, f"the extractor process died ({exc})",
+                               name=name)
+    except Exception as exc:  # a bug in the child, as the pool reports it
+        return Document.failed(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}", name=name)
 
 
 def _start_helper(memory: int) -> _Helper | None:
