@@ -338,13 +338,32 @@ def test_headers_csrf_and_token(archive_path: Path, server: str) -> None:
 def test_token_guards_every_page(archive_path: Path) -> None:
     from fastapi.testclient import TestClient  # in-process: only the guard is under test
 
-    client = TestClient(app(archive_path, token="s3cret"), base_url="http://0.0.0.0")
+    token = "s3cret-s3cret-s3cret"
+    client = TestClient(app(archive_path, token=token), base_url="http://0.0.0.0")
     assert client.get("/search").status_code == 401
-    assert client.get("/static/style.css").status_code == 401
+    assert client.get("/items/1.json").status_code == 401
     assert client.get("/search", headers={"Authorization": "Bearer nope"}).status_code == 401
-    assert client.get("/search", headers={"Authorization": "Bearer s3cret"}).status_code == 200
-    r = client.get("/search?token=s3cret")  # a link with the token leaves a cookie
-    assert r.status_code == 200 and client.get("/overview").status_code == 200
+    assert client.get("/search", headers={"Authorization": f"Bearer {token}"}
+                      ).status_code == 200
+    assert client.get("/search?token=" + token).status_code == 401  # no tokens in URLs
+    # the login form: a wrong token is refused, the right one leaves a session cookie
+    form = client.get("/search?q=heron")
+    assert form.status_code == 401 and 'action="/login"' in form.text
+    csrf = form.text.split('name="csrf_token" value="')[1].split('"')[0]
+    origin = {"Origin": "http://0.0.0.0"}
+    bad = client.post("/login", data={"token": "wrong", "csrf_token": csrf}, headers=origin)
+    assert bad.status_code == 401 and "not the token" in bad.text
+    ok = client.post("/login", data={"token": token, "csrf_token": csrf,
+                                     "next": "/search?q=heron"},
+                     headers=origin, follow_redirects=False)
+    assert ok.status_code == 303 and ok.headers["location"] == "/search?q=heron"
+    assert token not in ok.headers["set-cookie"]  # a session derived from it, not it
+    assert client.get("/overview").status_code == 200
+    # a login never sends the browser to another site
+    away = client.post("/login", data={"token": token, "csrf_token": csrf,
+                                       "next": "//evil.example/x"},
+                       headers=origin, follow_redirects=False)
+    assert away.headers["location"] == "/search"
 
 
 def test_search_filters_sort_and_count(archive_path: Path) -> None:

@@ -230,10 +230,16 @@ class ExtractionService:
         """Requests holding an admission now."""
         return self._admitted
 
+    def full(self) -> bool:
+        """Every admission is taken now (a hint: ``slot`` decides)."""
+        return self._closed or (self.capacity is not None
+                                and self._admitted >= self.capacity)
+
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
         """Hold one of the ``workers + queue`` admissions for a request, or raise ``Busy``
-        at once. Taken before the body is read, so a refused request costs nothing."""
+        at once. The service takes it once the body is read (a slow client holds a
+        connection, never a worker) and refuses at once when all are taken before."""
         with self._lock:
             if self._closed or (self.capacity is not None
                                 and self._admitted >= self.capacity):

@@ -40,8 +40,7 @@ async def extract(
     service = service_of(request)
     options = service.options_for({"ocr": ocr, "ocr_lang": lang, "html": html,
                                    "password": x_textsieve_password})
-    with service.admit():
-        data = await service.body(request)
+    async with service.upload(request) as data:
         doc = await service.extract(data, name, options)
     if format == "json":
         return JSONResponse(doc.to_dict())
@@ -57,8 +56,7 @@ async def detect(request: Request,
                  name: Annotated[str | None, Query(max_length=255)] = None) -> dict[str, str]:
     """The MIME type of the body, decided by its content (``name`` is only a hint)."""
     service = service_of(request)
-    with service.admit():
-        data = await service.body(request)
+    async with service.upload(request) as data:
         doc = await service.extract(data, name, service.options, detect_only=True)
     if doc.status is Status.ERROR:
         raise document_error(doc)

@@ -89,8 +89,7 @@ async def _extract(request: Request, password: str | None) -> Document:
     service = service_of(request)
     options = service.options_for({"password": password})
     name = _filename(request.headers.get("content-disposition"))
-    with service.admit():
-        data = await service.body(request)
+    async with service.upload(request) as data:
         return await service.extract(data, name, options)
 
 
@@ -160,8 +159,7 @@ async def detect_stream(request: Request) -> Response:
     """The MIME type, as text/plain."""
     service = service_of(request)
     name = _filename(request.headers.get("content-disposition"))
-    with service.admit():
-        data = await service.body(request)
+    async with service.upload(request) as data:
         doc = await service.extract(data, name, service.options, detect_only=True)
     if doc.status is Status.ERROR:
         raise document_error(doc)
