@@ -64,9 +64,10 @@ async def detect(request: Request,
 
 
 class EventBody(BaseModel):
-    """An "extract this URI to that URI" event (``textsieve.events``)."""
+    """An "extract this URI to that URI" event (``textsieve.events``). Strict: ``"page":
+    "2"`` or ``true`` is a 422, not page 2 or page 1."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     document_uri: str = Field(min_length=1, max_length=4096)
     text_uri: str | None = Field(None, max_length=4096)
@@ -76,6 +77,7 @@ class EventBody(BaseModel):
     searchable_pdf_uri: str | None = Field(None, max_length=4096)
     page: int | None = Field(None, ge=1, le=10_000)
     merge: int | None = Field(None, ge=1, le=10_000)
+    overwrite: bool = False  # replace file:// targets that are there already
 
 
 @router.post("/jobs", tags=["jobs"], status_code=202)
