@@ -241,3 +241,4 @@ def test_memory_limit_holds_in_ray_tasks(cluster, tmp_path: Path) -> None:
     assert bomb[1:3] == ("error", "too_large"), bomb
     assert {snap[str(src / f"note{i}.txt")][5] for i in range(4)} == {
         f"note number {i}" for i in range(4)}
+

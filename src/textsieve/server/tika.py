@@ -124,7 +124,9 @@ async def _rmeta(request: Request, password: str | None, handler: str) -> Respon
     def add(d: Document, path: str | None) -> None:
         entry = tika_metadata(d, path)
         if handler == "text":
-            entry["X-TIKA:content"] = d.text
+            # Each text ends with its line break, as Tika's: clients join them as they are.
+            entry["X-TIKA:content"] = d.text if not d.text or d.text.endswith("\n") \
+                else d.text + "\n"
         elif handler != "ignore":
             entry["X-TIKA:content"] = xhtml(d, d.text)
         out.append(entry)
