@@ -279,6 +279,8 @@ class ExtractionService:
         if self._slots is not None:
             self._slots.acquire()
         limit = (options or self.options).timeout if timeout is None else timeout
+        if options is self.options:
+            options = None  # the workers have these: nothing to send with the task
         fut: Future[Any] = Future()
         self._queue.put((obj, name, fut, options, mode, time.monotonic() + limit))
         with contextlib.suppress(BlockingIOError, OSError):

@@ -144,10 +144,14 @@ class Service:
                       lambda k=key: self.extractor.stats[k])
 
     def options_for(self, values: dict[str, Any]) -> Options:
-        """The server's options with a request's choices; a bad value is a 400."""
+        """The server's options with a request's choices; a bad value is a 400. A request
+        that chooses nothing gets the server's own object (the workers hold it already:
+        nothing of it travels with the job)."""
+        chosen = {k: v for k, v in values.items() if v is not None}
+        if not chosen:
+            return self.options
         try:
-            return Options.from_mapping({k: v for k, v in values.items() if v is not None},
-                                        base=self.options, origin="query")
+            return Options.from_mapping(chosen, base=self.options, origin="query")
         except OptionsError as exc:
             raise ApiError(400, "bad_option", str(exc)) from exc
 
