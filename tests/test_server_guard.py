@@ -38,7 +38,7 @@ def open_server(archive: Path, tmp_path_factory: pytest.TempPathFactory):
     (root / "in.txt").write_text("heron\n")
     env = {"TEXTSIEVE_TOKEN": ""}
     with running_server("-j", "1", "--archive", str(archive), "--file-root", str(root),
-                        "--allowed-host", "proxy.example", env=env) as s:
+                        env=env) as s:
         s.root = root  # type: ignore[attr-defined]
         yield s
 
@@ -69,13 +69,18 @@ def test_a_rebound_dns_name_is_refused_on_every_route(open_server) -> None:
         assert not (open_server.root / "out.txt").exists()
 
 
-def test_loopback_names_and_allowed_hosts_are_answered(open_server) -> None:
+def test_loopback_names_and_allowed_hosts_are_answered(open_server, archive: Path) -> None:
     port = open_server.port
     with open_server.client() as c:
         for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}",
-                     "LOCALHOST", "proxy.example", f"proxy.example:{port}"):
+                     "LOCALHOST"):
             r = c.get("/v1/search", params={"q": "heron"}, headers={"Host": host})
             assert r.status_code == 200 and r.json(), host
+        assert c.get("/v1/stats", headers={"Host": "proxy.example"}).status_code == 403
+    with running_server("-j", "1", "--archive", str(archive), "--allowed-host",
+                        "proxy.example", env={"TEXTSIEVE_TOKEN": ""}) as s, s.client() as c:
+        for host in ("proxy.example", f"proxy.example:{s.port}", f"127.0.0.1:{s.port}"):
+            assert c.get("/v1/stats", headers={"Host": host}).status_code == 200, host
         assert c.get("/v1/stats", headers={"Host": "other.example"}).status_code == 403
 
 
