@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 try:
-    import anyio
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, RedirectResponse, Response
@@ -201,7 +200,7 @@ class Service:
         limit = self.options.timeout  # a slow client holds a connection, not a worker
         try:
             try:
-                with anyio.fail_after(limit):
+                async with asyncio.timeout(limit):
                     async for chunk in request.stream():
                         size += len(chunk)
                         if size > cap:
