@@ -25,6 +25,7 @@ guard costs microseconds on the hot path of ``PUT /v1/extract``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -67,6 +68,7 @@ def check_token(token: str | None, where: str = "the token") -> str | None:
     return token
 
 
+@functools.lru_cache(maxsize=256)  # per request: a few names, asked again and again
 def is_loopback(host: str) -> bool:
     """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
     host = host.lower().rstrip(".")
