@@ -120,6 +120,10 @@ def test_the_token_guards_every_route_docs_and_pages_included(archive: Path) -> 
         assert page.headers["content-type"].startswith("text/html")
         assert 'action="/ui/login"' in page.text and 'value="/ui/search?q=heron"' in page.text
         assert c.get("/healthz").status_code == 200  # liveness probes carry no token
+        # what a browser opens first leads to the login form; its stylesheet is public
+        home = c.get("/", follow_redirects=False)
+        assert home.status_code == 307 and home.headers["location"] == "/ui/"
+        assert c.get("/ui/static/style.css").status_code == 200
         # another Host is fine with a token: the token is what guards it
         assert c.get("/v1/stats", headers={**bearer, "Host": "example.org"}).status_code == 200
 

@@ -83,24 +83,20 @@ def test_a_symlinked_sidecar_or_folder_is_never_written_through(server, tree: Pa
     assert through["status"] == "error" and through["error"]["kind"] == "blocked_address"
 
 
-def test_a_failed_write_leaves_nothing_behind(server, tree: Path) -> None:
+def test_a_failed_write_leaves_nothing_behind(tree: Path) -> None:
     """A text_uri naming the root itself (whose folder is outside the root) or a folder
     fails without leaving a temporary file anywhere."""
     (tree / "folder").mkdir()
-    with server.client() as c:
+    with running_server("-j", "1", "--file-root", str(tree)) as server, \
+            server.client() as c:
         doc = f"file://{tree}/doc.txt"
-        at_root = _job(c, document_uri=doc, text_uri=f"file://{server_root(tree)}")
-        at_folder = _job(c, document_uri=doc, text_uri=f"file://{tree}/folder",
-                         overwrite=True)
+        at_root = _job(c, document_uri=doc, text_uri=f"file://{tree}")
+        at_folder = _job(c, document_uri=doc, text_uri=f"file://{tree}/folder")
     assert at_root["status"] == "error" and at_folder["status"] == "error"
-    leftovers = [p for p in tree.parent.parent.rglob("*") if ".textsieve-" in p.name
-                 or p.name.endswith(".partial")]
+    leftovers = [p for folder in (tree.parent, tree, tree / "folder")
+                 for p in folder.iterdir()
+                 if p.name.startswith(".textsieve-") or p.name.endswith(".partial")]
     assert leftovers == []
-
-
-def server_root(tree: Path) -> Path:
-    """The folder given as --file-root (the module's base temp folder)."""
-    return tree.parent.parent
 
 
 def test_the_source_and_existing_files_are_kept(server, tree: Path) -> None:

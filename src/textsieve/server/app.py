@@ -407,9 +407,10 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
         # below is in front of both.
         app.mount("/ui", ui)
         pages["/ui"] = ui.state.refusal
-    app.add_middleware(Measure)
+    # The guard before every route; the measure around it, so refusals are counted too.
     app.add_middleware(Guard, policy=config.policy, pages=pages,
-                       public=("/healthz", "/ui/login", "/ui/static/"))
+                       public=("/", "/healthz", "/ui/login", "/ui/static/*"))
+    app.add_middleware(Measure)
     return app
 
 

@@ -173,8 +173,9 @@ class Guard:
     """ASGI middleware applying a ``Policy`` to every HTTP request of the app it wraps.
 
     ``public``: route paths answered without the token (the Host and Origin checks still
-    hold); a path ending in ``/`` covers what is below it. ``pages``: route-path prefixes
-    whose refusals are web pages, with what renders them (the reading room's)."""
+    hold); one ending in ``*`` covers every path that starts with what is before it.
+    ``pages``: route-path prefixes whose refusals are web pages, with what renders them
+    (the reading room's)."""
 
     def __init__(self, app: ASGIApp, policy: Policy, *, public: Iterable[str] = (),
                  pages: Mapping[str, PageRenderer] | None = None) -> None:
@@ -183,7 +184,7 @@ class Guard:
         self.pages = dict(pages or {})
 
     def _public(self, path: str) -> bool:
-        return any(path == p or (p.endswith("/") and path.startswith(p))
+        return any(path == p or (p.endswith("*") and path.startswith(p[:-1]))
                    for p in self.public)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

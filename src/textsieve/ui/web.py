@@ -450,7 +450,7 @@ def app(archive_path: str | os.PathLike[str], *, token: str | None = None,
 
 
 # What the reading room shows without the token: the login form and its stylesheet.
-PUBLIC = ("/login", "/static/")
+PUBLIC = ("/login", "/static/*")
 
 
 def install_error_pages(application: FastAPI, rt: APIRouter) -> None:
