@@ -91,6 +91,11 @@ class LocalExecutor:
         self._backlog: deque[Task] = deque()
         self._warmed = False
         self.wakeup: int | None = None  # a file descriptor whose data ends ``wait`` early
+        # True while ``wait`` sleeps with every worker busy: a new task could not start
+        # before a worker answers (which ends the sleep anyway), so a submitting thread
+        # need not write to ``wakeup`` (ExtractionService: a thread switch saved per
+        # request under load).
+        self.all_busy = False
         self.stats = {"jobs": 0, "timeouts": 0, "crashes": 0, "recycled": 0}
 
     def __enter__(self) -> LocalExecutor:
@@ -177,7 +182,7 @@ class LocalExecutor:
                     # pages (one long PDF given to the CLI); otherwise they are needed.
                     idle = sum(1 for x in self._workers if x.task is None and x is not w)
                     task.page_workers = 1 + idle if not self._backlog else 1
-                if w.conn.poll(0):  # an idle worker has nothing to say: it died meanwhile
+                if _readable([w.conn], 0):  # an idle worker has nothing to say: it died
                     w.child.kill()
                     w = self._workers[i] = self._spawn()
                 try:
@@ -202,7 +207,11 @@ class LocalExecutor:
         watched: list[Any] = [w.conn for w in busy]
         if self.wakeup is not None:
             watched.append(self.wakeup)
-        ready = _readable(watched, max(0.0, left))
+        self.all_busy = len(busy) == self.size
+        try:
+            ready = _readable(watched, max(0.0, left))
+        finally:
+            self.all_busy = False
         for i, w in enumerate(self._workers):
             task = w.task
             if task is None:

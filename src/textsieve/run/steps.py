@@ -283,8 +283,11 @@ class ExtractionService:
             options = None  # the workers have these: nothing to send with the task
         fut: Future[Any] = Future()
         self._queue.put((obj, name, fut, options, mode, time.monotonic() + limit))
-        with contextlib.suppress(BlockingIOError, OSError):
-            os.write(self._wake_w, b"\0")  # the driver may be waiting on its workers
+        # The driver may be waiting on its workers: wake it, unless every worker is busy
+        # (it looks at the queue again when one answers; read after the put, see pool).
+        if not getattr(self.executor, "all_busy", False):
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.write(self._wake_w, b"\0")
         return fut
 
     def close(self) -> None:
