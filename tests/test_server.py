@@ -225,7 +225,8 @@ def test_full_service_answers_503_with_retry_after():
                     busy = r
                     break
             t.join(60)
-            assert got["r"].status_code == 200  # type: ignore[attr-defined]
+            # the scan itself may be the one refused, when a small request took the slot
+            assert got["r"].status_code in (200, 503)  # type: ignore[attr-defined]
             if busy is not None:
                 break
         assert busy is not None
