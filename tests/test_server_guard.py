@@ -82,6 +82,11 @@ def test_loopback_names_and_allowed_hosts_are_answered(open_server, archive: Pat
         for host in ("proxy.example", f"proxy.example:{s.port}", f"127.0.0.1:{s.port}"):
             assert c.get("/v1/stats", headers={"Host": host}).status_code == 200, host
         assert c.get("/v1/stats", headers={"Host": "other.example"}).status_code == 403
+        # pages served through the proxy may change things, even under another Host
+        proxied = {"Origin": "https://proxy.example", "Host": f"127.0.0.1:{s.port}"}
+        assert c.put("/v1/extract", content=b"x", headers=proxied).status_code == 200
+        assert c.put("/v1/extract", content=b"x", headers={
+            **proxied, "Origin": "https://other.example"}).status_code == 403
 
 
 def test_a_foreign_origin_changes_nothing(open_server) -> None:

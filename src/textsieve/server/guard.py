@@ -150,8 +150,11 @@ def _cookie(header: str, name: str) -> str | None:
     return morsel.value if morsel is not None else None
 
 
-def cross_site(method: str, headers: Mapping[str, str]) -> str | None:
-    """Why a state-changing request is refused as coming from another site, or None."""
+def cross_site(method: str, headers: Mapping[str, str],
+               ours: frozenset[str] = frozenset()) -> str | None:
+    """Why a state-changing request is refused as coming from another site, or None. The
+    page's origin must be the host asked (or one of ``ours``, ``--allowed-host``: a proxy
+    in front may pass the request on under another Host)."""
     if method in SAFE_METHODS:
         return None
     site = headers.get("sec-fetch-site")
@@ -164,7 +167,8 @@ def cross_site(method: str, headers: Mapping[str, str]) -> str | None:
             netloc = urlsplit(origin).netloc
         except ValueError:
             netloc = ""
-        if origin == "null" or not netloc or netloc.lower() != host.lower():
+        if origin == "null" or not netloc or (netloc.lower() != host.lower()
+                                              and host_name(netloc) not in ours):
             return "a request from another origin may not change anything here"
     return None
 
@@ -197,7 +201,7 @@ class Guard:
         if not policy.host_ok(headers.get("host")):
             refusal = (403, "forbidden_host", "this server answers loopback names only "
                        "(or those of --allowed-host); set a token to serve beyond it")
-        elif (why := cross_site(scope["method"], headers)) is not None:
+        elif (why := cross_site(scope["method"], headers, policy.allowed_hosts)) is not None:
             refusal = (403, "cross_site", why)
         elif policy.token is not None and not self._public(_route_path(scope)):
             how = policy.credentials(headers)
