@@ -209,12 +209,18 @@ class Archive:
             self._provenance(c, [i for i, *_ in seen], source_id, run_id)
 
     # -- writing ----------------------------------------------------------------------------
-    def write(self, entries: list[Entry], run_id: int, source_ids: dict[str, int]) -> None:
-        """Write a batch of extracted items (and their children) in one transaction."""
+    def write(self, entries: list[Entry], run_id: int, source_ids: dict[str, int], *,
+              counts: dict[str, int] | None = None) -> None:
+        """Write a batch of extracted items (and their children) in one transaction.
+        ``counts``: the run's counts so far, stored in the same transaction, so a run
+        killed meanwhile (kill -9, power cut) keeps a true record of what it wrote."""
         if not entries:
             return
         now = time.time()
         with self.transaction() as c:
+            if counts is not None:
+                c.execute("UPDATE runs SET counts = ? WHERE id = ?",
+                          (json.dumps(counts), run_id))
             for e in entries:
                 old = c.execute("SELECT id, first_seen FROM items WHERE key = ?",
                                 (e.item.key,)).fetchone()
