@@ -995,9 +995,11 @@ def cmd_check(ns: argparse.Namespace) -> int:
              "readable, keeping a backup")
         return EXIT_FAILED
     fixed = repair(ns.archive)
-    print(f"{ns.archive}: repaired: {fixed.kept:,} items kept, {fixed.dropped:,} dropped "
-          f"(the next run extracts them again), {fixed.lost_rows:,} unreadable rows lost; "
-          f"the damaged original is {fixed.backup}", file=sys.stderr)
+    found = f" ({fixed.salvaged:,} rows read from pages SQLite no longer reached)" \
+        if fixed.salvaged else ""
+    print(f"{ns.archive}: repaired: {fixed.kept:,} items kept{found}, {fixed.dropped:,} "
+          f"dropped (the next run extracts them again), {fixed.lost_rows:,} unreadable rows "
+          f"lost; the damaged original is {fixed.backup}", file=sys.stderr)
     return EXIT_OK
 
 
