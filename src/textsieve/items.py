@@ -6,6 +6,10 @@ extracting one file (``textsieve extract FILE``) does not build them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import ErrorInfo
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,9 @@ class Item:
     url: str | None = None  # a web resource to fetch
     mails: tuple[MailRef, ...] = ()  # the mails that named it (mail sources)
     remote: str | None = None  # an object-store URI (s3://), read only if it needs work
+    # A path that leads nowhere (a symlink loop, a pipe in a folder...): never read, its
+    # typed error is recorded (``source.path_problem``).
+    problem: ErrorInfo | None = None
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..archive.store import Archive, Entry, Known
 from ..extractors import FETCH_TAG
-from ..model import Document, Item, MailRef
+from ..model import Document, ErrorInfo, Item, MailRef
 from ..options import Options
 from ..sources import ItemSource
 from .executor import make_executor
@@ -53,6 +53,9 @@ class RunStats:
     # Items the sources will list, counted ahead of the listing (None: not known, or not
     # countable): the listing itself only runs a small window ahead of the extraction.
     expected: int | None = None
+    # Paths that led nowhere (a symlink loop, a pipe in a folder), as given, with why:
+    # for the progress hook to report (it takes them off as it prints them).
+    dead_ends: deque[tuple[str, ErrorInfo]] = field(default_factory=deque)
 
     def as_dict(self) -> dict[str, int]:
         return {"total": self.total, "skipped": self.skipped, "extracted": self.done,
@@ -214,6 +217,12 @@ class _Decider:
                     if k is not None:
                         unchanged.append((k.id, item.size, item.mtime_ns, sha))
                     self.stats.skipped += 1
+                    continue
+                if item.problem is not None:  # a path that leads nowhere: never opened
+                    self.stats.why[why] += 1
+                    self.stats.dead_ends.append((item.original, item.problem))
+                    self.writer.record(Entry(item, Document.failed(
+                        item.problem.kind, item.problem.message, name=item.name)))
                     continue
                 if item.path is None and item.data is None and item.remote:
                     # An object-store item is downloaded only now that it needs work.

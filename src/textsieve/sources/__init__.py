@@ -64,4 +64,5 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
         return UrlListSource(spec[5:])
     if os.path.isfile(spec) and looks_like_url_list(spec):
         return UrlListSource(spec)
-    return FileSource(spec, exclude=exclude, max_size=(options or Options()).max_file_size)
+    opts = options or Options()
+    return FileSource(spec, exclude=exclude, max_size=opts.max_file_size, wait=opts.timeout)
