@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+# A 5,000-file run and four repairs: about a minute. CI runs it; locally --run-slow.
+pytestmark = pytest.mark.slow
+
 N = 5000
 PAGE = 4096
 Rows = list[tuple[object, ...]]
