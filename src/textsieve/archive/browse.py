@@ -48,13 +48,15 @@ def _day(epoch: float | None) -> str:
 def source_note(check: dict[str, Any] | None, captures: list[dict[str, Any]]) -> str | None:
     """One line about an item whose source failed when last checked: since when, why, and
     which capture the text comes from ("source gone since ...; text from the capture of
-    ..."); None while the source answers (or was never checked)."""
+    ..."; or that it shrank); None while the source answers (or was never checked)."""
     if not check or check.get("gone_since") is None:
         return None
     why = check.get("error_kind") or "failed"
     if check.get("http_status"):
         why += f", HTTP {check['http_status']}"
-    line = (f"source gone since {_day(check['gone_since'])} ({why}; last checked "
+    what = "source gone" if check.get("error_kind") != "degraded" else \
+        "source shrank to a fraction of its text (a cookie wall, a parked domain?)"
+    line = (f"{what} since {_day(check['gone_since'])} ({why}; last checked "
             f"{_day(check.get('checked_at'))})")
     current = next((c for c in captures if c.get("current")), None)
     if current is not None:

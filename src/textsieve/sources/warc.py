@@ -5,7 +5,8 @@ WARC files written by other tools (wget ``--warc-file``, ArchiveBox, Browsertrix
 are read with warcio. Each ``response`` record (and each ``resource`` record: a file as
 archived, no HTTP) becomes an Item keyed by its target URI, carrying the payload and the
 server's answer (``Item.response``: status, Content-Type, Date, validators, the record's
-WARC-Date as the capture date). The archive keeps each (URI, date) as a capture of that
+WARC-Date as the capture date); a crawler's own records (``metadata://`` logs, ``dns:``)
+are skipped. The archive keeps each (URI, date) as a capture of that
 URI's item, the newest as the one searched. Redirects, revisits, requests and metadata
 records are skipped; a 4xx/5xx answer is a typed failure record (which, like a failed
 fetch, never replaces a good capture). A payload past ``max_body`` is ``too_large``.
@@ -80,6 +81,8 @@ def _item(rec: Any, warc_name: str, spec: str, max_body: int) -> Item | None:
     if not uri:
         return None
     uri = strip_userinfo(uri.strip("<>"))
+    if uri.lower().startswith(("metadata:", "dns:", "urn:")):
+        return None  # a crawler's own log, arguments or DNS answers: nothing that was read
     status: int | None = None
     ctype = rec.rec_headers.get_header("Content-Type")
     date = etag = modified = None
