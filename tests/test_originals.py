@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from site_server import Page, Site, essay
 
+from site_server import Page, Site, essay
 from textsieve.archive import Archive
 
 PARAS = [f"Paragraph {i} on the heron colony of the salt marsh, counted each spring by the "
@@ -271,3 +271,43 @@ def test_large_originals_live_beside_the_archive(tmp_path: Path) -> None:
     p = ts("gc", "--archive", db, check=True)
     assert "0 unused original(s) dropped, 1 file(s) removed" in p.stderr
     assert not stray.exists() and files[0].exists()
+
+
+def test_reading_room_says_the_source_is_gone(site: Site, tmp_path: Path) -> None:
+    """The item page of a page that went away: the note, its captures, the kept text."""
+    pytest.importorskip("selenium")
+    import selenium.webdriver as webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    from test_ui import CHROMIUM, DRIVER, _serving
+
+    if not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)):
+        pytest.skip("no Chromium")
+    site.pages["/essay.html"] = Page(essay("The herons of the marsh", PARAS))
+    url, db = site.url("/essay.html"), tmp_path / "a.db"
+    run(url, "--archive", db)
+    site.pages["/essay.html"] = Page(essay("The herons of the marsh", PARAS[:6]))
+    run(url, "--archive", db)  # a second capture
+    site.stop()
+    run(url, "--archive", db)  # the host is gone
+    item_id = _item(db, "/essay.html")["id"]
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 f"--user-data-dir={tmp_path / 'chromium'}"):
+        opts.add_argument(flag)
+    d = webdriver.Chrome(options=opts, service=Service(DRIVER))
+    try:
+        with _serving(db) as server:
+            d.get(f"{server}/items/{item_id}")
+            note = d.find_element(By.ID, "source-state").text
+            assert "source gone since" in note and "connection" in note
+            assert "text from the capture of" in note
+            caps = d.find_elements(By.CSS_SELECTOR, "section.captures li")
+            assert len(caps) == 2 and all("original kept" in c.text for c in caps)
+            assert "shown" in caps[1].text and "shown" not in caps[0].text
+            assert PARAS[5] in d.find_element(By.CSS_SELECTOR, "section.text").text
+            assert PARAS[7] not in d.find_element(By.CSS_SELECTOR, "section.text").text
+    finally:
+        d.quit()
