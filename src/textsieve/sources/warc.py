@@ -120,7 +120,12 @@ class WarcExpander:
     def __init__(self, inner: Any, max_body: int) -> None:
         self.inner, self.max_body = inner, max_body
         self.spec: str = inner.spec
-        self.root = getattr(inner, "root", None)
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything else is the file source's (its root, its count ahead, ...)."""
+        if name == "inner":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     def items(self) -> Iterator[Item]:
         for item in self.inner.items():
