@@ -311,3 +311,47 @@ def test_reading_room_says_the_source_is_gone(site: Site, tmp_path: Path) -> Non
             assert PARAS[7] not in d.find_element(By.CSS_SELECTOR, "section.text").text
     finally:
         d.quit()
+
+
+def _warc(path: Path, records: list[tuple[str, str, int, bytes]]) -> None:
+    """A WARC/1.1 file of response records (uri, WARC-Date, status, body), by warcio."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True, warc_version="1.1")
+        for uri, date, status, body in records:
+            http = StatusAndHeaders(f"{status} X", [("Content-Type", "text/html; charset=utf-8"),
+                                                    ("Content-Length", str(len(body)))],
+                                    protocol="HTTP/1.1")
+            w.write_record(w.create_warc_record(uri, "response", payload=io.BytesIO(body),
+                                                length=len(body), http_headers=http,
+                                                warc_headers_dict={"WARC-Date": date}))
+
+
+def test_warc_records_are_captures_by_date(tmp_path: Path) -> None:
+    """Records of one URI in two WARCs, given newest first: the newest is the text, the
+    older joins as an earlier capture, a later 404 keeps the text; nothing is fetched
+    (the host does not exist)."""
+    uri = "http://archive.invalid/diary.html"
+    old = essay("Marsh diary", PARAS[:3])
+    new = essay("Marsh diary", [*PARAS[:3], "The spoonbills returned in May."])
+    _warc(tmp_path / "b.warc.gz", [(uri, "2024-06-01T10:00:00Z", 200, new)])
+    _warc(tmp_path / "a.warc.gz", [(uri, "2023-06-01T10:00:00Z", 200, old)])
+    _warc(tmp_path / "c.warc.gz", [(uri, "2025-06-01T10:00:00Z", 404, b"gone")])
+    db = tmp_path / "a.db"
+    for name in ("b", "a", "c"):
+        ts("run", tmp_path / f"{name}.warc.gz", "--archive", db, "-q")
+    item = _item(db, "diary.html")
+    assert "spoonbills" in item["text"]
+    p = ts("show", str(item["id"]), "--archive", db, "--captures", "-f", "json", check=True)
+    record = json.loads(p.stdout)
+    caps = record["captures"]
+    assert [c["captured_at"] for c in caps] == sorted(c["captured_at"] for c in caps)
+    assert [c["current"] for c in caps] == [0, 1]
+    assert all(c["source"].split("#")[0] in ("a.warc.gz", "b.warc.gz") for c in caps)
+    assert record["source_state"]["error_kind"] == "http_404"
+    again = ts("run", tmp_path / "a.warc.gz", "--archive", db)  # read before: nothing to do
+    assert "unchanged (skipped)  1" in again.stderr
