@@ -38,10 +38,10 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 # passes it, and made `export` write 9 of 110 items with exit 0.)
 CHECK_MAX_BYTES = 256 << 20
 # Originals whose compressed bytes are above this live as files in a folder beside the
-# archive (FILE.originals/ab/abcd...zst), the rest as rows: below ~128 KiB SQLite writes
-# them faster than files (no file per original), from 1 MiB up files are 3-8x faster to
-# write and 5-20x faster to read, and SQLite cannot hold a value above 1 GB at all
-# (bench/bench_originals.py --storage).
+# archive (FILE.originals/ab/abcd...zst), the rest as rows: below 1 MiB SQLite writes
+# them faster than synced files (20x at 16 KiB), from 1 MiB up files are 1.6-3.8x faster to
+# write and 3-20x faster to read, and SQLite cannot hold a value above 1 GB at all
+# (bench/bench_originals.py).
 ORIGINAL_INLINE_MAX = 1 << 20
 ORIGINAL_LEVEL_LARGE = 3  # zstd level for large originals (mostly compressed formats)
 # A fetch whose text is this much shorter than the good capture's, and short, is a page
