@@ -460,8 +460,35 @@ def _drop_damaged(conn: sqlite3.Connection) -> int:
                      "UNION ALL SELECT i.id FROM items i JOIN d ON i.parent_id = d.id) "
                      "SELECT id FROM d)", (root,))
     _fix_other_tables(conn)
+    _drop_orphans(conn)
     conn.execute("COMMIT")
     return before - conn.execute("SELECT count(*) FROM items").fetchone()[0]
+
+
+def _drop_orphans(conn: sqlite3.Connection) -> None:
+    """Rows that only mean something with a row the repair could not keep (a capture or
+    provenance of a lost item, a mail of a lost source): the foreign keys declared ON
+    DELETE CASCADE say which. Left, they would collide with what the next run writes
+    (a lost item comes back under a free id, and finds a stranger's capture there)."""
+    for _ in range(8):  # a deletion may orphan more rows (most cascade at once)
+        gone = 0
+        for table, _rowid in _tables(conn):
+            fks: dict[int, list[tuple[str, str, str | None, str]]] = {}
+            for fid, _seq, parent, frm, to, _upd, on_delete, _match in conn.execute(
+                    f"PRAGMA foreign_key_list({table})"):
+                fks.setdefault(fid, []).append((parent, frm, to, on_delete))
+            for cols in fks.values():
+                parent = cols[0][0]
+                if cols[0][3].upper() != "CASCADE":
+                    continue  # the row stands without it (a provenance's lost run)
+                match = " AND ".join(f"p.{to or 'rowid'} = {table}.{frm}"
+                                     for _, frm, to, _ in cols)
+                given = " AND ".join(f"{table}.{frm} IS NOT NULL" for _, frm, _, _ in cols)
+                gone += conn.execute(
+                    f"DELETE FROM {table} WHERE {given} AND NOT EXISTS "
+                    f"(SELECT 1 FROM {parent} AS p WHERE {match})").rowcount
+        if not gone:
+            return
 
 
 def _fix_other_tables(conn: sqlite3.Connection) -> None:
