@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .errors import ExitCode, TextsieveError, UsageError
-from .model import Document, Status
+from .model import Document, ErrorInfo, Status
 from .options import (
     CONFIG_FILE,
     GROUPS,
@@ -69,23 +69,25 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def _expand(args: list[str]) -> Iterator[str]:
-    """Files, folders (walked, sorted, hidden entries skipped) and globs, in order."""
+def _expand(args: list[str]) -> Iterator[tuple[str, ErrorInfo | None]]:
+    """Files, folders (walked, sorted, hidden entries skipped) and globs, in order, each
+    with why it cannot be read when that is known without opening it (a symlink loop, a
+    pipe or a device found in a folder or by a glob: ``source.path_problem``)."""
+    from .source import path_problem, walk
+
     for a in args:
         if a == "-":
-            yield a
+            yield a, None
         elif os.path.isdir(a):
-            for root, dirs, files in os.walk(a):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for f in sorted(files):
-                    if not f.startswith("."):
-                        yield os.path.join(root, f)
-        elif not os.path.exists(a) and any(c in a for c in "*?["):  # glob.has_magic
+            yield from walk(a)
+        elif not os.path.lexists(a) and any(c in a for c in "*?["):  # glob.has_magic
             import glob  # here: a command given plain file names does not load it
 
-            yield from sorted(glob.glob(a, recursive=True))
+            for p in sorted(glob.glob(a, recursive=True)):
+                if not os.path.isdir(p):
+                    yield p, path_problem(p)
         else:
-            yield a
+            yield a, path_problem(a, named=True)
 
 
 def _options(ns: argparse.Namespace) -> Options:
@@ -542,20 +544,25 @@ ALONE_MAX_BYTES = 16 * 1024 * 1024
 
 def cmd_extract(ns: argparse.Namespace) -> int:
     options: Options = ns.options
-    paths = list(_expand(ns.inputs))
+    expanded = list(_expand(ns.inputs))
+    paths = [p for p, _ in expanded]
     if not paths:
         print("textsieve: no input files", file=sys.stderr)
         return EXIT_USAGE
     many = len(paths) > 1
     docs: Iterator[Document]
-    alone = _extract_alone(paths[0], options) if not many and _alone(paths[0], options) \
-        else None
+    alone = _extract_alone(paths[0], options) if not many and expanded[0][1] is None and \
+        _alone(paths[0], options) else None
     if alone is not None:
         docs = iter([alone])
     else:
         from .run.pool import extract_many
 
-        objs = [_read_stdin(options, "<stdin>") if p == "-" else p for p in paths]
+        # A path that leads nowhere is its typed record at once: never opened (a pipe in a
+        # folder would wait for a writer for ever), never sent to a worker.
+        objs = [Document.failed(why.kind, why.message, name=os.path.basename(p))
+                if why is not None else _read_stdin(options, "<stdin>") if p == "-" else p
+                for p, why in expanded]
         todo = [(o, "<stdin>" if p == "-" else None) for p, o in zip(paths, objs, strict=True)
                 if not isinstance(o, Document)]
         workers = options.worker_count  # all of them even for one file: its OCR pages spread
@@ -668,19 +675,23 @@ def cmd_detect(ns: argparse.Namespace) -> int:
     from . import _source
     from .detection import detect
     from .model import ExtractionError
+    from .source import os_problem
 
     failed = 0
-    for path in _expand(ns.inputs):
+    for path, why in _expand(ns.inputs):
         try:
+            if why is not None:  # never opened: a pipe in a folder would wait for ever
+                raise ExtractionError(why.kind, why.message)
             with _source(sys.stdin.buffer if path == "-" else path, None,
                          Options()) as src:
                 det = detect(src)
         except OSError as exc:
-            _say(f"{path}: {exc.strerror or exc}")
+            why = os_problem(path, exc)
+            _say(f"{path}: {why.kind}: {why.message}")
             failed += 1
             continue
-        except ExtractionError as exc:  # stdin past the size limit
-            print(f"textsieve: {path}: {exc.kind}: {exc.message}", file=sys.stderr)
+        except ExtractionError as exc:  # stdin past the size limit, a path to nowhere
+            _say(f"{path}: {exc.kind}: {exc.message}")
             failed += 1
             continue
         note = f"  ({det.note})" if det.note else ""
@@ -1087,9 +1098,11 @@ def cmd_check(ns: argparse.Namespace) -> int:
              "readable, keeping a backup")
         return EXIT_FAILED
     fixed = repair(ns.archive)
-    print(f"{ns.archive}: repaired: {fixed.kept:,} items kept, {fixed.dropped:,} dropped "
-          f"(the next run extracts them again), {fixed.lost_rows:,} unreadable rows lost; "
-          f"the damaged original is {fixed.backup}", file=sys.stderr)
+    found = f" ({fixed.salvaged:,} rows read from pages SQLite no longer reached)" \
+        if fixed.salvaged else ""
+    print(f"{ns.archive}: repaired: {fixed.kept:,} items kept{found}, {fixed.dropped:,} "
+          f"dropped (the next run extracts them again), {fixed.lost_rows:,} unreadable rows "
+          f"lost; the damaged original is {fixed.backup}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -6,6 +6,10 @@ extracting one file (``textsieve extract FILE``) does not build them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import ErrorInfo
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class Item:
     # Re-extract from the archive's kept original with this SHA-256 (``textsieve
     # reextract``): no file, no network.
     stored: str | None = None
+    # A path that leads nowhere (a symlink loop, a pipe in a folder...): never read, its
+    # typed error is recorded (``source.path_problem``).
+    problem: ErrorInfo | None = None
 
 
 @dataclass(frozen=True)

@@ -254,8 +254,11 @@ class Archive:
             self._provenance(c, [i for i, *_ in seen], source_id, run_id)
 
     # -- writing ----------------------------------------------------------------------------
-    def write(self, entries: list[Entry], run_id: int, source_ids: dict[str, int]) -> None:
+    def write(self, entries: list[Entry], run_id: int, source_ids: dict[str, int], *,
+              counts: dict[str, int] | None = None) -> None:
         """Write a batch of extracted items (and their children) in one transaction.
+        ``counts``: the run's counts so far, stored in the same transaction, so a run
+        killed meanwhile (kill -9, power cut) keeps a true record of what it wrote.
 
         Each entry is a capture of its item: new bytes become the current capture (the
         earlier one keeps its text in its own row), the same bytes read again replace the
@@ -265,6 +268,9 @@ class Archive:
         if not entries:
             return
         with self.transaction() as c:
+            if counts is not None:
+                c.execute("UPDATE runs SET counts = ? WHERE id = ?",
+                          (json.dumps(counts), run_id))
             for e in entries:
                 self._write_one(c, e, run_id, source_ids)
 

@@ -5,8 +5,10 @@ wires them. Listing is the sources' (``sources/``); deciding is the one freshnes
 (``fresh.py``); fetching and resolving are ``_WebStage`` and ``resolve``; extraction and
 OCR pages run on an executor (``steps.py`` over ``executor.py``: local processes or a Ray
 cluster); writing is ``_Writer``, the archive's single writer, here in the driver, in
-batches of one transaction each, so a run killed at any moment is resumed by running the
-same command again.
+batches of one transaction each. Documents are written in the order they finish, and a
+batch is committed within ``BATCH_SECONDS`` of its first document, so one slow input (a
+big scan) never holds back the items finished after it: search sees them during the run,
+and a run killed at any moment is resumed by running the same command again.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +32,7 @@ from ..options import Options
 from ..sources import ItemSource
 from .executor import make_executor
 from .fresh import TRANSIENT_ERRORS, Freshness, Mode, Why
-from .steps import extract
+from .steps import as_done
 
 __all__ = ["TRANSIENT_ERRORS", "Mode", "RunStats", "Why", "run"]
 
@@ -54,6 +56,9 @@ class RunStats:
     # Items the sources will list, counted ahead of the listing (None: not known, or not
     # countable): the listing itself only runs a small window ahead of the extraction.
     expected: int | None = None
+    # Paths that led nowhere (a symlink loop, a pipe in a folder), as given, with why:
+    # for the progress hook to report (it takes them off as it prints them).
+    dead_ends: deque[tuple[str, ErrorInfo]] = field(default_factory=deque)
 
     def as_dict(self) -> dict[str, int]:
         return {"total": self.total, "skipped": self.skipped, "extracted": self.done,
@@ -66,7 +71,8 @@ class RunStats:
 ProgressFn = Callable[[RunStats, Document | None], None]
 
 BATCH_ITEMS = 64  # at most this many items per transaction ...
-BATCH_SECONDS = 2.0  # ... and at least one commit every this many seconds
+BATCH_SECONDS = 0.5  # ... and none waits longer than this for its commit
+TICK = 0.1  # how often the writer looks at the clock while the executor works
 LIST_CHUNK = 256  # items looked up in the archive at once
 
 
@@ -144,7 +150,9 @@ class _Redo:
 
 class _Writer:
     """The write step: the archive's one writer. Counts each finished item, commits in
-    batches (one transaction each), touches unchanged items, records mail provenance."""
+    batches (one transaction each, at most ``BATCH_ITEMS``, none older than
+    ``BATCH_SECONDS``), touches unchanged items, records mail provenance. Each batch
+    also brings the run's record up to date, so a killed run's record says what it did."""
 
     def __init__(self, archive: Archive, run_id: int, source_ids: dict[str, int],
                  stats: RunStats, policy: Freshness, notify: ProgressFn) -> None:
@@ -152,12 +160,14 @@ class _Writer:
         self.stats, self.policy, self.notify = stats, policy, notify
         self.batch: list[Entry] = []
         self.mail_links: list[tuple[str, MailRef]] = []  # (item key, mail) still to record
-        self.last_commit = time.monotonic()
+        self.oldest = 0.0  # when the first entry of the batch came
 
     def record(self, entry: Entry) -> None:
         """Count a finished item and commit the batch when it is due."""
         doc = entry.doc
         self.policy.stamp(doc)
+        if not self.batch:
+            self.oldest = time.monotonic()
         self.batch.append(entry)
         self.stats.done += 1
         self.stats.status[str(doc.status)] += 1
@@ -165,10 +175,18 @@ class _Writer:
             self.stats.errors[str(doc.error.kind)] += 1
         elif entry.check is not None and entry.check.error is not None:
             self.stats.gone[str(entry.check.error.kind)] += 1
-        if len(self.batch) >= BATCH_ITEMS or \
-                time.monotonic() - self.last_commit > BATCH_SECONDS:
+        if len(self.batch) >= BATCH_ITEMS:
             self.flush()
+        else:
+            self.due()
         self.notify(self.stats, doc)
+
+    def due(self) -> None:
+        """Commit the batch if its first entry has waited ``BATCH_SECONDS``: called on
+        every result and on the executor's ticks, so a commit never waits for the next
+        document (which may be an hour of OCR away)."""
+        if self.batch and time.monotonic() - self.oldest >= BATCH_SECONDS:
+            self.flush()
 
     def unchanged(self, seen: list[tuple[int, int | None, int | None, str | None]],
                   spec: str, checks: list[tuple[int, Check]] | None = None) -> None:
@@ -177,10 +195,10 @@ class _Writer:
             self.archive.checked(checks)
 
     def flush(self) -> None:
-        self.archive.write(self.batch, self.run_id, self.source_ids)
+        self.archive.write(self.batch, self.run_id, self.source_ids,
+                           counts=self.stats.as_dict())
         self.batch.clear()
         self.link()
-        self.last_commit = time.monotonic()
 
     def link(self) -> None:
         """Mail provenance for the items that exist by now (the rest wait for theirs)."""
@@ -239,6 +257,12 @@ class _Decider:
                     if k is not None:
                         unchanged.append((k.id, item.size, item.mtime_ns, sha))
                     self.stats.skipped += 1
+                    continue
+                if item.problem is not None:  # a path that leads nowhere: never opened
+                    self.stats.why[why] += 1
+                    self.stats.dead_ends.append((item.original, item.problem))
+                    self.writer.record(Entry(item, Document.failed(
+                        item.problem.kind, item.problem.message, name=item.name)))
                     continue
                 if item.path is None and item.data is None and item.remote:
                     # An object-store item is downloaded only now that it needs work.
@@ -394,7 +418,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
     policy = Freshness(options, mode)
     writer = _Writer(archive, run_id, source_ids, stats, policy,
                      progress or (lambda s, d: None))
-    pending: deque[_Job] = deque()
+    pending: dict[int, _Job] = {}  # extracting now, by sequence number
     with _WebStage(options, policy) as web:
         decider = _Decider(archive, policy, stats, writer, web)
 
@@ -402,19 +426,24 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
         if options.searchable_pdf_dir is not None:
             from ..ocr.searchable import searchable_parts
 
-        def queued() -> Iterator[tuple[object, ...]]:
-            for job in decider.jobs(list_items(sources)):
+        def queued() -> Iterator[tuple[int, object, str | None, list[str] | None]]:
+            for n, job in enumerate(decider.jobs(list_items(sources))):
                 stats.why[job.why] += 1
-                pending.append(job)
-                if options.searchable_pdf_dir is None:
-                    yield job.obj, job.item.name
-                else:  # where its searchable copy would go: the tree mirrored, never by name
-                    yield job.obj, job.item.name, searchable_parts(job.item.key, copies_root)
+                pending[n] = job
+                # Where its searchable copy would go: the tree mirrored, never by name.
+                out = None if options.searchable_pdf_dir is None else \
+                    searchable_parts(job.item.key, copies_root)
+                yield n, job.obj, job.item.name, out
 
         executor = make_executor(options)
         try:
-            for doc in extract(executor, queued(), options):
-                writer.record(_finished(pending.popleft(), doc))
+            # In the order they finish: nothing waits behind a slow input.
+            for got in as_done(executor, queued(), options, tick=TICK):
+                if got is None:
+                    writer.due()
+                    continue
+                n, doc = got
+                writer.record(_finished(pending.pop(n), doc))  # type: ignore[call-overload]
         except KeyboardInterrupt:
             writer.flush()  # Ctrl-C: keep what is already extracted; the re-run does the rest
             raise
@@ -476,10 +505,11 @@ def resolve(item: Item, final_url: str, content: bytes, options: Options
 class _WebStage:
     """Fetches URL items on a few threads while files are being extracted.
 
-    Results come back in submission order (a bounded window ahead), as a ``_Job`` to
-    extract, an ``Entry`` for a failed fetch (typed error, nothing to extract; the writer
-    keeps a good capture), a ``_Checked`` item that did not change (304, or the same bytes
-    as last time), or a ``_Redo`` from the kept original (outdated or forced).
+    Results come back as the fetches finish (at most ``WINDOW`` in flight: a slow server
+    holds back nothing fetched after it), as a ``_Job`` to extract, an ``Entry`` for a
+    failed fetch (typed error, nothing to extract; the writer keeps a good capture), a
+    ``_Checked`` item that did not change (304, or the same bytes as last time), or a
+    ``_Redo`` from the kept original (outdated or forced).
     """
 
     WINDOW = 32
@@ -517,12 +547,24 @@ class _WebStage:
             etag=known.etag if conditional and known else None,
             last_modified=known.last_modified if conditional and known else None)
         self._queue.append((item, known, fut))
-        while self._queue and (len(self._queue) > self.WINDOW or self._queue[0][2].done()):
-            yield self._result(*self._queue.popleft())
+        yield from self._done(block=len(self._queue) > self.WINDOW)
 
     def drain(self) -> Iterator[tuple[_Job | Entry | _Checked | _Redo, str]]:
         while self._queue:
-            yield self._result(*self._queue.popleft())
+            yield from self._done(block=True)
+
+    def _done(self, *, block: bool
+              ) -> Iterator[tuple[_Job | Entry | _Checked | _Redo, str]]:
+        """The fetches finished by now, whatever their place in the queue; ``block``: at
+        least one (waiting for the first to finish, whichever it is)."""
+        if block:
+            wait([f for _, _, f in self._queue], return_when=FIRST_COMPLETED)
+        done = [q for q in self._queue if q[2].done()]
+        if done:
+            taken = {id(q) for q in done}
+            self._queue = deque(q for q in self._queue if id(q) not in taken)
+            for q in done:
+                yield self._result(*q)
 
     def _resolve(self, item: Item, final_url: str, content: bytes, follow: bool = True
                  ) -> tuple[bytes, str, str] | None:

@@ -68,5 +68,5 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
     from .warc import WarcExpander
 
     opts = options or Options()  # a WARC file (alone or in a folder) gives its responses
-    return WarcExpander(FileSource(spec, exclude=exclude, max_size=opts.max_file_size),
-                        opts.max_body)
+    return WarcExpander(FileSource(spec, exclude=exclude, max_size=opts.max_file_size,
+                                   wait=opts.timeout), opts.max_body)
