@@ -46,6 +46,7 @@ from lxml import etree
 from ..extractors.html import _BLOCK, HtmlWalker, _tag, decode_html, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
+from . import shape as shapes
 from . import structured
 
 PRESETS = Path(__file__).with_name("presets")
@@ -69,6 +70,18 @@ RELATIVE = 0.1  # extra regions (max_regions > 1) must score this share of the b
 SIMILAR = 0.5  # ...and be at least this share of its density (another instance, not a mention)
 LIST_KEEP = 0.5  # a list partly in a region is taken whole if its density >= this x peak
 
+# The shaped sieve (topics with ``@shape``): a block adds its shape score minus THRESHOLD,
+# and the region is the run of blocks with the largest sum (lists whole).
+SHAPES = ("items", "steps")
+THRESHOLD = {"items": 0.5, "steps": 0.8}  # a block scoring less counts against its region
+HEADING_COST = 0.15  # what crossing a heading or a label without topic words costs
+HEADING_GAIN = 0.5  # ...and its topic words (weight sum) count this much, capped at 1
+NEAR_AFTER = 1.0  # boost of a block right after the @near topic's region (decays)...
+NEAR_BEFORE = 0.4  # ...and right before it
+NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
+MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
+SIZE_POWER = 0.75  # a block counts by (its words) ** this: a story paragraph costs more than a line
+
 _WORD = re.compile(r"\w+")
 LINK_OPEN, LINK_CLOSE = "\ue000", "\ue001"  # private-use marks around anchor text
 _LINK_SPAN = re.compile(f"{LINK_OPEN}([^{LINK_OPEN}{LINK_CLOSE}]*){LINK_CLOSE}")
@@ -78,6 +91,10 @@ _NOISE_ATTR = re.compile(
     r"(?:^|[\s_-])(?:comments?|commentlist|respond|related|sidebar|widgets?|footer|navbar|"
     r"nav|menu|breadcrumbs?|share|sharing|social|newsletter|subscribe|advert\w*|ads?|"
     r"adsense|sponsored|promo|cookies?|consent|banner|popup|modal|disqus)(?:$|[\s_-])",
+    re.I)
+# Reader comments and reviews: boilerplate even when they are most of the page.
+_COMMENTS_ATTR = re.compile(
+    r"(?:^|[\s_-])(?:comments?|commentlist|comment-list|respond|disqus|reviews)(?:$|[\s_-])",
     re.I)
 _NO_ATTR_CHECK = frozenset({"html", "body", "main", "article"})
 _VOWEL = re.compile(r"[aeiouy]")
@@ -203,6 +220,8 @@ class Topic:
     max_regions: int = 1
     language: str | None = None  # stems are made for this language (None: English)
     recipe: str | None = None  # "ingredients" | "instructions": a Recipe's part answers
+    shape: str | None = None  # "items" | "steps": language-free evidence (see shape.py)
+    near: str | None = None  # another topic whose region this one is looked for beside
     _cache: dict[str, float] = field(default_factory=dict, repr=False)
 
     @property
@@ -213,7 +232,8 @@ class Topic:
         stem = self.stem
         stems = tuple(stem(w) for w in words(text))
         if len(stems) == 1:
-            self.terms[stems[0]] = max(self.terms.get(stems[0], 0.0), weight)
+            old = self.terms.get(stems[0])
+            self.terms[stems[0]] = weight if old is None else max(old, weight)
         elif stems:
             self.phrases.setdefault(stems[0], []).append((stems, weight))
 
@@ -228,7 +248,7 @@ class Topic:
         return w
 
     def empty(self) -> bool:
-        return not (self.terms or self.phrases or self.patterns)
+        return not (self.terms or self.phrases or self.patterns or self.shape)
 
 
 def presets() -> list[str]:
@@ -268,7 +288,10 @@ def load_topic(spec: str, language: str | None = None) -> Topic:
 def _parse_topic_file(name: str, text: str, language: str | None = None) -> Topic:
     """Lines: ``word [weight]``, ``a phrase [weight]``, ``/regex/ [weight]`` (matches
     whole lower-case tokens), ``@regions N`` (keep up to N regions), ``@recipe PART``
-    (a page's Recipe data answers with its ingredients or instructions), ``# comment``."""
+    (a page's Recipe data answers with its ingredients or instructions), ``@shape
+    items|steps`` (what the topic's lines look like in any language, see shape.py),
+    ``@near TOPIC`` (look for it beside that topic's region), ``# comment``. A negative
+    weight marks a word that ends a region ("notes -2")."""
     topic = Topic(name=name, language=language)
     for raw in text.splitlines():
         line = raw.strip()
@@ -282,6 +305,12 @@ def _parse_topic_file(name: str, text: str, language: str | None = None) -> Topi
                 continue
             if key.lower() == "recipe" and value.strip() in ("ingredients", "instructions"):
                 topic.recipe = value.strip()
+                continue
+            if key.lower() == "shape" and value.strip() in SHAPES:
+                topic.shape = value.strip()
+                continue
+            if key.lower() == "near" and value.strip():
+                topic.near = value.strip()
                 continue
             raise ValueError(f"{name}: unknown directive {line!r}")
         body, weight = line, 1.0
@@ -324,6 +353,7 @@ class _Recorder(Builder):
         super().__init__()
         self.blocks: list[Block] = []
         self.noise: list[int] = []  # open boilerplate-looking containers
+        self.comments: set[int] = set()  # those of them that hold comments or reviews
         self.containers = 0
         self.list_id = 0
 
@@ -386,6 +416,9 @@ class _Walker(HtmlWalker):
         self.flush()
         self.out.containers += 1
         self.out.noise.append(self.out.containers)
+        if tag not in _NOISE_TAGS and _COMMENTS_ATTR.search(
+                f"{el.get('class') or ''} {el.get('id') or ''}"):
+            self.out.comments.add(self.out.containers)
         try:
             super().node(el)
             self.flush()
@@ -422,19 +455,20 @@ def blocks_of(root: etree._Element) -> list[Block]:
             if _tag(child) != "head":
                 walker.node(child)
         walker.flush()
-    _unwrap(rec.blocks)
+    _unwrap(rec.blocks, rec.comments)
     return rec.blocks
 
 
-def _unwrap(blocks: list[Block]) -> None:
+def _unwrap(blocks: list[Block], comments: frozenset[int] | set[int] = frozenset()) -> None:
     """A "boilerplate" container that holds most of the page is a layout wrapper
-    (``<div class="content-sidebar-wrap">``), not boilerplate: it stops counting."""
+    (``<div class="content-sidebar-wrap">``), not boilerplate: it stops counting. Not so
+    the ``comments`` containers: 900 comments under a short recipe are still comments."""
     total = sum(len(b.text) for b in blocks) or 1
     size: dict[int, int] = {}
     for b in blocks:
         for c in b.containers:
             size[c] = size.get(c, 0) + len(b.text)
-    wrappers = {c for c, n in size.items() if n > WRAPPER * total}
+    wrappers = {c for c, n in size.items() if n > WRAPPER * total and c not in comments}
     if wrappers:
         for b in blocks:
             if b.containers:
@@ -465,23 +499,29 @@ class SieveResult:
     found: bool = True  # False: "no block about this topic" (confidence < MIN_CONFIDENCE)
     source: str = "blocks"  # "blocks": the density sieve; "recipe": the page's Recipe data
     items: int = 0  # lines given by the Recipe data
+    profile: list[float] = field(default_factory=list)  # per block: the score it was chosen by
+
+
+def topic_hits(text: str, topic: Topic) -> tuple[int, float]:
+    """(words, summed topic weight) of one text."""
+    toks = words(text)
+    hits = 0.0
+    weight = topic.weight
+    for t in toks:
+        hits += weight(t)
+    if topic.phrases:
+        stems = [topic.stem(t) for t in toks]
+        phrases = topic.phrases
+        for i, s in enumerate(stems):
+            for seq, w in phrases.get(s, ()):
+                if tuple(stems[i:i + len(seq)]) == seq:
+                    hits += w
+    return len(toks), hits
 
 
 def score_blocks(blocks: list[Block], topic: Topic) -> None:
     for b in blocks:
-        toks = words(b.text)
-        b.words = len(toks)
-        hits = 0.0
-        weight = topic.weight
-        for t in toks:
-            hits += weight(t)
-        if topic.phrases:
-            stems = [topic.stem(t) for t in toks]
-            phrases = topic.phrases
-            for i, s in enumerate(stems):
-                for seq, w in phrases.get(s, ()):
-                    if tuple(stems[i:i + len(seq)]) == seq:
-                        hits += w
+        b.words, hits = topic_hits(b.text, topic)
         penalty = (1.0 - b.link) ** 2 * (NOISE_PENALTY if b.noisy else 1.0)
         b.hits = hits * penalty
         b.density = b.hits / max(b.words, FLOOR)
@@ -706,6 +746,141 @@ def sieve_blocks(blocks: list[Block], topic: Topic) -> SieveResult:
                        sum(blocks[i].words for i in kept))
 
 
+# -- the shaped sieve (topics with @shape) --------------------------------------------------
+def split_lines(blocks: list[Block]) -> list[Block]:
+    """Paragraphs of several lines and tables broken into one block per line: to the
+    shaped sieve a ``<p>`` of ``<br>``-separated ingredients, or a table of them, is a
+    list like any other, and its first line ("Ingredients:") a heading."""
+    out: list[Block] = []
+    for b in blocks:
+        lines: list[str] = []
+        if b.kind == "table":
+            lines = [" ".join(str(c) for c in row if c).strip() for row in b.args[0]]
+        elif b.kind == "paragraph" and "\n" in b.text:
+            lines = b.text.split("\n")
+        lines = [x.strip() for x in lines if x.strip()]
+        if len(lines) < 2:
+            out.append(b)
+            continue
+        out.extend(Block("paragraph", (x,), x, 0, b.noisy, b.link, containers=b.containers)
+                   for x in lines)
+    return out
+
+
+def shape_scores(blocks: list[Block], topic: Topic) -> list[float]:
+    """Each block's evidence for a shaped topic: its shape (shape.py) plus its topic
+    words, damped by links and boilerplate containers. Headings and labels ("For the
+    sauce:") score by their topic words alone: "Ingredients" pulls a region in, "Notes"
+    (a negative weight) stops it, any other costs a little to cross."""
+    out: list[float] = []
+    items = topic.shape == "items"
+    heading = THRESHOLD[topic.shape or "items"] - HEADING_COST
+    for b in blocks:
+        b.words, hits = topic_hits(b.text, topic)
+        b.hits, b.density = hits, hits / max(b.words, FLOOR)
+        line = shapes.line(b.text)
+        if b.kind == "heading" or line.label:
+            score = heading + max(-2.0, min(1.0, HEADING_GAIN * hits))
+        elif items:
+            score = shapes.item_score(line, b.density)
+        else:
+            ordered = b.kind == "list_item" and bool(b.args[2])
+            score = shapes.step_score(line, b.density, ordered)
+        # A link is a menu or a related post, unless the line starts with a quantity
+        # (the ingredient is a link to a shop or a glossary, the quantity is not).
+        link = 1.0 - 0.5 * b.link if line.qty_start else (1.0 - b.link) ** 2
+        out.append(score * link * (NOISE_PENALTY if b.noisy else 1.0))
+    return out
+
+
+def _near_boost(blocks: list[Block], scores: list[float],
+                near: tuple[int, int]) -> list[float]:
+    """Scores beside the @near topic's region (blocks ``near``) raised, decaying with the
+    distance (the region itself is a wall, see sieve_shaped): the directions follow the
+    ingredients, they are not them. Headings keep their score: "Rate this recipe" right
+    under the steps is no step."""
+    lo, hi = near
+    out = []
+    for i, v in enumerate(scores):
+        if blocks[i].kind == "heading" or shapes.line(blocks[i].text).label:
+            out.append(v)
+        elif lo <= i <= hi:
+            out.append(0.0)
+        elif i > hi:
+            out.append(v * (1.0 + NEAR_AFTER * math.exp(-(i - hi - 1) / NEAR_DECAY)))
+        else:
+            out.append(v * (1.0 + NEAR_BEFORE * math.exp(-(lo - i - 1) / NEAR_DECAY)))
+    return out
+
+
+def _best_run(values: list[float], free: list[bool]) -> tuple[int, int, float]:
+    """The run of free units with the largest sum (Kadane): (first, last, sum)."""
+    best = (-1, -1, 0.0)
+    start, acc = 0, 0.0
+    for i, v in enumerate(values):
+        if not free[i]:
+            start, acc = i + 1, 0.0
+            continue
+        if acc <= 0:
+            start, acc = i, 0.0
+        acc += v
+        if acc > best[2]:
+            best = (start, i, acc)
+    return best
+
+
+def sieve_shaped(blocks: list[Block], topic: Topic,
+                 near: tuple[int, int] | None = None) -> SieveResult:
+    """The shaped sieve: every block adds its score minus THRESHOLD, lists count as one
+    unit (kept whole or not at all), blocks the sieve looks through (see _transparent)
+    are skipped, and the region is the run of units with the largest sum. Sub-headings
+    and short labels between two good lists cost little, so a list split under "For the
+    dough:" / "For the filling:" comes whole; a story paragraph, a step among
+    ingredients or an ingredient line among steps costs a lot, so the region ends there.
+    ``near``: the page blocks of the @near topic's region."""
+    scores = shape_scores(blocks, topic)
+    if near is not None:
+        scores = _near_boost(blocks, scores, near)
+    own = [b.hits == 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"]
+           for b, s in zip(blocks, scores, strict=True)]
+    index = [i for i, t in enumerate(own) if not t]
+    units: list[tuple[int, int]] = []  # positions in ``index``
+    k = 0
+    while k < len(index):
+        j = k
+        group = blocks[index[k]].group
+        while group and j + 1 < len(index) and blocks[index[j + 1]].group == group:
+            j += 1
+        units.append((k, j))
+        k = j + 1
+    threshold = THRESHOLD[topic.shape or "items"]
+    weight = [max(b.words, 1) ** SIZE_POWER for b in blocks]
+    values = [sum((scores[i] - threshold) * weight[i] for i in (index[x] for x in range(a, b + 1)))
+              for a, b in units]
+    free = [True] * len(units)
+    if near is not None:  # the other topic's region is a wall
+        free = [not (near[0] <= index[b] and index[a] <= near[1]) for a, b in units]
+    chosen: list[Region] = []
+    while len(chosen) < topic.max_regions:
+        first, last, value = _best_run(values, free)
+        if first < 0 or value < MIN_VALUE or (chosen and value < RELATIVE * chosen[0].score):
+            break
+        lo, hi = index[units[first][0]], index[units[last][1]]
+        mass = sum(max(scores[i], 0.0) for i in range(lo, hi + 1) if not own[i])
+        nwords = sum(max(blocks[i].words, 1) for i in range(lo, hi + 1)) or 1
+        chosen.append(Region(lo, hi, lo, mass, mass / nwords, value))
+        for u in range(first, last + 1):
+            free[u] = False
+    chosen.sort(key=lambda r: r.start)
+    kept = [i for r in chosen for i in range(r.start, r.end + 1) if not own[i]]
+    best = max((r.score for r in chosen), default=0.0)
+    confidence = 1.0 - math.exp(-best / 3.0) if chosen else 0.0
+    return SieveResult(topic.name, len(blocks), kept, chosen, round(confidence, 3),
+                       sum(blocks[i].words for i in kept), found=bool(chosen),
+                       profile=[0.0 if t else round(v, 3) for v, t in zip(scores, own,
+                                                                          strict=True)])
+
+
 def replay(blocks: list[Block], kept: list[int], out: Builder) -> None:
     for i in kept:
         b = blocks[i]
@@ -730,7 +905,19 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
                                sum(len(words(x)) for x in lines), source="recipe",
                                items=len(lines))
     blocks = blocks_of(root)
-    result = sieve_blocks(blocks, topic)
+    if topic.shape:
+        blocks = split_lines(blocks)
+        near = None
+        if topic.near:
+            other = load_topic(topic.near, topic.language)
+            if other.shape and not other.near:
+                found_near = sieve_shaped(blocks, other)
+                if found_near.regions:
+                    r = found_near.regions[0]
+                    near = (r.start, r.end)
+        result = sieve_shaped(blocks, topic, near)
+    else:
+        result = sieve_blocks(blocks, topic)
     if result.kept and result.confidence < MIN_CONFIDENCE:
         result.found, result.kept, result.words = False, [], 0
     elif not result.kept:
