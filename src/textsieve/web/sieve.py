@@ -80,6 +80,8 @@ NEAR_AFTER = 1.0  # boost of a block right after the @near topic's region (decay
 NEAR_BEFORE = 0.4  # ...and right before it
 NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
 MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
+SOFT_NOISE = 0.7  # shaped topics: factor inside a container that only its class calls
+#                   boilerplate ("widget", "share"): the recipe card is often a "widget"
 SIZE_POWER = 0.75  # a block counts by (its words) ** this: a story paragraph costs more than a line
 
 _WORD = re.compile(r"\w+")
@@ -163,7 +165,8 @@ def stemmer(language: str | None) -> Callable[[str], str]:
 
 _SNOWBALL = {"de": "german", "fr": "french", "es": "spanish", "it": "italian",
              "pt": "portuguese", "nl": "dutch", "sv": "swedish", "da": "danish",
-             "no": "norwegian", "nb": "norwegian", "fi": "finnish", "ru": "russian"}
+             "no": "norwegian", "nb": "norwegian", "fi": "finnish", "ru": "russian",
+             "pl": "polish", "cs": "czech", "hu": "hungarian", "tr": "turkish"}
 
 
 def _set(text: str) -> frozenset[str]:
@@ -185,6 +188,18 @@ STOP_WORDS = {
     "es": _set("el la de que y en los del se las por un para con no una su al lo "
                     "como más pero sus le ya o este sí porque esta entre cuando muy sin "
                     "sobre también hasta hay donde"),
+    "nl": _set("het een van dat zijn voor niet aan ook bij uit maar naar door wordt deze "
+               "nog wel dan je we ze hij zij geen worden moet kunnen heeft"),
+    "it": _set("il lo gli di che è per non sono della delle degli nel nella alla anche più "
+               "questo questa come ma essere ha fare dei molto"),
+    "pt": _set("os do da dos das em não uma para com por mais você ao foi são seu sua "
+               "também muito quando está isso pelo pela"),
+    "sv": _set("och är att som av för med till inte har ett jag men var så från kan eller "
+               "vi sig också när mycket om"),
+    "da": _set("og er at som af for med til ikke har et jeg men var så fra kan eller vi sig "
+               "også når meget om"),
+    "pl": _set("i w na z do że się nie to jest jak po przez od za ale czy dla tak jej już "
+               "tylko oraz przy może są być"),
 }
 
 
@@ -344,6 +359,7 @@ class Block:
     hits: float = 0.0
     density: float = 0.0
     containers: tuple[int, ...] = ()  # the boilerplate-looking containers it sits in
+    hard: bool = False  # one of them is nav/footer/aside or comments, not just a class name
 
 
 class _Recorder(Builder):
@@ -354,6 +370,7 @@ class _Recorder(Builder):
         self.blocks: list[Block] = []
         self.noise: list[int] = []  # open boilerplate-looking containers
         self.comments: set[int] = set()  # those of them that hold comments or reviews
+        self.hard: set[int] = set()  # those that are nav/footer/aside elements or comments
         self.containers = 0
         self.list_id = 0
 
@@ -416,9 +433,11 @@ class _Walker(HtmlWalker):
         self.flush()
         self.out.containers += 1
         self.out.noise.append(self.out.containers)
-        if tag not in _NOISE_TAGS and _COMMENTS_ATTR.search(
-                f"{el.get('class') or ''} {el.get('id') or ''}"):
+        if tag in _NOISE_TAGS:
+            self.out.hard.add(self.out.containers)
+        elif _COMMENTS_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
             self.out.comments.add(self.out.containers)
+            self.out.hard.add(self.out.containers)
         try:
             super().node(el)
             self.flush()
@@ -455,11 +474,12 @@ def blocks_of(root: etree._Element) -> list[Block]:
             if _tag(child) != "head":
                 walker.node(child)
         walker.flush()
-    _unwrap(rec.blocks, rec.comments)
+    _unwrap(rec.blocks, rec.comments, rec.hard)
     return rec.blocks
 
 
-def _unwrap(blocks: list[Block], comments: frozenset[int] | set[int] = frozenset()) -> None:
+def _unwrap(blocks: list[Block], comments: frozenset[int] | set[int] = frozenset(),
+            hard: frozenset[int] | set[int] = frozenset()) -> None:
     """A "boilerplate" container that holds most of the page is a layout wrapper
     (``<div class="content-sidebar-wrap">``), not boilerplate: it stops counting. Not so
     the ``comments`` containers: 900 comments under a short recipe are still comments."""
@@ -469,10 +489,10 @@ def _unwrap(blocks: list[Block], comments: frozenset[int] | set[int] = frozenset
         for c in b.containers:
             size[c] = size.get(c, 0) + len(b.text)
     wrappers = {c for c, n in size.items() if n > WRAPPER * total and c not in comments}
-    if wrappers:
-        for b in blocks:
-            if b.containers:
-                b.noisy = any(c not in wrappers for c in b.containers)
+    for b in blocks:
+        if b.containers:
+            b.noisy = any(c not in wrappers for c in b.containers)
+            b.hard = any(c in hard and c not in wrappers for c in b.containers)
 
 
 # -- scoring and regions ------------------------------------------------------------------
@@ -789,7 +809,8 @@ def shape_scores(blocks: list[Block], topic: Topic) -> list[float]:
         # A link is a menu or a related post, unless the line starts with a quantity
         # (the ingredient is a link to a shop or a glossary, the quantity is not).
         link = 1.0 - 0.5 * b.link if line.qty_start else (1.0 - b.link) ** 2
-        out.append(score * link * (NOISE_PENALTY if b.noisy else 1.0))
+        noise = NOISE_PENALTY if b.hard else SOFT_NOISE if b.noisy else 1.0
+        out.append(score * link * noise)
     return out
 
 
@@ -841,7 +862,7 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     scores = shape_scores(blocks, topic)
     if near is not None:
         scores = _near_boost(blocks, scores, near)
-    own = [b.hits == 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"]
+    own = [b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"]
            for b, s in zip(blocks, scores, strict=True)]
     index = [i for i, t in enumerate(own) if not t]
     units: list[tuple[int, int]] = []  # positions in ``index``
