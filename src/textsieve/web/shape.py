@@ -39,12 +39,25 @@ _QTY_UNIT = re.compile(rf"{_NUM}\s?[^\W\d_]{{1,5}}\.?(?:\s|$|[,;)])", re.UNICODE
 _STEP_NO = re.compile(r"^\W{0,2}(?:[^\W\d_]{2,12}\s?)?\d{1,2}(?:[.):]\s|\s?[-–—]\s)\s*\S",
                       re.UNICODE)
 # Times and temperatures: 180 °C, 350°F, 10 min, 1 h (minutes in most languages start so).
-_TIME_TEMP = re.compile(r"\d\s?°|°\s?[CF]\b|\b\d+\s?(?:min|h\b|hrs?\b)", re.IGNORECASE)
+_TIME_TEMP = re.compile(r"\d\s?°|°\s?[CF]\b|\b\d+\s?(?:min|h\b|hrs?\b|hours?\b)",
+                        re.IGNORECASE)
+_LEADING_QTY = re.compile(rf"^[^\w(]{{0,3}}\(?{_QTY}", re.UNICODE)
 # A comment's or a review's stamp: a year with a time of day, or a numeric full date.
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _CLOCK = re.compile(r"\b\d{1,2}:\d\d(?:\s?[ap]\.?m\.?)?\b", re.IGNORECASE)
 _DATE = re.compile(r"\b(?:\d{1,2}[./-]\d{1,2}[./-](?:19|20)\d\d|(?:19|20)\d\d-\d\d-\d\d)\b")
 _WORDISH = re.compile(r"\w+")
+# Energy in kcal or kJ: a nutrition table, whose lines look like "Glucides 50,58g".
+_ENERGY = re.compile(r"\d\s?(?:kcal|kj|cal)\b", re.IGNORECASE)
+# "Prep Time: 15 minutes", "Servings: 4", "Course: Side Dish": a card's facts, no item.
+_KEY_VALUE = re.compile(r"^[^\d:]{2,30}:\s*\S")
+# Chinese and Japanese write no spaces: a run of their characters counts a word per two.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_NUMERAL = "一二三四五六七八九十两半"
+# A quantity closing a short line: "Mehl 200 g", "Farina 00 200 g", "鸡胸肉 150克",
+# "酱油 一勺" (a number, maybe a unit of at most 5 letters, maybe a closing bracket).
+_QTY_END = re.compile(rf"(?:[\s(]|^)(?:{_QTY}\s?[^\W\d_]{{1,5}}\.?|[{_CJK_NUMERAL}]{{1,3}}"
+                      rf"[^\W\d_]?)\)?\s*$", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?。！？]\s*$|[.!?。！？]\s+\S")
 
 
@@ -53,35 +66,45 @@ class Line:
     """The shape of one line of text."""
 
     words: int
-    qty_start: bool  # starts with a quantity
+    qty_start: bool  # starts with a quantity (or, on a short line, ends with one)
+    leading_qty: bool  # starts with a number (a step number too)
     qty: bool  # has a quantity somewhere
     unit: bool  # has a number with a unit (115g, 2 dl)
     step_no: bool  # starts like a numbered step
     time_temp: bool  # names a time or a temperature
     sentence: bool  # ends like a sentence, or holds one
     label: bool  # a short line ending with a colon ("For the filling:")
+    key_value: bool  # "Prep time: 15 minutes": a fact of a card
     chatter: bool  # stamped like a comment or a review
     percent: bool  # has a % (nutrition tables, ratings)
+    energy: bool  # has an amount of kcal or kJ (a nutrition table)
 
 
 @functools.lru_cache(maxsize=1 << 14)
 def line(text: str) -> Line:
     t = text.strip()
     n = len(_WORDISH.findall(t))
+    cjk = _CJK.findall(t)
+    if cjk:
+        n += sum(len(run) for run in cjk) // 2
     head = t[:40]
-    qty_start = bool(_QTY_START.match(head))
     step_no = bool(_STEP_NO.match(head)) and n >= 5
+    qty_start = bool(_QTY_START.match(head)) or (
+        2 <= n <= 8 and not step_no and _QTY_END.search(t[-24:]) is not None)
     return Line(
         words=n,
         qty_start=qty_start and not step_no,
+        leading_qty=_LEADING_QTY.match(head) is not None,
         qty=qty_start or bool(_QTY_ANY.search(t)),
         unit=bool(_QTY_UNIT.search(t)),
         step_no=step_no,
         time_temp=bool(_TIME_TEMP.search(t)),
         sentence=bool(_SENTENCE_END.search(t)),
         label=n <= 8 and t.endswith(":"),
+        key_value=n <= 10 and _KEY_VALUE.match(t) is not None,
         chatter=bool((_YEAR.search(t) and _CLOCK.search(t)) or _DATE.search(t)),
         percent="%" in t,
+        energy=_ENERGY.search(t) is not None,
     )
 
 
@@ -103,7 +126,11 @@ def item_score(s: Line, topic: float) -> float:
     fit = length_fit(s.words, 1, 14, 16)
     if s.sentence and s.words > 12:
         fit *= 0.5
-    if s.qty_start:
+    if s.key_value:
+        shape = 0.45 if s.qty else 0.1  # "Flour: 200 g" or "Prep time: 15 min"
+    elif s.time_temp and not s.leading_qty:
+        shape = 0.2  # "Prep Time 20 minutes", "Freezing Time 6 hours"
+    elif s.qty_start:
         shape = 1.0 if s.unit or s.words >= 2 else 0.7
     elif s.sentence:
         shape = 0.1  # "Add the pepper and remove from the heat."

@@ -80,6 +80,7 @@ NEAR_AFTER = 1.0  # boost of a block right after the @near topic's region (decay
 NEAR_BEFORE = 0.4  # ...and right before it
 NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
 MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
+NUTRITION = 0.2  # factor for the lines of a list that states energy in kcal or kJ
 SOFT_NOISE = 0.7  # shaped topics: factor inside a container that only its class calls
 #                   boilerplate ("widget", "share"): the recipe card is often a "widget"
 SIZE_POWER = 0.75  # a block counts by (its words) ** this: a story paragraph costs more than a line
@@ -360,6 +361,7 @@ class Block:
     density: float = 0.0
     containers: tuple[int, ...] = ()  # the boilerplate-looking containers it sits in
     hard: bool = False  # one of them is nav/footer/aside or comments, not just a class name
+    part: int = 0  # for list items: the innermost list (<ul>/<ol>) it is an item of
 
 
 class _Recorder(Builder):
@@ -373,9 +375,11 @@ class _Recorder(Builder):
         self.hard: set[int] = set()  # those that are nav/footer/aside elements or comments
         self.containers = 0
         self.list_id = 0
+        self.parts = 0  # lists seen, at any depth
+        self.part = 0  # the list being read
 
     def _rec(self, kind: str, raw: str, rest: tuple[Any, ...] = (), group: int = 0,
-             args: tuple[Any, ...] | None = None) -> None:
+             args: tuple[Any, ...] | None = None, part: int = 0) -> None:
         """Record a block; ``raw`` is its text with link marks, ``args`` the Builder call's
         arguments when they are not (text, *rest)."""
         text = raw.translate(_UNMARK)
@@ -384,7 +388,7 @@ class _Recorder(Builder):
         linked = sum(len(m.strip()) for m in _LINK_SPAN.findall(raw)) if LINK_OPEN in raw else 0
         self.blocks.append(Block(kind, args or (text, *rest), text, group, bool(self.noise),
                                  min(1.0, linked / len(text.strip())),
-                                 containers=tuple(self.noise)))
+                                 containers=tuple(self.noise), part=part))
 
     def heading(self, text: str, level: int = 1) -> None:
         self._rec("heading", text, (level,))
@@ -400,7 +404,8 @@ class _Recorder(Builder):
 
     def list_item(self, text: str, level: int = 0, ordered: bool = False,
                   number: int = 1, label: str | None = None) -> None:
-        self._rec("list_item", text, (level, ordered, number, label), group=self.list_id)
+        self._rec("list_item", text, (level, ordered, number, label), group=self.list_id,
+                  part=self.part)
 
     def quote(self, text: str) -> None:
         self._rec("quote", text)
@@ -447,7 +452,12 @@ class _Walker(HtmlWalker):
     def list_(self, el: etree._Element, level: int) -> None:
         if level == 0:
             self.out.list_id += 1
-        super().list_(el, level)
+        self.out.parts += 1
+        outer, self.out.part = self.out.part, self.out.parts
+        try:
+            super().list_(el, level)
+        finally:
+            self.out.part = outer
 
 
 def _mark_links(root: etree._Element) -> None:
@@ -850,6 +860,21 @@ def _best_run(values: list[float], free: list[bool]) -> tuple[int, int, float]:
     return best
 
 
+def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list[int],
+                blocks: list[Block], values: list[float]) -> int:
+    """A region that runs into a heading starts at the first such heading when what comes
+    before it adds less than STUB of the region's value: a recipe card's "Prep time 20
+    minutes", "Servings 4" above its "Ingredients" are not ingredients."""
+    total = sum(values[first:last + 1])
+    before = 0.0
+    for u in range(first, last + 1):
+        a, b = units[u]
+        if u > first and a == b and blocks[index[a]].kind == "heading":
+            return u if before < STUB * total else first
+        before += values[u]
+    return first
+
+
 def sieve_shaped(blocks: list[Block], topic: Topic,
                  near: tuple[int, int] | None = None) -> SieveResult:
     """The shaped sieve: every block adds its score minus THRESHOLD, lists count as one
@@ -869,11 +894,15 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     k = 0
     while k < len(index):
         j = k
-        group = blocks[index[k]].group
-        while group and j + 1 < len(index) and blocks[index[j + 1]].group == group:
+        part = blocks[index[k]].part
+        while part and j + 1 < len(index) and blocks[index[j + 1]].part == part:
             j += 1
         units.append((k, j))
         k = j + 1
+    for a, b in units:  # a list that states energy (kcal, kJ) is a nutrition table
+        if b > a and any(shapes.line(blocks[index[x]].text).energy for x in range(a, b + 1)):
+            for x in range(a, b + 1):
+                scores[index[x]] *= NUTRITION
     threshold = THRESHOLD[topic.shape or "items"]
     weight = [max(b.words, 1) ** SIZE_POWER for b in blocks]
     values = [sum((scores[i] - threshold) * weight[i] for i in (index[x] for x in range(a, b + 1)))
@@ -886,7 +915,13 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
         first, last, value = _best_run(values, free)
         if first < 0 or value < MIN_VALUE or (chosen and value < RELATIVE * chosen[0].score):
             break
+        first = _after_stub(first, last, units, index, blocks, values)
         lo, hi = index[units[first][0]], index[units[last][1]]
+        # A parent heading right above names it ("Roast potatoes" over "Directions").
+        while (lo > 0 and blocks[lo].kind == "heading" and blocks[lo - 1].kind == "heading"
+               and blocks[lo - 1].args[1] < blocks[lo].args[1] and not own[lo - 1]
+               and scores[lo - 1] >= 0):
+            lo -= 1
         mass = sum(max(scores[i], 0.0) for i in range(lo, hi + 1) if not own[i])
         nwords = sum(max(blocks[i].words, 1) for i in range(lo, hi + 1)) or 1
         chosen.append(Region(lo, hi, lo, mass, mass / nwords, value))
