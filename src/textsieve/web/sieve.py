@@ -74,6 +74,9 @@ LIST_KEEP = 0.5  # a list partly in a region is taken whole if its density >= th
 # and the region is the run of blocks with the largest sum (lists whole).
 SHAPES = ("items", "steps")
 THRESHOLD = {"items": 0.5, "steps": 0.8}  # a block scoring less counts against its region
+STEP_FLOOR = 0.5  # the least a step must score, however low the page's prose
+STEP_MARGIN = 0.1  # ...and how much more than the page's PROSE_Q-th prose block
+PROSE_Q = 0.9
 HEADING_COST = 0.15  # what crossing a heading or a label without topic words costs
 HEADING_GAIN = 0.5  # ...and its topic words (weight sum) count this much, capped at 1
 NEAR_AFTER = 1.0  # boost of a block right after the @near topic's region (decays)...
@@ -360,7 +363,7 @@ class Block:
     hits: float = 0.0
     density: float = 0.0
     containers: tuple[int, ...] = ()  # the boilerplate-looking containers it sits in
-    hard: bool = False  # one of them is nav/footer/aside or comments, not just a class name
+    hard: bool = False  # one of them is a nav or footer element or comments, not a class name
     part: int = 0  # for list items: the innermost list (<ul>/<ol>) it is an item of
 
 
@@ -372,7 +375,7 @@ class _Recorder(Builder):
         self.blocks: list[Block] = []
         self.noise: list[int] = []  # open boilerplate-looking containers
         self.comments: set[int] = set()  # those of them that hold comments or reviews
-        self.hard: set[int] = set()  # those that are nav/footer/aside elements or comments
+        self.hard: set[int] = set()  # those that are nav or footer elements or comments
         self.containers = 0
         self.list_id = 0
         self.parts = 0  # lists seen, at any depth
@@ -438,7 +441,7 @@ class _Walker(HtmlWalker):
         self.flush()
         self.out.containers += 1
         self.out.noise.append(self.out.containers)
-        if tag in _NOISE_TAGS:
+        if tag in _NOISE_TAGS and tag != "aside":  # an <aside> may hold the recipe card
             self.out.hard.add(self.out.containers)
         elif _COMMENTS_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
             self.out.comments.add(self.out.containers)
@@ -833,7 +836,7 @@ def _near_boost(blocks: list[Block], scores: list[float],
     lo, hi = near
     out = []
     for i, v in enumerate(scores):
-        if blocks[i].kind == "heading" or shapes.line(blocks[i].text).label:
+        if _is_heading(blocks[i]):
             out.append(v)
         elif lo <= i <= hi:
             out.append(0.0)
@@ -858,6 +861,26 @@ def _best_run(values: list[float], free: list[bool]) -> tuple[int, int, float]:
         if acc > best[2]:
             best = (start, i, acc)
     return best
+
+
+def _is_heading(b: Block) -> bool:
+    return b.kind == "heading" or shapes.line(b.text).label
+
+
+def _threshold(blocks: list[Block], scores: list[float], topic: Topic) -> float:
+    """The score a block needs to count for its region. Steps: what the page's ordinary
+    prose scores (its 90th percentile block of 8 words or more) plus STEP_MARGIN, within
+    STEP_FLOOR..THRESHOLD. A story full of the topic's words ("butter", "oven") scores
+    high, and in a language the topic has no words for everything scores low: the
+    steps must stand out from the prose of their own page."""
+    top = THRESHOLD[topic.shape or "items"]
+    if topic.shape != "steps":
+        return top
+    prose = sorted(v for b, v in zip(blocks, scores, strict=True)
+                   if b.words >= 8 and not _is_heading(b))
+    if not prose:
+        return top
+    return max(STEP_FLOOR, min(top, prose[int(len(prose) * PROSE_Q)] + STEP_MARGIN))
 
 
 def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list[int],
@@ -885,6 +908,10 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     ingredients or an ingredient line among steps costs a lot, so the region ends there.
     ``near``: the page blocks of the @near topic's region."""
     scores = shape_scores(blocks, topic)
+    threshold = _threshold(blocks, scores, topic)
+    shift = threshold - THRESHOLD[topic.shape or "items"]
+    if shift:  # headings cost the same to cross whatever the threshold
+        scores = [v + shift if _is_heading(b) else v for b, v in zip(blocks, scores, strict=True)]
     if near is not None:
         scores = _near_boost(blocks, scores, near)
     own = [b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"]
@@ -903,7 +930,6 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
         if b > a and any(shapes.line(blocks[index[x]].text).energy for x in range(a, b + 1)):
             for x in range(a, b + 1):
                 scores[index[x]] *= NUTRITION
-    threshold = THRESHOLD[topic.shape or "items"]
     weight = [max(b.words, 1) ** SIZE_POWER for b in blocks]
     values = [sum((scores[i] - threshold) * weight[i] for i in (index[x] for x in range(a, b + 1)))
               for a, b in units]
