@@ -969,6 +969,29 @@ def replay(blocks: list[Block], kept: list[int], out: Builder) -> None:
         getattr(out, b.kind)(*b.args)
 
 
+def _from_recipe(lines: list[str], topic: Topic, out: Builder) -> SieveResult:
+    ordered = topic.recipe == "instructions"
+    for n, line in enumerate(lines, 1):
+        out.list_item(line, 0, ordered, n)
+    return SieveResult(topic.name, 0, [], [], 1.0, sum(len(words(x)) for x in lines),
+                       source="recipe", items=len(lines))
+
+
+def _needs_page(lines: list[str], topic: Topic) -> bool:
+    """An item list in the Recipe data without a single quantity ("Sugar", "Flour")
+    where the page may show the amounts: the page's own list is looked at too."""
+    return topic.shape == "items" and not any(shapes.line(x).qty for x in lines)
+
+
+def _shows(blocks: list[Block], result: SieveResult, lines: list[str]) -> bool:
+    """Whether the sieved region holds most of the Recipe data's lines (then it is the
+    same list, as the page shows it)."""
+    if not result.kept or result.confidence < MIN_CONFIDENCE:
+        return False
+    text = " ".join(blocks[i].text for i in result.kept).casefold()
+    return sum(x.casefold() in text for x in lines) >= 0.6 * len(lines)
+
+
 def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResult:
     """Sieve a parsed page (the tree is modified: anchors get marks).
 
@@ -976,16 +999,12 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
     data when it has that part: the author's exact list, not a guess from the layout.
     Otherwise the density sieve; a region kept with a confidence under MIN_CONFIDENCE
     is not rendered (``found`` is False): no block is better than a wrong one."""
+    lines: list[str] = []
     if topic.recipe:
         found = structured.recipe(root)
         lines = found.part(topic.recipe) if found else []
-        if lines:
-            ordered = topic.recipe == "instructions"
-            for n, line in enumerate(lines, 1):
-                out.list_item(line, 0, ordered, n)
-            return SieveResult(topic.name, 0, [], [], 1.0,
-                               sum(len(words(x)) for x in lines), source="recipe",
-                               items=len(lines))
+        if lines and not _needs_page(lines, topic):
+            return _from_recipe(lines, topic, out)
     blocks = blocks_of(root)
     if topic.shape:
         blocks = split_lines(blocks)
@@ -1000,6 +1019,8 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
         result = sieve_shaped(blocks, topic, near)
     else:
         result = sieve_blocks(blocks, topic)
+    if lines and not _shows(blocks, result, lines):
+        return _from_recipe(lines, topic, out)
     if result.kept and result.confidence < MIN_CONFIDENCE:
         result.found, result.kept, result.words = False, [], 0
     elif not result.kept:
