@@ -33,6 +33,7 @@ is and what share of the page's topic evidence it captured.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -241,7 +242,8 @@ class Topic:
     recipe: str | None = None  # "ingredients" | "instructions": a Recipe's part answers
     shape: str | None = None  # "items" | "steps": language-free evidence (see shape.py)
     near: str | None = None  # another topic whose region this one is looked for beside
-    _cache: dict[str, float] = field(default_factory=dict, repr=False)
+    source: Path | None = None  # the topic file it was read from (None: a preset, words)
+    _cache: dict[str, tuple[float, str]] = field(default_factory=dict, repr=False)
 
     @property
     def stem(self) -> Callable[[str], str]:
@@ -258,13 +260,19 @@ class Topic:
 
     def weight(self, token: str) -> float:
         """Weight of one (lower-case) token; cached, tokens repeat a lot on a page."""
-        w = self._cache.get(token)
-        if w is None:
-            w = self.terms.get(self.stem(token), 0.0)
+        return self.token(token)[0]
+
+    def token(self, token: str) -> tuple[float, str]:
+        """(weight, stem) of one lower-case token, cached: tokens repeat a lot on a page
+        and across pages (presets are loaded once, see load_topic)."""
+        found = self._cache.get(token)
+        if found is None:
+            stem = self.stem(token)
+            w = self.terms.get(stem, 0.0)
             if not w:
                 w = next((pw for rx, pw in self.patterns if rx.fullmatch(token)), 0.0)
-            self._cache[token] = w
-        return w
+            found = self._cache[token] = (w, stem)
+        return found
 
     def empty(self) -> bool:
         return not (self.terms or self.phrases or self.patterns or self.shape)
@@ -282,18 +290,25 @@ def load_topic(spec: str, language: str | None = None) -> Topic:
     phrases) or "a b c" (space-separated words). Raises ValueError when empty.
 
     ``language`` is the page's: a preset comes in that language when it has a
-    translation (else in English), and words are stemmed for it."""
+    translation NAME.LANG.txt (else in English), and words are stemmed for it. A topic
+    file FILE.txt works the same way: FILE.LANG.txt beside it, when there is one, is
+    used for pages in LANG. Files are read once (a copy of the parsed topic is
+    returned, so its word cache warms up over the pages of a run)."""
     spec = spec.strip()
     lang = primary_language(language)
     preset = PRESETS / f"{spec}.txt"
     if spec and "/" not in spec and "." not in spec and preset.is_file():
         local = PRESETS / f"{spec}.{lang}.txt"
         if lang and local.is_file():
-            topic = _parse_topic_file(spec, local.read_text("utf-8"), lang)
+            topic = _cached_file(str(local), local.stat().st_mtime_ns, spec, lang)
         else:
-            topic = _parse_topic_file(spec, preset.read_text("utf-8"))
+            topic = _cached_file(str(preset), preset.stat().st_mtime_ns, spec, None)
     elif spec and Path(spec).is_file():
-        topic = _parse_topic_file(Path(spec).name, Path(spec).read_text("utf-8"), lang)
+        path = Path(spec)
+        local = path.with_name(f"{path.stem}.{lang}{path.suffix}") if lang else path
+        chosen = local if local.is_file() else path
+        topic = _cached_file(str(chosen), chosen.stat().st_mtime_ns, path.name, lang)
+        topic.source = path
     else:
         topic = Topic(name=spec, language=lang)
         items = spec.split(",") if "," in spec else spec.split()
@@ -302,6 +317,33 @@ def load_topic(spec: str, language: str | None = None) -> Topic:
     if topic.empty():
         raise ValueError(f"topic {spec!r} has no words (presets: {', '.join(presets())})")
     return topic
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_file(path: str, mtime: int, name: str, language: str | None) -> Topic:
+    return _parse_topic_file(name, Path(path).read_text("utf-8"), language)
+
+
+def _cached_file(path: str, mtime: int, name: str, language: str | None) -> Topic:
+    """A fresh copy of the parsed topic file (its word tables and cache shared)."""
+    return dataclasses.replace(_parsed_file(path, mtime, name, language))
+
+
+def near_topic(topic: Topic) -> Topic | None:
+    """The topic named by ``@near``: a file NAME.txt beside the topic's own file, else a
+    preset; None when it is not a shaped topic of its own (no chains of @near)."""
+    if not topic.near:
+        return None
+    spec = topic.near
+    if topic.source is not None:
+        beside = topic.source.with_name(f"{spec}.txt")
+        if beside.is_file():
+            spec = str(beside)
+    try:
+        other = load_topic(spec, topic.language)
+    except (ValueError, OSError):
+        return None
+    return other if other.shape and not other.near else None
 
 
 def _parse_topic_file(name: str, text: str, language: str | None = None) -> Topic:
@@ -539,14 +581,20 @@ def topic_hits(text: str, topic: Topic) -> tuple[int, float]:
     """(words, summed topic weight) of one text."""
     toks = words(text)
     hits = 0.0
-    weight = topic.weight
+    info = topic.token
+    phrases = topic.phrases
+    if not phrases:
+        for t in toks:
+            hits += info(t)[0]
+        return len(toks), hits
+    stems = []
     for t in toks:
-        hits += weight(t)
-    if topic.phrases:
-        stems = [topic.stem(t) for t in toks]
-        phrases = topic.phrases
-        for i, s in enumerate(stems):
-            for seq, w in phrases.get(s, ()):
+        w, s = info(t)
+        hits += w
+        stems.append(s)
+    for i, s in enumerate(stems):
+        if s in phrases:
+            for seq, w in phrases[s]:
                 if tuple(stems[i:i + len(seq)]) == seq:
                     hits += w
     return len(toks), hits
@@ -1009,13 +1057,12 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
     if topic.shape:
         blocks = split_lines(blocks)
         near = None
-        if topic.near:
-            other = load_topic(topic.near, topic.language)
-            if other.shape and not other.near:
-                found_near = sieve_shaped(blocks, other)
-                if found_near.regions:
-                    r = found_near.regions[0]
-                    near = (r.start, r.end)
+        other = near_topic(topic)
+        if other is not None:
+            found_near = sieve_shaped(blocks, other)
+            if found_near.regions:
+                r = found_near.regions[0]
+                near = (r.start, r.end)
         result = sieve_shaped(blocks, topic, near)
     else:
         result = sieve_blocks(blocks, topic)
