@@ -48,7 +48,7 @@ from ..extractors.html import _BLOCK, HtmlWalker, _tag, decode_html, html_metada
 from ..model import Document
 from ..render import Builder
 from . import shape as shapes
-from . import structured
+from . import sieveplot, structured
 
 PRESETS = Path(__file__).with_name("presets")
 
@@ -575,6 +575,8 @@ class SieveResult:
     source: str = "blocks"  # "blocks": the density sieve; "recipe": the page's Recipe data
     items: int = 0  # lines given by the Recipe data
     profile: list[float] = field(default_factory=list)  # per block: the score it was chosen by
+    threshold: float | None = None  # what a block had to score (shaped sieve)
+    heads: list[tuple[int, str]] = field(default_factory=list)  # headings: (block, text)
 
 
 def topic_hits(text: str, topic: Topic) -> tuple[int, float]:
@@ -823,8 +825,11 @@ def sieve_blocks(blocks: list[Block], topic: Topic) -> SieveResult:
                       * _variety(act[best.start:best.end + 1], topic))
     for r in chosen:  # report page block numbers
         r.start, r.end, r.peak = index[r.start], index[r.end], index[r.peak]
+    profile = [0.0] * len(blocks)
+    for j, i in enumerate(index):
+        profile[i] = round(sm[j], 3)
     return SieveResult(topic.name, len(blocks), kept, chosen, round(confidence, 3),
-                       sum(blocks[i].words for i in kept))
+                       sum(blocks[i].words for i in kept), profile=profile)
 
 
 # -- the shaped sieve (topics with @shape) --------------------------------------------------
@@ -1008,7 +1013,8 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     return SieveResult(topic.name, len(blocks), kept, chosen, round(confidence, 3),
                        sum(blocks[i].words for i in kept), found=bool(chosen),
                        profile=[0.0 if t else round(v, 3) for v, t in zip(scores, own,
-                                                                          strict=True)])
+                                                                          strict=True)],
+                       threshold=threshold)
 
 
 def replay(blocks: list[Block], kept: list[int], out: Builder) -> None:
@@ -1068,6 +1074,7 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
         result = sieve_blocks(blocks, topic)
     if lines and not _shows(blocks, result, lines):
         return _from_recipe(lines, topic, out)
+    result.heads = [(i, b.text.strip()) for i, b in enumerate(blocks) if b.kind == "heading"]
     if result.kept and result.confidence < MIN_CONFIDENCE:
         result.found, result.kept, result.words = False, [], 0
     elif not result.kept:
@@ -1097,6 +1104,10 @@ def sieve_document(root: etree._Element, doc: Document, out: Builder, spec: str)
                               sieve_found=result.found, sieve_source=result.source)
     if topic.language:
         doc.metadata.extra["sieve_language"] = topic.language
+    if result.profile:  # what `--explain` and the reading room draw (web/sieveplot.py)
+        spans = [(r.start, r.end) for r in result.regions] if result.found else []
+        doc.metadata.extra["sieve_profile"] = sieveplot.profile_record(
+            result.profile, spans, result.threshold, result.heads)
     if not result.found:
         doc.warnings.append(f"no block about this topic ({topic.name}); best confidence "
                             f"{result.confidence} < {MIN_CONFIDENCE}")
