@@ -885,11 +885,25 @@ def _near_boost(blocks: list[Block], scores: list[float],
     """Scores beside the @near topic's region (blocks ``near``) raised, decaying with the
     distance (the region itself is a wall, see sieve_shaped): the directions follow the
     ingredients, they are not them. Headings keep their score: "Rate this recipe" right
-    under the steps is no step."""
+    under the steps is no step. When a list of steps (ordered, or of sentences) starts
+    within NEAR_DECAY blocks after the region, the boost ends with that list: a story
+    paragraph after the card's steps is not lifted with them."""
     lo, hi = near
+    def steps_item(i: int) -> bool:
+        b = blocks[i]
+        return b.kind == "list_item" and (b.args[2] or shapes.line(b.text).sentence)
+
+    end = len(blocks)
+    for i in range(hi + 1, min(len(blocks), hi + 1 + int(NEAR_DECAY))):
+        if steps_item(i):  # the end of this list and of lists of steps right after it
+            end = i
+            while end + 1 < len(blocks) and (blocks[end + 1].part == blocks[end].part
+                                             or steps_item(end + 1)):
+                end += 1
+            break
     out = []
     for i, v in enumerate(scores):
-        if _is_heading(blocks[i]):
+        if _is_heading(blocks[i]) or i > end:
             out.append(v)
         elif lo <= i <= hi:
             out.append(0.0)
