@@ -84,6 +84,7 @@ NEAR_AFTER = 1.0  # boost of a block right after the @near topic's region (decay
 NEAR_BEFORE = 0.4  # ...and right before it
 NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
 MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
+SIBLING_LIST = 0.5  # a list beside a shaped region joins it at this share of its scores
 NUTRITION = 0.2  # factor for the lines of a list that states energy in kcal or kJ
 SOFT_NOISE = 0.7  # shaped topics: factor inside a container that only its class calls
 #                   boilerplate ("widget", "share"): the recipe card is often a "widget"
@@ -950,6 +951,47 @@ def _threshold(blocks: list[Block], scores: list[float], topic: Topic) -> float:
     return max(STEP_FLOOR, min(top, prose[int(len(prose) * PROSE_Q)] + STEP_MARGIN))
 
 
+def _sibling_lists(first: int, last: int, units: list[tuple[int, int]], index: list[int],
+                   blocks: list[Block], scores: list[float], free: list[bool],
+                   threshold: float) -> tuple[int, int]:
+    """The repeated shape of a card: lists beside the region, each after at most one
+    heading or label that is not a wall ("2. Make the sauce:", "For the filling:"), join
+    it when their lines score at least SIBLING_LIST of the region's own (a card's later steps
+    name fewer topic words than its first, and lie further from the ingredients)."""
+    own = [scores[index[x]] for u in range(first, last + 1)
+           for x in range(units[u][0], units[u][1] + 1) if not _is_heading(blocks[index[x]])]
+    if not own:
+        return first, last
+    need = SIBLING_LIST * sum(own) / len(own)
+
+    def heading(u: int) -> bool:
+        a, b = units[u]
+        return (a == b and _is_heading(blocks[index[a]])
+                and scores[index[a]] >= threshold - HEADING_COST - 1e-9)
+
+    def good_list(u: int) -> bool:
+        a, b = units[u]
+        if blocks[index[a]].kind != "list_item":
+            return False
+        mean = sum(scores[index[x]] for x in range(a, b + 1)) / (b - a + 1)
+        return mean >= need
+
+    for step in (1, -1):
+        edge = last if step == 1 else first
+        while True:
+            u = edge + step
+            if 0 <= u < len(units) and free[u] and heading(u):
+                u += step
+            if not (0 <= u < len(units) and free[u] and good_list(u)):
+                break
+            edge = u
+        if step == 1:
+            last = edge
+        else:
+            first = edge
+    return first, last
+
+
 def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list[int],
                 blocks: list[Block], values: list[float]) -> int:
     """A region that runs into a heading starts at the first such heading when what comes
@@ -1009,6 +1051,8 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
         if first < 0 or value < MIN_VALUE or (chosen and value < RELATIVE * chosen[0].score):
             break
         first = _after_stub(first, last, units, index, blocks, values)
+        first, last = _sibling_lists(first, last, units, index, blocks, scores, free,
+                                     threshold)
         lo, hi = index[units[first][0]], index[units[last][1]]
         # A parent heading right above names it ("Roast potatoes" over "Directions").
         while (lo > 0 and blocks[lo].kind == "heading" and blocks[lo - 1].kind == "heading"
