@@ -29,6 +29,15 @@ few times can outweigh a short recipe card. Here instead:
 
 A confidence in [0, 1] says how much topic the kept region holds, how concentrated it
 is and what share of the page's topic evidence it captured.
+
+Topics that declare a shape (``@shape items|steps``, the recipe presets do) take the
+shaped sieve instead (``sieve_shaped``): each block scores the shape of its line in any
+language (shape.py: a leading quantity, a numbered step, its length, a comment's date
+stamp) plus its topic words; every block adds its score minus a threshold (for steps,
+set against the page's own prose), lists count whole, and the region is the run with the
+largest sum. ``@near`` looks for the region beside another topic's (the directions
+beside the ingredients). Either way the per-block scores are kept for ``--explain``
+(sieveplot.py).
 """
 
 from __future__ import annotations
