@@ -228,6 +228,9 @@ def _help_width() -> int:
 def _fill_extract(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE", help="files, folders, globs, or -")
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
+    p.add_argument("--explain", action="store_true",
+                   help="with --html sieve: print, instead of the text, an SVG of the page's "
+                        "topic score along its blocks with the kept span shaded (one page)")
     _add_config_option(p)
     _add_option_flags(p, run=False)
 
@@ -550,6 +553,8 @@ def cmd_extract(ns: argparse.Namespace) -> int:
         print("textsieve: no input files", file=sys.stderr)
         return EXIT_USAGE
     many = len(paths) > 1
+    if ns.explain and (options.html != "sieve" or many):
+        raise UsageError("--explain draws the sieve of one page: --html sieve --topic T PAGE")
     docs: Iterator[Document]
     alone = _extract_alone(paths[0], options) if not many and expanded[0][1] is None and \
         _alone(paths[0], options) else None
@@ -578,6 +583,12 @@ def cmd_extract(ns: argparse.Namespace) -> int:
             _say(f"{path}: {doc.error.kind}: {doc.error.message}")
         else:
             _warn_failed_parts(path, doc)
+        if ns.explain:
+            if doc.status is not Status.ERROR:
+                from .web.sieveplot import for_metadata
+
+                out.write((for_metadata(doc.metadata.extra) or "") + "\n")
+            continue
         _emit(out, path, doc, ns.format, many, clean=out.isatty())
     out.flush()
     return EXIT_FAILED if failed else EXIT_OK
