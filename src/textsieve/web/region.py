@@ -15,6 +15,7 @@ cost as much as trafilatura itself.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from lxml import etree
 
@@ -27,38 +28,54 @@ _ROLES = ("navigation", "banner", "contentinfo", "complementary", "search", "dia
           "alertdialog", "menu", "menubar")
 # Words in class/id that mark boilerplate, as whole '-'/'_'-separated parts.
 _BOILER_WORDS = (
-    "nav|navbar|navigation|menu|footer|header|masthead|sidebar|side-bar|widget|cookies?|"
-    "consent|gdpr|banner|breadcrumbs?|comments?|comment-list|disqus|share|sharing|social|"
+    "nav|navbar|navigation|menu|footer|header|masthead|sidebar|side-bar|cookies?|"
+    "consent|gdpr|breadcrumbs?|comments?|comment-list|disqus|share|sharing|social|"
     "related|recommended|newsletter|subscribe|popup|modal|promo|advert|ads?|sponsor|skip|"
-    "toolbar|pagination|author-bio|tags|signup|login|testimonials?|rail")
+    "toolbar|pagination|author-bio|tags|signup|login|testimonials?")
+# Words that page builders also give to content: every Elementor or HubSpot module is a
+# "widget", a hero with the page's intro a "banner", a column a "rail". A caller may keep
+# such a container when its text is prose (``boilerplate``'s ``keep_weak``).
+_WEAK_WORDS = "widget|widgets|banner|rail"
+# An id with this many hyphens is an anchor made from a heading, not a component's name.
+SLUG_HYPHENS = 3
 _BOILER_RE = re.compile(rf"(?:^|[\s_-])(?:{_BOILER_WORDS})(?:$|[\s_-])", re.I)
+_WEAK_RE = re.compile(rf"(?:^|[\s_-])(?:{_WEAK_WORDS})(?:$|[\s_-])", re.I)
+STRONG, WEAK = 1, 2
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _TAGS = etree.XPath("|".join(f".//{t}" for t in _SKIP_TAGS))
 # Attribute values come back as strings (no element proxy per element); the element is
 # fetched only when a value marks it as boilerplate.
 _ATTRS = etree.XPath(".//@class|.//@id|.//@role|.//@hidden|.//@aria-hidden|.//@style")
-_KEEP = frozenset({"main", "article", "body"})  # containers a class word never removes
+_KEEP = frozenset({"main", "article", "body"})
+# Frame tags that some pages wrap around everything (see ``strip_boilerplate``).
+_FRAMES = frozenset({"nav", "footer", "aside", "header", "form", "dialog"})  # containers a class word never removes
 
 
-def _marks_boilerplate(value: etree._ElementUnicodeResult, seen: dict[str, bool]) -> bool:
-    """Whether this class/id/role/style/hidden attribute marks its element as boilerplate.
+def _marks_boilerplate(value: etree._ElementUnicodeResult, seen: dict[str, int]) -> int:
+    """Whether this class/id/role/style/hidden attribute marks its element as boilerplate:
+    0 no, ``STRONG``, or ``WEAK`` (a class/id word of ``_WEAK_WORDS`` only).
 
     ``seen`` caches the class/id verdicts of one page: a page repeats the same class
     strings on hundreds of elements, and the word search was a third of the region's cost.
     """
     name = value.attrname
     if name in ("class", "id"):
+        if name == "id" and value.count("-") >= SLUG_HYPHENS:
+            return 0  # a heading's anchor ("sharing-with-a-single-developer")
         verdict = seen.get(value)
         if verdict is None:
-            verdict = seen[str(value)] = _BOILER_RE.search(value) is not None
+            verdict = seen[str(value)] = (
+                STRONG if _BOILER_RE.search(value) else WEAK if _WEAK_RE.search(value) else 0)
         return verdict
     if name == "role":
-        return value.strip().lower() in _ROLES
+        return STRONG if value.strip().lower() in _ROLES else 0
     if name == "style":
-        return _HIDDEN_STYLE.search(value) is not None
+        return STRONG if _HIDDEN_STYLE.search(value) else 0
     if name == "aria-hidden":
-        return value.strip().lower() == "true"
-    return True  # hidden
+        return STRONG if value.strip().lower() == "true" else 0
+    return STRONG  # hidden
+
+
 _MAIN = etree.XPath(".//main|.//*[@role='main']")
 # Elements a browser does not show, as HtmlWalker judges them (hidden attribute,
 # aria-hidden, display:none, visibility:hidden); the XPath preselects cheaply.
@@ -157,7 +174,7 @@ _LISTS = etree.XPath(".//ul|.//ol")
 _LINK_TEXT = etree.XPath(".//a")
 
 
-def _rails(el: etree._Element, total: float) -> list[etree._Element]:
+def rails(el: etree._Element, total: float) -> list[etree._Element]:
     """The link rails inside ``el`` (see RAIL_*), each with its heading-only wrapper."""
     rails: list[etree._Element] = []
     size = 0.0
@@ -180,30 +197,43 @@ def _rails(el: etree._Element, total: float) -> list[etree._Element]:
     return rails if size <= RAIL_MAX_SHARE * total else []
 
 
+def boilerplate(el: etree._Element, keep: Callable[[etree._Element], bool],
+                keep_weak: Callable[[etree._Element], bool] | None = None,
+                keep_frame: Callable[[etree._Element], bool] | None = None,
+                ) -> list[etree._Element]:
+    """The boilerplate containers inside ``el``: page frames and controls by tag, ARIA
+    roles, class/id words. ``keep`` spares a marked container that is in fact the page;
+    ``keep_frame`` (default ``keep``) a frame tag (it is not asked about scripts, styles
+    and controls); ``keep_weak`` one marked by a weak word only (``_WEAK_WORDS``)."""
+    keep_frame = keep_frame or keep
+    drop = [d for d in _TAGS(el) if d.tag not in _FRAMES or not keep_frame(d)]
+    seen: dict[str, int] = {}
+    for value in _ATTRS(el):
+        mark = _marks_boilerplate(value, seen)
+        if mark:
+            d = value.getparent()
+            if value.attrname in ("class", "id", "role"):
+                if d.tag in _KEEP or keep(d):
+                    continue
+                if mark == WEAK and keep_weak is not None and keep_weak(d):
+                    continue
+            drop.append(d)
+    return [d for d in drop if d is not el]
+
+
 def strip_boilerplate(el: etree._Element, max_share: float = 0.5) -> etree._Element:
     """Remove the boilerplate containers inside ``el`` (in place; tails are kept).
 
-    A container matched only by a class/id word is kept when it holds more than
-    ``max_share`` of the text: a "content-with-sidebar" wrapper is the page itself.
-    Link rails go too (``_rails``), measured after the marked containers are gone."""
-    drop = list(_TAGS(el))
-    total = None
-    seen: dict[str, bool] = {}
-    for value in _ATTRS(el):
-        if _marks_boilerplate(value, seen):
-            d = value.getparent()
-            if value.attrname in ("class", "id"):
-                if d.tag in _KEEP:
-                    continue
-                if total is None:
-                    total = _TEXT_LENGTH(el)
-                if _TEXT_LENGTH(d) > max_share * total:
-                    continue
-            drop.append(d)
-    for d in drop:
-        if d is not el and d.getparent() is not None:
+    A container matched by a class/id word or a role, or a page frame (header, footer,
+    nav, aside, form), is kept when it holds more than ``max_share`` of the text: a
+    "content-with-sidebar" wrapper, an unclosed <header> or a <form> around the whole page
+    (ASP.NET) is the page itself. Link rails go too (``rails``), measured after the
+    marked containers are gone."""
+    total = _TEXT_LENGTH(el)
+    for d in boilerplate(el, lambda d: _TEXT_LENGTH(d) > max_share * total):
+        if d.getparent() is not None:
             d.drop_tree()
-    for d in _rails(el, _TEXT_LENGTH(el)):
+    for d in rails(el, _TEXT_LENGTH(el)):
         if d is not el and d.getparent() is not None:
             d.drop_tree()
     return el

@@ -1,0 +1,322 @@
+"""textsieve's own main-content extractor: the container of the page's prose, cleaned of
+the chrome that articles carry inside it.
+
+Why: trafilatura's cascade (its extractor, then readability and jusText, then a recall
+retry) costs several passes over several copies of the tree, and on most article pages a
+single measure finds the same text. We measure once, on the tree the HTML extractor parsed:
+
+1. Every text node is credited to its *block* (the nearest ancestor that is not an inline
+   tag), as plain characters and as link characters. A block is *prose* when it has some
+   length and few links (``PROSE_CHARS``, ``PROSE_LINKS``). Characters, link characters
+   and prose characters are summed up the ancestor chain, so every element knows its own.
+2. The *container* is the deepest element holding ``CONTAINER_SHARE`` of the page's prose
+   (after the boilerplate containers are gone: ``region.strip_boilerplate``), so an
+   unmarked ticker, "watch live" bar or category menu outside the article is left out.
+3. Inside it, what a reader skips goes: the headline and the byline/dateline (the title
+   and date are metadata), boxes that are mostly links (related stories, tag clouds, "more
+   from"), short blocks of boilerplate vocabulary (share, advertisement, newsletter
+   sign-up, "read more" in several languages) and the link box a boilerplate heading
+   announces.
+
+``Article.confident`` says whether the page looks like what this extractor is made for
+(prose in one container, few links); ``main.py`` consults trafilatura only when it does
+not. All measures are XPath in libxml2 or one pass over the text nodes: no element is
+visited twice in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from . import region
+
+# Tags that do not start a block: text inside them belongs to the enclosing block.
+_INLINE = frozenset(
+    "a abbr acronym b bdi bdo big cite code data del dfn em font i ins kbd label mark nobr "
+    "q s samp small span strike strong sub sup time tt u var wbr".split())
+# Where text can sit: the body's text nodes, no script or style (already emptied, but a
+# page may carry them where the emptying did not reach: inside <noscript> text).
+_IN_LINK = etree.XPath(".//a//*")
+_TEXTS = etree.XPath(".//text()[normalize-space()][not(parent::script or parent::style)]")
+
+# A block is prose when it has at least PROSE_CHARS characters and at most PROSE_LINKS of
+# them are link text (a teaser headline, a menu entry, a tag are links).
+PROSE_CHARS = 25
+PROSE_LINKS = 0.34
+# The container: the deepest element with at least this share of the page's prose.
+CONTAINER_SHARE = 0.7
+# A box inside the container that is at least LINK_BOX of link text, with at least
+# LINK_BOX_BLOCKS blocks, and under LINK_BOX_MAX of the container's characters, is a
+# related-stories box, a tag cloud or a "more from" list.
+LINK_BOX = 0.5
+LINK_BOX_BLOCKS = 2
+LINK_BOX_MAX = 0.3
+# A boilerplate-marked container with more than this share of the page's text, or a
+# frame tag with more than this share of its prose, is kept.
+KEEP_SHARE = 0.5
+FRAME_LINKS = 0.3
+# A container marked by a weak word only is kept when this share of its text is prose.
+WEAK_PROSE = 0.5
+
+# Class/id words of the parts of an article's frame a reader does not read as text: the
+# byline, the dateline, the article's meta line, tags and categories, image credits.
+_FRAME_WORDS = re.compile(
+    r"(?:^|[\s_-])(?:by-?line|bylines|dateline|author|authors|author-name|timestamp|"
+    r"published|pubdate|posted-on|post-meta|entry-meta|article-meta|meta|date|time|"
+    r"tags?|categories|category|kicker|eyebrow|credits?|print|rating)(?:$|[\s_-])", re.I)
+FRAME_MAX_CHARS = 160
+
+# Short blocks a reader skips, in several languages: calls to share, follow, subscribe or
+# sign up; advertising labels; "read more"/"related" pointers; copyright lines.
+_BOILER_PHRASES = re.compile(
+    r"^\W*(?:"
+    r"advertisements?|sponsored(?: content)?|anzeige|werbung|publicit[ée]|publicidad|"
+    r"pubblicit[àa]|reclame|advertentie|reklama|annons|mainos|"
+    r"share(?: this| on| via| the)?\b.*|tweet\b.*|pin it|email this|print this|"
+    r"follow us\b.*|subscribe\b.*|sign up\b.*|newsletter\b.*|get the .{0,40}newsletter.*|"
+    r"read more\b.*|see more\b.*|show more|load more|more stories|more from\b.*|"
+    r"related(?: stories| articles| posts| content| coverage| reading| links)?\b.*|"
+    r"recommended(?: for you| stories| articles)?|you may also like.*|"
+    r"you might also like.*|most (?:read|popular|viewed)\b.*|trending\b.*|"
+    r"also read\b.*|see also|watch(?: live)?\b.{0,30}|live(?: updates?| now| blog)?|"
+    r"breaking(?: news)?|latest(?: news| stories| headlines)?|top stories|just in|"
+    r"(?:en )?direct|dernières? (?:infos?|minute|nouvelles)|à la une|"
+    r"(?:en |ao )?vivo|últimas? (?:noticias|notícias)|ultime notizie|"
+    r"(?:news|live)-?ticker|eilmeldung|neueste artikel|das könnte sie auch interessieren.*|"
+    r"teilen|mehr zum thema.*|lesen sie auch.*|auch interessant.*|weitere artikel.*|"
+    r"partager.*|lire aussi.*|à lire aussi.*|sur le même sujet.*|"
+    r"compartir.*|lee también.*|leer más.*|te puede interesar.*|noticias relacionadas.*|"
+    r"condividi.*|leggi anche.*|compartilhe.*|leia também.*|leia mais.*|"
+    r"deel dit.*|lees ook.*|lees meer.*|"
+    r"(?:©|copyright|\(c\)).{0,120}|all rights reserved.*"
+    r")\W*$", re.I)
+BOILER_MAX_CHARS = 90
+# The box under a boilerplate heading goes when at least this share of it is links.
+ANNOUNCED_LINKS = 0.15
+
+_HEADING = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
+# Blocks that are structure, not chrome: a table's cells or a list's items with links are
+# a reference list or a data table when the container is mostly them.
+_TABLE_PARTS = frozenset(("tr", "td", "th", "tbody", "thead", "tfoot", "li", "dt", "dd"))
+# A table or a list is one unit of content: the container is never one, nor inside one.
+_UNITS = frozenset(("table", "ul", "ol", "dl", "pre", "blockquote"))
+_TIME = etree.XPath(".//time")
+_H1 = etree.XPath(".//h1")
+
+
+@dataclass
+class Measures:
+    """Characters per element, summed up the ancestor chain (see the module docstring)."""
+
+    chars: dict[etree._Element, int] = field(default_factory=dict)
+    links: dict[etree._Element, int] = field(default_factory=dict)
+    prose: dict[etree._Element, int] = field(default_factory=dict)
+    blocks: dict[etree._Element, int] = field(default_factory=dict)  # blocks inside
+
+
+def _block_of(el: etree._Element,
+              in_link: frozenset[etree._Element] = frozenset()) -> tuple[etree._Element, bool]:
+    """The block that holds ``el``'s text and whether that text is link text (inside an
+    <a>, or in a block inside one: a teaser card is often one link)."""
+    link = el in in_link
+    while el.tag in _INLINE:
+        if el.tag == "a":
+            link = True
+        parent = el.getparent()
+        if parent is None:
+            break
+        el = parent
+    return el, link
+
+
+def measure(top: etree._Element) -> Measures:
+    """Credit every text node under ``top`` to its block, then sum up to ``top``."""
+    own: dict[etree._Element, list[int]] = {}  # block -> [chars, link chars]
+    in_link = frozenset(_IN_LINK(top))
+    owners: dict[etree._Element, tuple[etree._Element, bool]] = {}
+    for text in _TEXTS(top):
+        owner = text.getparent()
+        if text.is_tail:
+            owner = owner.getparent()
+            if owner is None:
+                continue
+        found = owners.get(owner)
+        if found is None:
+            found = owners[owner] = _block_of(owner, in_link)
+        block, link = found
+        n = len(text.strip())
+        counts = own.get(block)
+        if counts is None:
+            counts = own[block] = [0, 0]
+        counts[0] += n
+        if link:
+            counts[1] += n
+    m = Measures()
+    chars, links, prose, blocks = m.chars, m.links, m.prose, m.blocks
+    for block, (c, k) in own.items():
+        good = c - k if c >= PROSE_CHARS and k <= PROSE_LINKS * c else 0
+        el: etree._Element | None = block
+        while el is not None:
+            chars[el] = chars.get(el, 0) + c
+            links[el] = links.get(el, 0) + k
+            blocks[el] = blocks.get(el, 0) + 1
+            if good:
+                prose[el] = prose.get(el, 0) + good
+            if el is top:
+                break
+            el = el.getparent()
+    return m
+
+
+def container(top: etree._Element, m: Measures) -> etree._Element:
+    """The deepest element with ``CONTAINER_SHARE`` of the prose under ``top``."""
+    total = m.prose.get(top, 0)
+    if not total:
+        return top
+    el = top
+    while True:
+        best = None
+        for child in el:
+            if m.prose.get(child, 0) >= CONTAINER_SHARE * total:
+                best = child
+                break
+        if best is not None and best.tag in _UNITS:
+            return el  # the table or list with the prose, and what frames it
+        if best is None:
+            return el
+        el = best
+
+
+def _words(el: etree._Element) -> str:
+    return " ".join(" ".join(el.itertext()).split())
+
+
+def _drop(el: etree._Element) -> None:
+    if el.getparent() is not None:
+        el.drop_tree()
+
+
+def _announced(heading: etree._Element, m: Measures, total: int) -> etree._Element | None:
+    """The box a boilerplate heading ("Related", "More from us") announces: the heading's
+    parent when the heading opens it, else the heading's next sibling; only a box with
+    links (teasers link their headlines) and under ``LINK_BOX_MAX`` of the container."""
+    parent = heading.getparent()
+    if (parent is not None and parent.index(heading) == 0 and not (parent.text or "").strip()
+            and m.chars.get(parent, 0) < LINK_BOX_MAX * total
+            and m.links.get(parent, 0) >= ANNOUNCED_LINKS * m.chars.get(parent, 1)):
+        return parent
+    nxt = heading.getnext()
+    if (nxt is not None and m.chars.get(nxt, 0) < LINK_BOX_MAX * total
+            and m.links.get(nxt, 0) >= ANNOUNCED_LINKS * m.chars.get(nxt, 1)):
+        return nxt
+    return None
+
+
+def clean(box: etree._Element, m: Measures) -> None:
+    """Remove the article's frame and the chrome inside ``box`` (see the module doc)."""
+    total = m.chars.get(box, 0) or 1
+    drop: list[etree._Element] = []
+    for el in box.iter():
+        if el is box or not isinstance(el.tag, str):
+            continue
+        c = m.chars.get(el, 0)
+        if not c:
+            continue
+        tag = el.tag
+        # Boxes of links: related stories, tag clouds, "more from" lists. A table's
+        # parts are judged as the whole table: a linked title is a data cell.
+        if (tag not in _TABLE_PARTS and m.links.get(el, 0) >= LINK_BOX * c and c < LINK_BOX_MAX * total
+                and (m.blocks.get(el, 0) >= LINK_BOX_BLOCKS or (c < 40 and tag not in _HEADING))):
+            drop.append(el)
+            continue
+        if c <= FRAME_MAX_CHARS:
+            names = f"{el.get('class') or ''} {el.get('id') or ''}"
+            if names.strip() and _FRAME_WORDS.search(names):
+                drop.append(el)
+                continue
+        if c <= BOILER_MAX_CHARS and (tag in _HEADING or m.blocks.get(el, 0) == 1):
+            if _BOILER_PHRASES.match(_words(el)):
+                drop.append(el)
+                if tag in _HEADING:  # "Related stories" + the box it announces
+                    announced = _announced(el, m, total)
+                    if announced is not None:
+                        drop.append(announced)
+    for el in _TIME(box):  # a dateline: the date is metadata
+        block, _link = _block_of(el)
+        if block is not box and m.chars.get(block, 0) <= FRAME_MAX_CHARS:
+            drop.append(block)
+    for el in _H1(box):  # the headline: the title is metadata
+        if m.chars.get(el, 0) <= 300:
+            drop.append(el)
+    for el in drop:
+        _drop(el)
+
+
+@dataclass
+class Article:
+    """The cleaned container and what says whether to trust it."""
+
+    element: etree._Element
+    prose_share: float  # of the page's prose inside the container
+    link_share: float  # link characters of the container's characters
+    prose_chars: int  # prose characters in the container
+
+    @property
+    def confident(self) -> bool:
+        return self.prose_chars >= 500 and self.link_share <= 0.25
+
+
+def _subtract(m: Measures, top: etree._Element, drops: list[etree._Element]) -> None:
+    """Drop ``drops`` from the tree and their counts from their ancestors' (up to ``top``),
+    so the measures stay those of what is left; one inside another counts once."""
+    gone = set(drops)
+    for d in drops:
+        chain = []
+        el = d.getparent()
+        while el is not None:
+            if el in gone:
+                break
+            chain.append(el)
+            if el is top:
+                break
+            el = el.getparent()
+        else:
+            continue  # not under top any more
+        if el is not top:
+            continue  # inside another dropped one, or detached
+        c, k, p, b = (m.chars.get(d, 0), m.links.get(d, 0), m.prose.get(d, 0),
+                      m.blocks.get(d, 0))
+        if c or b:
+            for a in chain:
+                m.chars[a] = m.chars.get(a, 0) - c
+                m.links[a] = m.links.get(a, 0) - k
+                m.prose[a] = m.prose.get(a, 0) - p
+                m.blocks[a] = m.blocks.get(a, 0) - b
+        d.drop_tree()
+
+
+def article(body: etree._Element) -> Article:
+    """The page's article (see the module docstring). Modifies the tree under ``body``."""
+    m = measure(body)
+    page_prose = m.prose.get(body, 0)
+    # A container named only by a word page builders give to content too ("widget") is
+    # kept when its text is prose.
+    # A frame with half the page's prose and few links is the page: an unclosed <header>
+    # (a sidebar of teasers with summaries has prose too, and links). A container
+    # marked by a word is kept when it holds half the page's text.
+    page_chars = m.chars.get(body, 0)
+    _subtract(m, body, region.boilerplate(
+        body, lambda d: m.chars.get(d, 0) > KEEP_SHARE * page_chars,
+        keep_weak=lambda d: m.prose.get(d, 0) >= WEAK_PROSE * m.chars.get(d, 1),
+        keep_frame=lambda d: (m.prose.get(d, 0) > KEEP_SHARE * page_prose
+                              and m.links.get(d, 0) < FRAME_LINKS * m.chars.get(d, 1))))
+    _subtract(m, body, region.rails(body, m.chars.get(body, 0)))
+    box = container(body, m)
+    total = m.prose.get(body, 0) or 1
+    prose = m.prose.get(box, 0)
+    link_share = m.links.get(box, 0) / (m.chars.get(box, 0) or 1)
+    clean(box, m)
+    return Article(box, prose / total, link_share, prose)
