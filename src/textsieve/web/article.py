@@ -34,9 +34,10 @@ from lxml import etree
 from . import region
 
 # Tags that do not start a block: text inside them belongs to the enclosing block.
-_INLINE = frozenset(
-    "a abbr acronym b bdi bdo big cite code data del dfn em font i ins kbd label mark nobr "
-    "q s samp small span strike strong sub sup time tt u var wbr".split())
+_INLINE = frozenset((
+    "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "cite", "code", "data", "del", "dfn",
+    "em", "font", "i", "ins", "kbd", "label", "mark", "nobr", "q", "s", "samp", "small",
+    "span", "strike", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr"))
 # Where text can sit: the body's text nodes, no script or style (already emptied, but a
 # page may carry them where the emptying did not reach: inside <noscript> text).
 _IN_LINK = etree.XPath(".//a//*")
@@ -54,6 +55,14 @@ CONTAINER_SHARE = 0.7
 LINK_BOX = 0.5
 LINK_BOX_BLOCKS = 2
 LINK_BOX_MAX = 0.3
+# Teaser cards (``_teasers``): at least TEASERS siblings of at most TEASER_CHARS each,
+# at least TEASER_LINKS of it link text.
+TEASERS = 3
+TEASER_CHARS = 800
+TEASER_LINKS = 0.1
+TEASERS_MAX = 0.5
+_DIGITS = re.compile(r"\d+")
+_CARDS = frozenset(("div", "article", "section", "li"))
 # A boilerplate-marked container with more than this share of the page's text, or a
 # frame tag with more than this share of its prose, is kept.
 KEEP_SHARE = 0.5
@@ -194,11 +203,6 @@ def _words(el: etree._Element) -> str:
     return " ".join(" ".join(el.itertext()).split())
 
 
-def _drop(el: etree._Element) -> None:
-    if el.getparent() is not None:
-        el.drop_tree()
-
-
 def _announced(heading: etree._Element, m: Measures, total: int) -> etree._Element | None:
     """The box a boilerplate heading ("Related", "More from us") announces: the heading's
     parent when the heading opens it, else the heading's next sibling; only a box with
@@ -215,8 +219,34 @@ def _announced(heading: etree._Element, m: Measures, total: int) -> etree._Eleme
     return None
 
 
-def clean(box: etree._Element, m: Measures) -> None:
-    """Remove the article's frame and the chrome inside ``box`` (see the module doc)."""
+def _teasers(parent: etree._Element, m: Measures, total: int) -> list[etree._Element]:
+    """Cards that point to other pages: ``TEASERS`` or more siblings of one tag and class,
+    each a linked headline and a line or two (two blocks or more, some link text), together
+    under ``TEASERS_MAX`` of the container. An article's paragraphs are single blocks."""
+    groups: dict[tuple[str, str], list[etree._Element]] = {}
+    for child in parent:
+        if child.tag in _CARDS and m.chars.get(child, 0):
+            key = (child.tag, _DIGITS.sub("", child.get("class") or ""))  # "post_3"
+            groups.setdefault(key, []).append(child)
+    found: list[etree._Element] = []
+    for members in groups.values():
+        if len(members) < TEASERS:
+            continue
+        size = 0
+        for card in members:
+            c = m.chars.get(card, 0)
+            if (m.blocks.get(card, 0) < 2 or c > TEASER_CHARS
+                    or m.links.get(card, 0) < TEASER_LINKS * c):
+                break
+            size += c
+        else:
+            if size < TEASERS_MAX * total:
+                found.extend(members)
+    return found
+
+
+def clean(box: etree._Element, m: Measures) -> list[etree._Element]:
+    """The article's frame and the chrome inside ``box`` (see the module docstring)."""
     total = m.chars.get(box, 0) or 1
     drop: list[etree._Element] = []
     for el in box.iter():
@@ -228,22 +258,25 @@ def clean(box: etree._Element, m: Measures) -> None:
         tag = el.tag
         # Boxes of links: related stories, tag clouds, "more from" lists. A table's
         # parts are judged as the whole table: a linked title is a data cell.
-        if (tag not in _TABLE_PARTS and m.links.get(el, 0) >= LINK_BOX * c and c < LINK_BOX_MAX * total
+        if (tag not in _TABLE_PARTS and m.links.get(el, 0) >= LINK_BOX * c
+                and c < LINK_BOX_MAX * total
                 and (m.blocks.get(el, 0) >= LINK_BOX_BLOCKS or (c < 40 and tag not in _HEADING))):
             drop.append(el)
             continue
+        if len(el) >= TEASERS:
+            drop.extend(_teasers(el, m, total))
         if c <= FRAME_MAX_CHARS:
             names = f"{el.get('class') or ''} {el.get('id') or ''}"
             if names.strip() and _FRAME_WORDS.search(names):
                 drop.append(el)
                 continue
-        if c <= BOILER_MAX_CHARS and (tag in _HEADING or m.blocks.get(el, 0) == 1):
-            if _BOILER_PHRASES.match(_words(el)):
-                drop.append(el)
-                if tag in _HEADING:  # "Related stories" + the box it announces
-                    announced = _announced(el, m, total)
-                    if announced is not None:
-                        drop.append(announced)
+        if (c <= BOILER_MAX_CHARS and (tag in _HEADING or m.blocks.get(el, 0) == 1)
+                and _BOILER_PHRASES.match(_words(el))):
+            drop.append(el)
+            if tag in _HEADING:  # "Related stories" + the box it announces
+                announced = _announced(el, m, total)
+                if announced is not None:
+                    drop.append(announced)
     for el in _TIME(box):  # a dateline: the date is metadata
         block, _link = _block_of(el)
         if block is not box and m.chars.get(block, 0) <= FRAME_MAX_CHARS:
@@ -251,22 +284,37 @@ def clean(box: etree._Element, m: Measures) -> None:
     for el in _H1(box):  # the headline: the title is metadata
         if m.chars.get(el, 0) <= 300:
             drop.append(el)
-    for el in drop:
-        _drop(el)
+    return drop
 
 
 @dataclass
 class Article:
-    """The cleaned container and what says whether to trust it."""
+    """The cleaned container and the measures that say whether to trust it."""
 
     element: etree._Element
     prose_share: float  # of the page's prose inside the container
     link_share: float  # link characters of the container's characters
     prose_chars: int  # prose characters in the container
+    kept: float  # share of the container's prose left after cleaning
 
-    @property
-    def confident(self) -> bool:
-        return self.prose_chars >= 500 and self.link_share <= 0.25
+
+# ``confident``: an article of at least CONFIDENT_PROSE characters of prose, with at least
+# CONFIDENT_SHARE of the page's prose and at most CONFIDENT_LINKS link text. Pages that
+# declare themselves products are never taken alone: their specifications, variants and
+# reviews are not prose, and trafilatura's rules for them are better than ours.
+CONFIDENT_PROSE = 800
+CONFIDENT_SHARE = 0.9
+CONFIDENT_LINKS = 0.15
+# ...and cleaning removed little of it: a page whose prose sits in teaser cards is a
+# listing, and the cards are its content.
+CONFIDENT_KEPT = 0.7
+
+
+def confident(art: Article, kind: str | None) -> bool:
+    """Whether ``art`` is the page's main content with no second opinion needed."""
+    return (kind != "product" and art.prose_chars >= CONFIDENT_PROSE
+            and art.kept >= CONFIDENT_KEPT
+            and art.prose_share >= CONFIDENT_SHARE and art.link_share <= CONFIDENT_LINKS)
 
 
 def _subtract(m: Measures, top: etree._Element, drops: list[etree._Element]) -> None:
@@ -318,5 +366,5 @@ def article(body: etree._Element) -> Article:
     total = m.prose.get(body, 0) or 1
     prose = m.prose.get(box, 0)
     link_share = m.links.get(box, 0) / (m.chars.get(box, 0) or 1)
-    clean(box, m)
-    return Article(box, prose / total, link_share, prose)
+    _subtract(m, box, clean(box, m))
+    return Article(box, prose / total, link_share, prose, m.prose.get(box, 0) / (prose or 1))

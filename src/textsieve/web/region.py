@@ -43,40 +43,58 @@ _WEAK_RE = re.compile(rf"(?:^|[\s_-])(?:{_WEAK_WORDS})(?:$|[\s_-])", re.I)
 STRONG, WEAK = 1, 2
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _TAGS = etree.XPath("|".join(f".//{t}" for t in _SKIP_TAGS))
-# Attribute values come back as strings (no element proxy per element); the element is
-# fetched only when a value marks it as boilerplate.
-_ATTRS = etree.XPath(".//@class|.//@id|.//@role|.//@hidden|.//@aria-hidden|.//@style")
-_KEEP = frozenset({"main", "article", "body"})
+# Attribute values come back as strings (no element proxy per element); the marks of the
+# few distinct values are computed once, and the element is fetched only when its value
+# is marked: a Python pass over every attribute of a big page cost a third of the region.
+_CLASSES = etree.XPath(".//@class")
+_IDS = etree.XPath(".//@id")
+# Roles and what is still hidden (drop_hidden keeps tabs and the like): few elements.
+_MARKED = etree.XPath(".//*[@role or @hidden or @aria-hidden or contains(@style, 'none')"
+                     " or contains(@style, 'hidden')]")
+_KEEP = frozenset({"main", "article", "body"})  # containers a class word never removes
 # Frame tags that some pages wrap around everything (see ``strip_boilerplate``).
-_FRAMES = frozenset({"nav", "footer", "aside", "header", "form", "dialog"})  # containers a class word never removes
+_FRAMES = frozenset({"nav", "footer", "aside", "header", "form", "dialog"})
 
 
-def _marks_boilerplate(value: etree._ElementUnicodeResult, seen: dict[str, int]) -> int:
-    """Whether this class/id/role/style/hidden attribute marks its element as boilerplate:
-    0 no, ``STRONG``, or ``WEAK`` (a class/id word of ``_WEAK_WORDS`` only).
-
-    ``seen`` caches the class/id verdicts of one page: a page repeats the same class
-    strings on hundreds of elements, and the word search was a third of the region's cost.
-    """
-    name = value.attrname
-    if name in ("class", "id"):
-        if name == "id" and value.count("-") >= SLUG_HYPHENS:
-            return 0  # a heading's anchor ("sharing-with-a-single-developer")
-        verdict = seen.get(value)
-        if verdict is None:
-            verdict = seen[str(value)] = (
-                STRONG if _BOILER_RE.search(value) else WEAK if _WEAK_RE.search(value) else 0)
-        return verdict
-    if name == "role":
-        return STRONG if value.strip().lower() in _ROLES else 0
-    if name == "style":
-        return STRONG if _HIDDEN_STYLE.search(value) else 0
-    if name == "aria-hidden":
-        return STRONG if value.strip().lower() == "true" else 0
-    return STRONG  # hidden
+def _word_mark(value: str) -> int:
+    """0, ``STRONG`` or ``WEAK``: the boilerplate words in a class or id value."""
+    return STRONG if _BOILER_RE.search(value) else WEAK if _WEAK_RE.search(value) else 0
 
 
-_MAIN = etree.XPath(".//main|.//*[@role='main']")
+def _marked_by_words(el: etree._Element) -> tuple[list[etree._Element], list[etree._Element]]:
+    """The elements under ``el`` whose class or id carries a strong word, and those whose
+    carry a weak word only."""
+    strong: dict[etree._Element, None] = {}
+    weak: dict[etree._Element, None] = {}
+    for attr, values in (("class", _CLASSES(el)), ("id", _IDS(el))):
+        marks = {}
+        for value in set(values):
+            if attr == "id" and value.count("-") >= SLUG_HYPHENS:
+                continue  # a heading's anchor ("sharing-with-a-single-developer")
+            mark = _word_mark(value)
+            if mark:
+                marks[value] = mark
+        if not marks:
+            continue
+        for value in values:
+            mark = marks.get(value)
+            if mark:
+                (strong if mark == STRONG else weak)[value.getparent()] = None
+    return list(strong), [d for d in weak if d not in strong]
+
+
+def _role_marked(d: etree._Element) -> bool:
+    return (d.get("role") or "").strip().lower() in _ROLES
+
+
+def _still_hidden(d: etree._Element) -> bool:
+    """Hidden by attribute, aria-hidden or style (what drop_hidden left: tabs and such)."""
+    if d.get("hidden") is not None or (d.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    return bool(_HIDDEN_STYLE.search(d.get("style") or ""))
+
+
+MAIN = etree.XPath(".//main|.//*[@role='main']")
 # Elements a browser does not show, as HtmlWalker judges them (hidden attribute,
 # aria-hidden, display:none, visibility:hidden); the XPath preselects cheaply.
 _MAYBE_HIDDEN = etree.XPath(
@@ -207,16 +225,12 @@ def boilerplate(el: etree._Element, keep: Callable[[etree._Element], bool],
     and controls); ``keep_weak`` one marked by a weak word only (``_WEAK_WORDS``)."""
     keep_frame = keep_frame or keep
     drop = [d for d in _TAGS(el) if d.tag not in _FRAMES or not keep_frame(d)]
-    seen: dict[str, int] = {}
-    for value in _ATTRS(el):
-        mark = _marks_boilerplate(value, seen)
-        if mark:
-            d = value.getparent()
-            if value.attrname in ("class", "id", "role"):
-                if d.tag in _KEEP or keep(d):
-                    continue
-                if mark == WEAK and keep_weak is not None and keep_weak(d):
-                    continue
+    strong, weak = _marked_by_words(el)
+    drop += [d for d in strong if d.tag not in _KEEP and not keep(d)]
+    drop += [d for d in weak if d.tag not in _KEEP and not keep(d)
+             and not (keep_weak is not None and keep_weak(d))]
+    for d in _MARKED(el):
+        if _still_hidden(d) or (_role_marked(d) and d.tag not in _KEEP and not keep(d)):
             drop.append(d)
     return [d for d in drop if d is not el]
 
@@ -239,13 +253,18 @@ def strip_boilerplate(el: etree._Element, max_share: float = 0.5) -> etree._Elem
     return el
 
 
-def landmark(root: etree._Element) -> etree._Element:
-    """The declared main landmark (<main>, role=main) when it holds a fair part of the
-    text, else the body; boilerplate removed. Modifies ``root``: call it last."""
+def scope(root: etree._Element) -> etree._Element:
+    """Where the content is: the declared main landmark (<main>, role=main) when it holds
+    a fair part of the text, else the body."""
     body = next((c for c in root if c.tag == "body"), root)
-    found = _MAIN(body)
+    found = MAIN(body)
     if found:
         best = max(found, key=_TEXT_LENGTH)
         if _TEXT_LENGTH(best) > 0.2 * _TEXT_LENGTH(body):
-            body = best
-    return strip_boilerplate(body)
+            return best
+    return body
+
+
+def landmark(root: etree._Element) -> etree._Element:
+    """The content ``scope``, boilerplate removed. Modifies ``root``: call it last."""
+    return strip_boilerplate(scope(root))
