@@ -47,6 +47,10 @@ _TEXTS = etree.XPath(".//text()[normalize-space()][not(parent::script or parent:
 # them are link text (a teaser headline, a menu entry, a tag are links).
 PROSE_CHARS = 25
 PROSE_LINKS = 0.34
+# ...and has sentences: a punctuation mark per PROSE_PUNCT characters at least (a block of
+# place names or keywords for search engines has none).
+PROSE_PUNCT = 150
+_NO_PUNCT = str.maketrans("", "", ".,;:!?\u3002\uff0c\u3001\uff01\uff1f\u061f\u060c\u0964\u2026")
 # The container: the deepest element with at least this share of the page's prose.
 CONTAINER_SHARE = 0.7
 # A box inside the container that is at least LINK_BOX of link text, with at least
@@ -143,7 +147,7 @@ def _block_of(el: etree._Element,
 
 def measure(top: etree._Element) -> Measures:
     """Credit every text node under ``top`` to its block, then sum up to ``top``."""
-    own: dict[etree._Element, list[int]] = {}  # block -> [chars, link chars]
+    own: dict[etree._Element, list[int]] = {}  # block -> [chars, link chars, punctuation]
     in_link = frozenset(_IN_LINK(top))
     owners: dict[etree._Element, tuple[etree._Element, bool]] = {}
     for text in _TEXTS(top):
@@ -156,17 +160,21 @@ def measure(top: etree._Element) -> Measures:
         if found is None:
             found = owners[owner] = _block_of(owner, in_link)
         block, link = found
-        n = len(text.strip())
+        stripped = text.strip()
+        n = len(stripped)
         counts = own.get(block)
         if counts is None:
-            counts = own[block] = [0, 0]
+            counts = own[block] = [0, 0, 0]
         counts[0] += n
         if link:
             counts[1] += n
+        else:
+            counts[2] += n - len(stripped.translate(_NO_PUNCT))
     m = Measures()
     chars, links, prose, blocks = m.chars, m.links, m.prose, m.blocks
-    for block, (c, k) in own.items():
-        good = c - k if c >= PROSE_CHARS and k <= PROSE_LINKS * c else 0
+    for block, (c, k, punct) in own.items():
+        good = (c - k if c >= PROSE_CHARS and k <= PROSE_LINKS * c
+                and punct * PROSE_PUNCT >= c - k else 0)
         el: etree._Element | None = block
         while el is not None:
             chars[el] = chars.get(el, 0) + c
@@ -302,9 +310,9 @@ class Article:
 # CONFIDENT_SHARE of the page's prose and at most CONFIDENT_LINKS link text. Pages that
 # declare themselves products are never taken alone: their specifications, variants and
 # reviews are not prose, and trafilatura's rules for them are better than ours.
-CONFIDENT_PROSE = 800
+CONFIDENT_PROSE = 400
 CONFIDENT_SHARE = 0.9
-CONFIDENT_LINKS = 0.15
+CONFIDENT_LINKS = 0.2
 # ...and cleaning removed little of it: a page whose prose sits in teaser cards is a
 # listing, and the cards are its content.
 CONFIDENT_KEPT = 0.7
