@@ -59,6 +59,8 @@ CONTAINER_SHARE = 0.7
 LINK_BOX = 0.5
 LINK_BOX_BLOCKS = 2
 LINK_BOX_MAX = 0.3
+# A sibling paragraph of the container joins it with at least this much prose.
+LEDE_CHARS = 50
 # Teaser cards (``_teasers``): at least TEASERS siblings of at most TEASER_CHARS each,
 # at least TEASER_LINKS of it link text.
 TEASERS = 3
@@ -104,11 +106,25 @@ _BOILER_PHRASES = re.compile(
     r"compartir.*|lee también.*|leer más.*|te puede interesar.*|noticias relacionadas.*|"
     r"condividi.*|leggi anche.*|compartilhe.*|leia também.*|leia mais.*|"
     r"deel dit.*|lees ook.*|lees meer.*|"
-    r"(?:©|copyright|\(c\)).{0,120}|all rights reserved.*"
+    r"(?:©|copyright|\(c\)).{0,120}|all rights reserved.*|"
+    r"(?:\d+\s+)?(?:comments?|responses?|replies|kommentare?|commentaires?|comentarios?|"
+    r"commenti|reacties)|leave a (?:reply|comment).*|post a comment|add (?:a )?comment|"
+    r"(?:jetzt |bereits )?abonn(?:ieren|ent).*|weiterlesen mit.*|abonnez-vous.*|"
+    r"suscr[ií]bete.*|assine.*|abbonati.*|continue reading with.*|"
+    r"subscribe to (?:continue|read).*|already a subscriber.*"
     r")\W*$", re.I)
 BOILER_MAX_CHARS = 90
 # The box under a boilerplate heading goes when at least this share of it is links.
 ANNOUNCED_LINKS = 0.15
+COMMENTS_MAX = 0.6
+# Headings over a comment thread or its form.
+_COMMENTS = re.compile(
+    r"^\W*(?:\d+\s+)?(?:comments?|responses?|replies|reactions|kommentare?|commentaires?|"
+    r"comentarios?|comentários?|commenti|reacties|leave a (?:reply|comment)|"
+    r"post a comment|add (?:a )?comment|join the (?:discussion|conversation)|"
+    r"schreibe einen kommentar|laisser un commentaire|deja un comentario)\b.{0,40}$", re.I)
+# Slide counters of a gallery ("3 / 12", "3 of 12").
+_COUNTER = re.compile(r"^\s*\d+\s*(?:/|of|von|de|di|sur|van|z)\s*\d+\s*$", re.I)
 
 _HEADING = frozenset(("h1", "h2", "h3", "h4", "h5", "h6"))
 # Blocks that are structure, not chrome: a table's cells or a list's items with links are
@@ -211,20 +227,26 @@ def _words(el: etree._Element) -> str:
     return " ".join(" ".join(el.itertext()).split())
 
 
-def _announced(heading: etree._Element, m: Measures, total: int) -> etree._Element | None:
+def _announced(heading: etree._Element, m: Measures, total: int,
+               comments: bool = False) -> etree._Element | None:
     """The box a boilerplate heading ("Related", "More from us") announces: the heading's
     parent when the heading opens it, else the heading's next sibling; only a box with
-    links (teasers link their headlines) and under ``LINK_BOX_MAX`` of the container."""
+    links (teasers link their headlines) and under ``LINK_BOX_MAX`` of the container.
+    Under a comments heading ("4 Responses") the box need not have links and may be up
+    to ``COMMENTS_MAX`` of the container: the thread is often as long as the post."""
+    most = COMMENTS_MAX if comments else LINK_BOX_MAX
+    share = 0.0 if comments else ANNOUNCED_LINKS
+
+    def fits(box: etree._Element) -> bool:
+        return (m.chars.get(box, 0) < most * total
+                and m.links.get(box, 0) >= share * m.chars.get(box, 1))
+
     parent = heading.getparent()
     if (parent is not None and parent.index(heading) == 0 and not (parent.text or "").strip()
-            and m.chars.get(parent, 0) < LINK_BOX_MAX * total
-            and m.links.get(parent, 0) >= ANNOUNCED_LINKS * m.chars.get(parent, 1)):
+            and fits(parent)):
         return parent
     nxt = heading.getnext()
-    if (nxt is not None and m.chars.get(nxt, 0) < LINK_BOX_MAX * total
-            and m.links.get(nxt, 0) >= ANNOUNCED_LINKS * m.chars.get(nxt, 1)):
-        return nxt
-    return None
+    return nxt if nxt is not None and fits(nxt) else None
 
 
 def _teasers(parent: etree._Element, m: Measures, total: int) -> list[etree._Element]:
@@ -253,15 +275,21 @@ def _teasers(parent: etree._Element, m: Measures, total: int) -> list[etree._Ele
     return found
 
 
-def clean(box: etree._Element, m: Measures) -> list[etree._Element]:
-    """The article's frame and the chrome inside ``box`` (see the module docstring)."""
+def clean(box: etree._Element, m: Measures,
+          ) -> tuple[list[etree._Element], list[etree._Element]]:
+    """The article's frame and the chrome inside ``box`` (see the module docstring), and
+    apart the boxes of links and teaser cards among them (what says a page is a listing)."""
     total = m.chars.get(box, 0) or 1
     drop: list[etree._Element] = []
+    listing: list[etree._Element] = []
     for el in box.iter():
         if el is box or not isinstance(el.tag, str):
             continue
         c = m.chars.get(el, 0)
-        if not c:
+        if not c:  # inline: only its class can say it is a credit or a byline
+            if (el.get("class") and _FRAME_WORDS.search(el.get("class") or "")
+                    and region.text_length(el) <= FRAME_MAX_CHARS):
+                drop.append(el)
             continue
         tag = el.tag
         # Boxes of links: related stories, tag clouds, "more from" lists. A table's
@@ -269,10 +297,13 @@ def clean(box: etree._Element, m: Measures) -> list[etree._Element]:
         if (tag not in _TABLE_PARTS and m.links.get(el, 0) >= LINK_BOX * c
                 and c < LINK_BOX_MAX * total
                 and (m.blocks.get(el, 0) >= LINK_BOX_BLOCKS or (c < 40 and tag not in _HEADING))):
-            drop.append(el)
+            listing.append(el)
+            continue
+        if c <= 12 and tag not in _TABLE_PARTS and _COUNTER.match(_words(el)):
+            drop.append(el)  # "3 / 12" of a gallery
             continue
         if len(el) >= TEASERS:
-            drop.extend(_teasers(el, m, total))
+            listing.extend(_teasers(el, m, total))
         if c <= FRAME_MAX_CHARS:
             names = f"{el.get('class') or ''} {el.get('id') or ''}"
             if names.strip() and _FRAME_WORDS.search(names):
@@ -282,7 +313,7 @@ def clean(box: etree._Element, m: Measures) -> list[etree._Element]:
                 and _BOILER_PHRASES.match(_words(el))):
             drop.append(el)
             if tag in _HEADING:  # "Related stories" + the box it announces
-                announced = _announced(el, m, total)
+                announced = _announced(el, m, total, _COMMENTS.match(_words(el)) is not None)
                 if announced is not None:
                     drop.append(announced)
     for el in _TIME(box):  # a dateline: the date is metadata
@@ -292,7 +323,7 @@ def clean(box: etree._Element, m: Measures) -> list[etree._Element]:
     for el in _H1(box):  # the headline: the title is metadata
         if m.chars.get(el, 0) <= 300:
             drop.append(el)
-    return drop
+    return drop, listing
 
 
 @dataclass
@@ -303,7 +334,7 @@ class Article:
     prose_share: float  # of the page's prose inside the container
     link_share: float  # link characters of the container's characters
     prose_chars: int  # prose characters in the container
-    kept: float  # share of the container's prose left after cleaning
+    kept: float  # share of the container's prose left by the link boxes and teasers
 
 
 # ``confident``: an article of at least CONFIDENT_PROSE characters of prose, with at least
@@ -311,7 +342,7 @@ class Article:
 # declare themselves products are never taken alone: their specifications, variants and
 # reviews are not prose, and trafilatura's rules for them are better than ours.
 CONFIDENT_PROSE = 400
-CONFIDENT_SHARE = 0.9
+CONFIDENT_SHARE = 0.8
 CONFIDENT_LINKS = 0.2
 # ...and cleaning removed little of it: a page whose prose sits in teaser cards is a
 # listing, and the cards are its content.
@@ -323,6 +354,39 @@ def confident(art: Article, kind: str | None) -> bool:
     return (kind != "product" and art.prose_chars >= CONFIDENT_PROSE
             and art.kept >= CONFIDENT_KEPT
             and art.prose_share >= CONFIDENT_SHARE and art.link_share <= CONFIDENT_LINKS)
+
+
+def _with_lede(box: etree._Element, m: Measures) -> etree._Element:
+    """``box``, with the sibling paragraphs of prose just around it (a standfirst above a
+    live blog's entries, a closing line below a story's body): single blocks of prose with
+    no link. They are moved into a new <div> with ``box``; its measures are the sums."""
+    parent = box.getparent()
+    if parent is None:
+        return box
+
+    def lede(el: etree._Element) -> bool:
+        return (m.blocks.get(el, 0) == 1 and not m.links.get(el, 0)
+                and m.prose.get(el, 0) >= LEDE_CHARS)
+
+    before: list[etree._Element] = []
+    for el in box.itersiblings(preceding=True):
+        if not lede(el):
+            break
+        before.append(el)
+    after: list[etree._Element] = []
+    for el in box.itersiblings():
+        if not lede(el):
+            break
+        after.append(el)
+    if not before and not after:
+        return box
+    wrapper = parent.makeelement("div", {})
+    box.addprevious(wrapper)
+    for el in [*reversed(before), box, *after]:
+        wrapper.append(el)  # the tail moves with it
+        for measure in (m.chars, m.links, m.prose, m.blocks):
+            measure[wrapper] = measure.get(wrapper, 0) + measure.get(el, 0)
+    return wrapper
 
 
 def _subtract(m: Measures, top: etree._Element, drops: list[etree._Element]) -> None:
@@ -374,5 +438,9 @@ def article(body: etree._Element) -> Article:
     total = m.prose.get(body, 0) or 1
     prose = m.prose.get(box, 0)
     link_share = m.links.get(box, 0) / (m.chars.get(box, 0) or 1)
-    _subtract(m, box, clean(box, m))
-    return Article(box, prose / total, link_share, prose, m.prose.get(box, 0) / (prose or 1))
+    box = _with_lede(box, m)
+    drop, listing = clean(box, m)
+    _subtract(m, box, listing)
+    kept = m.prose.get(box, 0) / (prose or 1)
+    _subtract(m, box, drop)
+    return Article(box, prose / total, link_share, prose, kept)

@@ -86,6 +86,11 @@ def _as_html(body: etree._Element) -> etree._Element:
             el.tag = "pre"
         else:
             el.tag = _TO_HTML.get(tag, tag)
+    # Its first heading is the page's headline when it is an h1: the title is metadata.
+    first = body[0] if len(body) else None
+    if first is not None and first.tag == "h1" and not (body.text or "").strip():
+        body.text = (body.text or "") + (first.tail or "")
+        body.remove(first)
     # trafilatura builds plain etree elements; HtmlWalker expects lxml.html ones.
     body.tag = "div"
     return lxml.html.fragment_fromstring(etree.tostring(body, encoding="unicode"))

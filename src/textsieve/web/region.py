@@ -31,7 +31,7 @@ _BOILER_WORDS = (
     "nav|navbar|navigation|menu|footer|header|masthead|sidebar|side-bar|cookies?|"
     "consent|gdpr|breadcrumbs?|comments?|comment-list|disqus|share|sharing|social|"
     "related|recommended|newsletter|subscribe|popup|modal|promo|advert|ads?|sponsor|skip|"
-    "toolbar|pagination|author-bio|tags|signup|login|testimonials?")
+    "toolbar|pagination|author-bio|tags|signup|login|testimonials?|paywall|regwall")
 # Words that page builders also give to content: every Elementor or HubSpot module is a
 # "widget", a hero with the page's intro a "banner", a column a "rail". A caller may keep
 # such a container when its text is prose (``boilerplate``'s ``keep_weak``).
@@ -178,7 +178,7 @@ def _visible_length(el: etree._Element) -> int:
 def _unhide(el: etree._Element) -> None:
     for attr in ("hidden", "aria-hidden", "style"):
         el.attrib.pop(attr, None)
-_TEXT_LENGTH = etree.XPath("string-length(normalize-space(.))")
+_TEXT_LENGTH = text_length = etree.XPath("string-length(normalize-space(.))")
 
 
 # A list whose text is at least this share link text, with RAIL_LINKS links or more, is a
