@@ -422,11 +422,10 @@ def article(body: etree._Element) -> Article:
     """The page's article (see the module docstring). Modifies the tree under ``body``."""
     m = measure(body)
     page_prose = m.prose.get(body, 0)
-    # A container named only by a word page builders give to content too ("widget") is
-    # kept when its text is prose.
+    # A container marked by a word is kept when it holds half the page's text; one named
+    # only by a word page builders give to content too ("widget") when its text is prose.
     # A frame with half the page's prose and few links is the page: an unclosed <header>
-    # (a sidebar of teasers with summaries has prose too, and links). A container
-    # marked by a word is kept when it holds half the page's text.
+    # (a sidebar of teasers with summaries has prose too, and links).
     page_chars = m.chars.get(body, 0)
     _subtract(m, body, region.boilerplate(
         body, lambda d: m.chars.get(d, 0) > KEEP_SHARE * page_chars,
@@ -434,11 +433,10 @@ def article(body: etree._Element) -> Article:
         keep_frame=lambda d: (m.prose.get(d, 0) > KEEP_SHARE * page_prose
                               and m.links.get(d, 0) < FRAME_LINKS * m.chars.get(d, 1))))
     _subtract(m, body, region.rails(body, m.chars.get(body, 0)))
-    box = container(body, m)
+    box = _with_lede(container(body, m), m)
     total = m.prose.get(body, 0) or 1
     prose = m.prose.get(box, 0)
     link_share = m.links.get(box, 0) / (m.chars.get(box, 0) or 1)
-    box = _with_lede(box, m)
     drop, listing = clean(box, m)
     _subtract(m, box, listing)
     kept = m.prose.get(box, 0) / (prose or 1)

@@ -252,6 +252,27 @@ def page_metadata(root: etree._Element, url: str | None, doc: Document) -> None:
             md.extra[key] = value
     if doc.title:
         doc.title = strip_site_name(doc.title, md.extra.get("sitename"))
+    next_page = _next_page(root, url or md.extra.get("canonical_url"))
+    if next_page:
+        md.extra["next_page"] = next_page
+
+
+# A multi-page article names its next page: <link rel="next"> in the head, or the pager's
+# <a rel="next">. Kept as metadata (the fetcher may follow it); the pager itself is chrome.
+_NEXT = etree.XPath("//link[contains(concat(' ', normalize-space(@rel), ' '), ' next ')]/@href"
+                    "|//a[contains(concat(' ', normalize-space(@rel), ' '), ' next ')]/@href",
+                    smart_strings=False)
+
+
+def _next_page(root: etree._Element, base: str | None) -> str | None:
+    """The URL of the article's next page, absolute when the page's URL is known."""
+    from urllib.parse import urljoin
+
+    for href in _NEXT(root):
+        href = href.strip()
+        if href and not href.startswith(("#", "javascript:")):
+            return urljoin(base, href) if base else href
+    return None
 
 
 _TITLE_SEP = re.compile(r"\s+[|\-\u2013\u2014\u00b7\u2022\u00bb]\s+")
