@@ -114,6 +114,12 @@ _BOILER_PHRASES = re.compile(
     r"subscribe to (?:continue|read).*|already a subscriber.*"
     r")\W*$", re.I)
 BOILER_MAX_CHARS = 90
+# A newsletter box's pitch and its small print, up to SIGNUP_MAX_CHARS.
+_SIGNUP = re.compile(
+    r"^\W*(?:(?:subscribe|sign up|join|get)\b.{0,120}\b(?:newsletters?|inbox)\b|"
+    r"by (?:subscribing|signing up)\b|abonnieren sie\b.{0,120}\bnewsletter|"
+    r"inscrivez-vous\b.{0,120}\bnewsletter|suscr[ií]bete\b.{0,120}\bbolet[ií]n)", re.I)
+SIGNUP_MAX_CHARS = 300
 # The box under a boilerplate heading goes when at least this share of it is links.
 ANNOUNCED_LINKS = 0.15
 COMMENTS_MAX = 0.6
@@ -309,6 +315,9 @@ def clean(box: etree._Element, m: Measures,
             if names.strip() and _FRAME_WORDS.search(names):
                 drop.append(el)
                 continue
+        if c <= SIGNUP_MAX_CHARS and m.blocks.get(el, 0) == 1 and _SIGNUP.match(_words(el)):
+            drop.append(el)  # "Subscribe to our free daily newsletter, ..."
+            continue
         if (c <= BOILER_MAX_CHARS and (tag in _HEADING or m.blocks.get(el, 0) == 1)
                 and _BOILER_PHRASES.match(_words(el))):
             drop.append(el)
