@@ -6,22 +6,26 @@ retry) costs several passes over several copies of the tree, and on most article
 single measure finds the same text. We measure once, on the tree the HTML extractor parsed:
 
 1. Every text node is credited to its *block* (the nearest ancestor that is not an inline
-   tag), as plain characters and as link characters. A block is *prose* when it has some
-   length and few links (``PROSE_CHARS``, ``PROSE_LINKS``). Characters, link characters
-   and prose characters are summed up the ancestor chain, so every element knows its own.
-2. The *container* is the deepest element holding ``CONTAINER_SHARE`` of the page's prose
-   (after the boilerplate containers are gone: ``region.strip_boilerplate``), so an
-   unmarked ticker, "watch live" bar or category menu outside the article is left out.
-3. Inside it, what a reader skips goes: the headline and the byline/dateline (the title
-   and date are metadata), boxes that are mostly links (related stories, tag clouds, "more
-   from"), short blocks of boilerplate vocabulary (share, advertisement, newsletter
-   sign-up, "read more" in several languages) and the link box a boilerplate heading
-   announces.
+   tag), as plain characters, link characters and punctuation. A block is *prose* when it
+   has some length, few links and sentences (``PROSE_*``). The counts are summed up the
+   ancestor chain, so every element knows its own; what is removed later is subtracted.
+2. The boilerplate containers go (``region.boilerplate``: frames, roles, class/id words,
+   link rails), unless one holds most of the page (an unclosed <header>) or, named only
+   by a word page builders give to content ("widget"), is prose.
+3. The *container* is the deepest element holding ``CONTAINER_SHARE`` of the page's prose,
+   never a table or a list alone, with a standfirst beside it; so an unmarked ticker,
+   "watch live" bar or category menu outside the article is left out.
+4. Inside it, what a reader skips goes: the headline and the byline/dateline (the title
+   and date are metadata), credits, boxes that are mostly links (related stories, tag
+   clouds, "more from"), teaser cards (repeated siblings, each a linked headline and a
+   line), gallery counters, short blocks of boilerplate vocabulary in several languages
+   (share, advertisement, newsletter, paywall, "read more", "live") and the box such a
+   heading announces, a comment thread under its heading.
 
-``Article.confident`` says whether the page looks like what this extractor is made for
-(prose in one container, few links); ``main.py`` consults trafilatura only when it does
-not. All measures are XPath in libxml2 or one pass over the text nodes: no element is
-visited twice in Python.
+``confident`` says whether the page is what this extractor is made for (prose in one
+container, few links, not mostly teasers, not a product page); ``main.py`` asks
+trafilatura only when it is not. The measures are XPath in libxml2 and one pass over the
+text nodes; no element is visited twice in Python.
 """
 
 from __future__ import annotations
