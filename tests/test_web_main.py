@@ -18,7 +18,8 @@ from textsieve.options import Options
 from textsieve.render import Builder
 from textsieve.source import Source
 from textsieve.web import extract_main, main_text
-from textsieve.web.region import landmark
+from textsieve.web.article import article
+from textsieve.web.region import scope
 
 _PARA = ("The harbour authority approved the new breakwater after two years of "
          "surveys, public hearings and a long argument about the cost of stone. ")
@@ -220,7 +221,7 @@ def test_wrapper_named_like_boilerplate_is_not_dropped() -> None:
             .replace("<main>", "<div>").replace("</main>", "</div>"))
     text = main_text(page)
     assert "council voted nine to four" in text and "lifeboat station" in text
-    region = " ".join(landmark(parse_html(page)).itertext())  # the fallback candidate too
+    region = " ".join(article(scope(parse_html(page))).element.itertext())  # ours alone
     assert "council voted nine to four" in region and "lifeboat station" in region
     assert "Jobs board" not in region and "We use cookies" not in region
 
@@ -448,11 +449,11 @@ _CHROME = ("Careers", "Dredging the inner basin", "lighthouse restoration", "qua
 
 
 @pytest.mark.parametrize("page", [WHOLE_MAIN, WHOLE_MAIN_LISTING], ids=["article", "listing"])
-def test_region_of_a_main_that_is_the_whole_page_is_pruned(page: str) -> None:
-    """A <main> around the whole page says nothing: the region candidate must shed the
-    top bar, the more-from-us rail, the sign-up box, testimonials and the legal line."""
+def test_article_of_a_main_that_is_the_whole_page_is_pruned(page: str) -> None:
+    """A <main> around the whole page says nothing: our article must shed the top bar, the
+    more-from-us rail, the sign-up box, testimonials and the legal line."""
     out = Builder()
-    HtmlWalker(out).render(landmark(parse_html(page)))
+    HtmlWalker(out).render(article(scope(parse_html(page))).element)
     text = out.text()
     for chrome in _CHROME:
         assert chrome not in text, chrome

@@ -1,15 +1,15 @@
-"""The page's boilerplate-free content region: the recall-first candidate.
+"""The page's content scope, what a browser hides, and its boilerplate containers.
 
-Why: trafilatura, built for articles, keeps a fraction of pages whose content is not in
-article-like paragraphs (listings, category and product grids, service pages). On those,
-the page's declared main landmark (or its body) with the boilerplate containers removed
-is closer to what a reader calls the content. Boilerplate is recognised generically: by
-tag (nav, header, footer, aside, forms), ARIA role, hidden state, and class/id words
-(cookie, consent, sidebar, menu, share, related, newsletter, comments, ...).
+Why: every reading of a page (main content, the topic sieve, the full text) first needs
+what a reader can see (``drop_hidden``) and where the content is (``scope``: the declared
+main landmark, or the body); the main-content extractor (``article``) then removes the
+boilerplate containers, recognised generically: by tag (nav, header, footer, aside,
+forms), ARIA role, hidden state, class/id words (cookie, consent, sidebar, menu, share,
+related, newsletter, comments, paywall, ...) and link rails.
 
-Selection runs as XPath in libxml2 and a regular expression over the class/id strings,
-not as Python per element: lxml.html element proxies make a Python walk over a big page
-cost as much as trafilatura itself.
+Selection runs as XPath in libxml2 and a regular expression over the distinct class/id
+strings, not as Python per element: element proxies make a Python walk over a big page
+costly.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ _IDS = etree.XPath(".//@id")
 _MARKED = etree.XPath(".//*[@role or @hidden or @aria-hidden or contains(@style, 'none')"
                      " or contains(@style, 'hidden')]")
 _KEEP = frozenset({"main", "article", "body"})  # containers a class word never removes
-# Frame tags that some pages wrap around everything (see ``strip_boilerplate``).
+# Frame tags that some pages wrap around everything (see ``boilerplate``'s ``keep_frame``).
 _FRAMES = frozenset({"nav", "footer", "aside", "header", "form", "dialog"})
 
 
@@ -235,24 +235,6 @@ def boilerplate(el: etree._Element, keep: Callable[[etree._Element], bool],
     return [d for d in drop if d is not el]
 
 
-def strip_boilerplate(el: etree._Element, max_share: float = 0.5) -> etree._Element:
-    """Remove the boilerplate containers inside ``el`` (in place; tails are kept).
-
-    A container matched by a class/id word or a role, or a page frame (header, footer,
-    nav, aside, form), is kept when it holds more than ``max_share`` of the text: a
-    "content-with-sidebar" wrapper, an unclosed <header> or a <form> around the whole page
-    (ASP.NET) is the page itself. Link rails go too (``rails``), measured after the
-    marked containers are gone."""
-    total = _TEXT_LENGTH(el)
-    for d in boilerplate(el, lambda d: _TEXT_LENGTH(d) > max_share * total):
-        if d.getparent() is not None:
-            d.drop_tree()
-    for d in rails(el, _TEXT_LENGTH(el)):
-        if d is not el and d.getparent() is not None:
-            d.drop_tree()
-    return el
-
-
 def scope(root: etree._Element) -> etree._Element:
     """Where the content is: the declared main landmark (<main>, role=main) when it holds
     a fair part of the text, else the body."""
@@ -263,8 +245,3 @@ def scope(root: etree._Element) -> etree._Element:
         if _TEXT_LENGTH(best) > 0.2 * _TEXT_LENGTH(body):
             return best
     return body
-
-
-def landmark(root: etree._Element) -> etree._Element:
-    """The content ``scope``, boilerplate removed. Modifies ``root``: call it last."""
-    return strip_boilerplate(scope(root))
