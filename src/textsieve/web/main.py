@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -29,10 +30,11 @@ from ..extractors.html import HtmlWalker, decode_html, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
 from . import region as content_region
-from .article import article, confident
+from .article import Article, article, confident
 from .structured import page_kind
 
 _WORD = re.compile(r"\w+")
+_log = logging.getLogger(__name__)
 
 # trafilatura's output dialect -> HTML, so HtmlWalker renders it like any page.
 _TO_HTML = {"list": "ul", "item": "li", "row": "tr", "cell": "td", "quote": "blockquote",
@@ -164,12 +166,16 @@ def _select(root: etree._Element, url: str | None,
     kind = page_kind(root)
     _empty_code(root)
     content_region.drop_hidden(root)
-    art = article(copy.deepcopy(content_region.scope(root)))
+    try:
+        art: Article | None = article(copy.deepcopy(content_region.scope(root)))
+    except Exception:  # a bug on one odd page must not lose it: trafilatura still answers
+        _log.warning("own main-content extraction failed; trafilatura alone", exc_info=True)
+        art = None
 
-    def ours() -> etree._Element:
-        return art.element
+    def ours() -> etree._Element | None:
+        return art.element if art is not None else None
 
-    if confident(art, kind):
+    if art is not None and confident(art, kind):
         return [ours, functools.cache(lambda: _html_body(_trafilatura_body(root, url)))]
     traf = _trafilatura_body(root, url)
     if traf is None:
@@ -179,7 +185,7 @@ def _select(root: etree._Element, url: str | None,
     page_words = len(_WORD.findall(" ".join(_PAGE_TEXT(root))))
     if page_words and words >= SHORT_RATIO * page_words:
         return [body, ours]
-    if words < SHORT_RATIO * _words(art.element):
+    if art is not None and words < SHORT_RATIO * _words(art.element):
         return [ours, body]
     return [body, ours]
 
