@@ -26,13 +26,14 @@ from pathlib import Path
 import zstandard
 
 from ..model import ErrorKind, Status
-from . import schema
+from . import originals, schema
 from .store import ArchiveError, check_file, integrity_problems
 
 _MAX_PROBLEMS = 20  # damaged rows reported one a line; more only lengthen the message
 _CHUNK = 256  # rows copied per statement during a repair
-# The columns of `items` that hold zstd blobs (the rest are text or numbers).
-_BLOBS = ("text", "markdown", "pages")
+# The columns that hold zstd-compressed texts, per table (the rest are text or numbers);
+# ``originals.data`` is zstd of any bytes, checked apart (``originals.problems``).
+_BLOBS = {"items": ("text", "markdown", "pages"), "captures": ("text", "markdown")}
 # JSON columns, per table, and what a damaged one is reset to (instead of losing the row).
 _JSON = {"items": ("metadata", "warnings"), "runs": ("options", "sources", "counts"),
          "mails": ("labels",)}
@@ -90,6 +91,7 @@ def check(path: str | os.PathLike[str]) -> Report:
             report.damaged_items |= damaged
             report.problems += lines
             report.problems += _fts_out_of_step(conn)
+            report.problems += originals.problems(conn, path)
         except sqlite3.DatabaseError as exc:
             report.problems.append(str(exc))
     finally:
@@ -116,7 +118,7 @@ def _tables(conn: sqlite3.Connection, db: str = "main") -> list[tuple[str, bool]
                         "AND name NOT LIKE 'items_fts%' AND name NOT LIKE 'sqlite_%' "
                         "ORDER BY rootpage").fetchall()
     order = ["meta", "runs", "sources", "items", "provenance", "mails", "item_mails",
-             "source_state"]
+             "source_state", "originals", "captures", "checks"]
     rows.sort(key=lambda r: order.index(r[0]) if r[0] in order else len(order))
     return [(name, "WITHOUT ROWID" not in (sql or "").upper()) for name, sql in rows]
 
@@ -132,8 +134,10 @@ def _row_problem(table: str, row: dict[str, object], unzstd: Callable[[bytes], s
         if not isinstance(value, bytes):
             continue
         try:
-            if table == "items" and col in _BLOBS:
+            if col in _BLOBS.get(table, ()):
                 unzstd(value)
+            elif table == "originals" and col == "data":
+                continue  # any bytes, read back and hashed by originals.problems
             else:
                 text = value.decode("utf-8")
                 if col in _JSON.get(table, ()):

@@ -107,6 +107,27 @@ class Freshness:
         return known is not None and self.mode is Mode.INCREMENTAL and \
             known.status != Status.ERROR and self.made_now(known.extractor_version)
 
+    def conditional(self, known: Known | None) -> bool:
+        """A fetch may send the stored validators (and the same bytes need no extraction
+        from the network's copy): the current capture stands, or can be made again from
+        its kept original."""
+        return known is not None and self.mode is Mode.INCREMENTAL and \
+            known.status != Status.ERROR and (self.made_now(known.extractor_version)
+                                              or known.original is not None)
+
+    def redo_from_original(self, known: Known | None) -> bool:
+        """The current capture must be extracted again (a newer extractor, other options,
+        --force) and its original is kept: it is, from those bytes, whatever a fetch says."""
+        return known is not None and known.original is not None and \
+            known.status != Status.ERROR and (self.mode is Mode.FORCE
+                                              or not self.made_now(known.extractor_version))
+
+    def keeps(self, fetched: bool) -> bool:
+        """Whether the original of an item is kept: fetched bytes (a page, a mail's
+        article, a WARC record, an object) unless ``none``; files only with ``all``."""
+        keep = self.options.keep_originals
+        return keep == "all" or (fetched and keep == "fetched")
+
     def why_again(self, known: Known | None) -> Why:
         """Why a fetched URL item, with new bytes, is extracted."""
         if known is None:

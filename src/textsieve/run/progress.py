@@ -187,6 +187,8 @@ def summary(st: RunStats, totals: dict[str, Any] | None = None, *,
     rows += [(f"status {k}", f"{v:,}") for k, v in sorted(st.status.items())]
     rows += [(f"  error: {k}", f"{v:,}")
              for k, v in sorted(st.errors.items(), key=lambda x: -x[1])]
+    rows += [(f"  source failed, text kept: {k}", f"{v:,}")
+             for k, v in sorted(st.gone.items(), key=lambda x: -x[1])]
     rate = st.done / elapsed if elapsed > 0 else 0.0
     rows.append(("time", f"{elapsed:.1f}s ({rate:.1f} items/s)"))
     if totals:
