@@ -1,19 +1,31 @@
-"""Web main-content and metadata benchmark: textsieve vs trafilatura on WCXB dev.
+"""Web main-content and metadata benchmark: textsieve vs trafilatura, side by side.
 
-Run by hand: `.venv/bin/python bench/bench_web.py [--limit N] [--no-metadata] [--speed]`.
+Run by hand: `.venv/bin/python bench/bench_web.py [--dataset articles|wcxb|both]
+[--part tune|holdout|all] [--limit N] [--speed] [--no-metadata]`.
 
-Content: ../shared/tools/web_score.py's own loader, metric (WCXB: lowercased word-bag
+Data: ``../shared/data/articles-dev`` (129 article pages, the text a reader should get)
+and ``../shared/data/wcxb/dev`` (1,497 pages of seven types). Each set is split by site
+(articles: the page's folder name without its number; WCXB: the URL's host without
+"www."): a site whose md5 ends in 0-2 of 10 is *holdout* (about 30% of the sites), the
+rest *tune*. Develop on ``--part tune``; score *holdout* only to check that a change
+generalises (no page of a holdout site was looked at while tuning).
+
+Content: ../shared/tools/web_score.py's own loader, metric (lowercased word-bag
 precision/recall/F1 per page, averaged over pages) and timed runner, imported here, so the
-figures are the scorer's; both extractors run in the same process and run, one after the
-other, each timed sequentially on one core. Printed: overall and per page type F1,
-precision, recall, pages/s, textsieve/trafilatura ratios, and per page type on the two
-halves of the split: A (md5 of the page id even) was used for tuning, B (odd) is held out.
+figures are the scorer's; trafilatura 2.3 (``extract(include_comments=False)``, the
+scorer's built-in) and ``textsieve.web:main_text`` run in the same process and run.
+Printed per set and part: precision, recall, F1, and the *chrome pages* both ways: pages
+where one keeps the page's chrome (precision < 0.5) while the other is clean (>= 0.8).
 
-Metadata: title, author and publish date against the ground truth, for textsieve's
-``page_metadata`` and for ``trafilatura.extract_metadata`` alone. A field is correct when
-normalised values are equal (title and author: case-folded, whitespace collapsed, quotes
-and dashes unified; date: the YYYY-MM-DD prefix); an empty prediction for an empty truth
-is correct, so a reader that invents authors is penalised.
+Speed (``--speed``, also part of every content run): pages per CPU-second (process time),
+interleaved: both extractors on each page in turn, the order alternating, so load
+drifting on a shared machine hits both alike.
+
+Metadata (WCXB only): title, author and publish date against the ground truth, for
+textsieve's ``page_metadata`` and for ``trafilatura.extract_metadata`` alone. A field is
+correct when normalised values are equal (title and author: case-folded, whitespace
+collapsed, quotes and dashes unified; date: the YYYY-MM-DD prefix); an empty prediction
+for an empty truth is correct, so a reader that invents authors is penalised.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import time
 import unicodedata
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ROOT.parent / "shared" / "tools"
@@ -41,6 +54,9 @@ from textsieve.web.main import _tree  # noqa: E402
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
                          "\u2013": "-", "\u2014": "-", "\u00a0": " "})
+# Chrome pages: one extractor keeps the chrome (precision below LOW) where the other is
+# clean (precision at least HIGH).
+LOW, HIGH = 0.5, 0.8
 
 
 def norm(value: object) -> str:
@@ -53,73 +69,90 @@ def norm_date(value: object) -> str:
     return m.group(0) if m else ""
 
 
-def content(pages: list, limit_note: str) -> None:
-    metric = ws.WcxbMetric()
+def site(page: ws.Page) -> str:
+    """The site a page comes from: the URL's host, else the folder name sans number."""
+    if page.url:
+        host = urlsplit(page.url).hostname or ""
+        return host.removeprefix("www.")
+    return re.sub(r"-\d+$", "", page.page_id)
+
+
+def part(page: ws.Page) -> str:
+    """"holdout" for about 30% of the sites (by md5 of the site), else "tune"."""
+    return "holdout" if int(hashlib.md5(site(page).encode()).hexdigest(), 16) % 10 < 3 \
+        else "tune"
+
+
+def load(dataset: str, which: str, limit: int | None) -> list[ws.Page]:
+    pages = ws.load_pages(dataset, ws.DEFAULT_DIRS[dataset], "dev")
+    if which != "all":
+        pages = [p for p in pages if part(p) == which]
+    return pages[:limit] if limit else pages
+
+
+def _row(name: str, s: dict, chrome: int) -> str:
+    return (f"| {name} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | "
+            f"{chrome} |")
+
+
+def content(dataset: str, pages: list[ws.Page], label: str) -> None:
+    metric = ws.METRICS[dataset]()
     runs = [
         ws.Extractor("trafilatura", ws._version("trafilatura"), ws.make_trafilatura()),
         ws.Extractor("textsieve", "main_text", main_text),
     ]
-    results = [ws.run_extractor(ex, pages, metric, 0, False, False) for ex in runs]
-    traf, ours = results
-    print(f"\n## Main content, WCXB dev ({len(pages)} pages{limit_note})\n")
-    print("| extractor | precision | recall | F1 | F1 half A | F1 half B | pages/s | "
-          "pages/cpu-s | empty |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in results:
-        s = r.summary
-        print(f"| {r.name} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | "
-              f"{_f1(r.per_page, 'A')} | {_f1(r.per_page, 'B')} | {r.pages_per_s:.1f} | "
-              f"{r.pages_per_cpu_s:.1f} | {r.empty} |")
-    print(f"\nratios textsieve/trafilatura: F1 {ours.summary['f1'] / traf.summary['f1']:.3f}, "
-          f"pages/s {ours.pages_per_s / traf.pages_per_s:.2f}, "
-          f"pages/cpu-s {ours.pages_per_cpu_s / traf.pages_per_cpu_s:.2f}")
-    print("\n| type | n | trafilatura P | R | F1 | textsieve P | R | F1 | ΔF1 |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for g in sorted(ours.groups):
-        t, o = traf.groups[g], ours.groups[g]
-        print(f"| {g} | {o['n']} | {t['precision']:.3f} | {t['recall']:.3f} | {t['f1']:.3f} | "
-              f"{o['precision']:.3f} | {o['recall']:.3f} | {o['f1']:.3f} | "
-              f"{o['f1'] - t['f1']:+.3f} |")
-    print("\nF1 per type and half (A: tuned on, B: held out), trafilatura / textsieve\n")
-    print("| type | A n | A trafilatura | A textsieve | B n | B trafilatura | B textsieve |")
+    traf, ours = (ws.run_extractor(ex, pages, metric, 0, False, False) for ex in runs)
+    by_part: dict[str, list[int]] = defaultdict(list)
+    for i, page in enumerate(pages):
+        by_part[part(page)].append(i)
+    print(f"\n## Main content, {dataset} ({label})\n")
+    print("| part | pages | extractor | precision | recall | F1 | chrome pages |")
     print("|---|---|---|---|---|---|---|")
-    for g in sorted(ours.groups):
-        cells = []
-        for h in "AB":
-            n = sum(1 for row in ours.per_page if row["group"] == g and half(row["id"]) == h)
-            cells += [str(n), _f1(traf.per_page, h, g), _f1(ours.per_page, h, g)]
-        print(f"| {g} | " + " | ".join(cells) + " |")
+    for name in ("tune", "holdout", "all"):
+        idx = by_part[name] if name != "all" else list(range(len(pages)))
+        if not idx:
+            continue
+        t = [traf.per_page[i] for i in idx]
+        o = [ours.per_page[i] for i in idx]
+        ts, os_ = metric.aggregate(t), metric.aggregate(o)
+        ours_chrome = sum(1 for a, b in zip(t, o, strict=True)
+                          if b["precision"] < LOW and a["precision"] >= HIGH)
+        their_chrome = sum(1 for a, b in zip(t, o, strict=True)
+                           if a["precision"] < LOW and b["precision"] >= HIGH)
+        for tag, s, c in (("trafilatura", ts, their_chrome), ("textsieve", os_, ours_chrome)):
+            print(f"| {name} | {len(idx)} " + _row(tag, s, c))
+    print("\nchrome pages: precision < 0.5 where the other extractor's is >= 0.8")
+    if dataset == "wcxb":
+        print("\n| type | n | trafilatura P | R | F1 | textsieve P | R | F1 | ΔF1 |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for g in sorted(ours.groups):
+            t, o = traf.groups[g], ours.groups[g]
+            print(f"| {g} | {o['n']} | {t['precision']:.3f} | {t['recall']:.3f} | "
+                  f"{t['f1']:.3f} | {o['precision']:.3f} | {o['recall']:.3f} | "
+                  f"{o['f1']:.3f} | {o['f1'] - t['f1']:+.3f} |")
 
 
-def half(page_id: str) -> str:
-    """The fixed split: "A" (tuning) or "B" (held out), by a hash of the page id."""
-    return "B" if int(hashlib.md5(page_id.encode()).hexdigest(), 16) % 2 else "A"
-
-
-def _f1(rows: list, part: str, group: str | None = None) -> str:
-    f1s = [r["f1"] for r in rows if half(r["id"]) == part and group in (None, r["group"])]
-    return f"{sum(f1s) / len(f1s):.3f}" if f1s else "-"
-
-
-def speed(pages: list) -> None:
-    """Pages per CPU-second, interleaved: both extractors on each page in turn (the order
-    alternating), so load drifting on a shared machine hits both alike; sequential runs
-    (``content``) drifted from 0.74x to 0.88x on the same code."""
+def speed(pages: list[ws.Page], label: str) -> None:
+    """Pages per CPU-second, interleaved (see the module docstring)."""
     runs = {"trafilatura": ws.make_trafilatura(), "textsieve": main_text}
+    inputs = list(ws.iter_inputs(pages, None))
+    for fn in runs.values():  # warm-up: lazy imports and caches
+        with contextlib.suppress(Exception):
+            fn(inputs[0][1], inputs[0][0].url)
     cpu = dict.fromkeys(runs, 0.0)
-    for i, (page, html, _path) in enumerate(ws.iter_inputs(pages, None)):
+    for i, (page, html, _path) in enumerate(inputs):
         for name in (list(runs) if i % 2 else list(runs)[::-1]):
             t0 = time.process_time()
             with contextlib.suppress(Exception):  # a failure costs its time, as in the scorer
                 runs[name](html, page.url)
             cpu[name] += time.process_time() - t0
-    print(f"\n## Speed, interleaved ({len(pages)} pages)\n")
+    print(f"\n## Speed, interleaved ({label}, {len(pages)} pages, process CPU time)\n")
     for name, seconds in cpu.items():
         print(f"{name}: {len(pages) / seconds:.1f} pages/cpu-s ({seconds:.1f} CPU-s)")
     print(f"ratio textsieve/trafilatura: {cpu['trafilatura'] / cpu['textsieve']:.2f}")
 
 
-def metadata(pages: list) -> None:
+def metadata(pages: list[ws.Page]) -> None:
     from trafilatura.metadata import extract_metadata
 
     fields = ("title", "author", "publish_date")
@@ -164,23 +197,23 @@ def metadata(pages: list) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", choices=("articles", "wcxb", "both"), default="both")
+    ap.add_argument("--part", choices=("tune", "holdout", "all"), default="all",
+                    help="which sites (see the module docstring); default all, each printed")
     ap.add_argument("--limit", type=int, help="only the first N pages (smoke test)")
     ap.add_argument("--no-metadata", action="store_true")
     ap.add_argument("--no-content", action="store_true")
-    ap.add_argument("--speed", action="store_true",
-                    help="only pages per CPU-second, both extractors interleaved per page")
+    ap.add_argument("--speed", action="store_true", help="only the interleaved speed run")
     args = ap.parse_args()
-    pages = ws.load_pages("wcxb", ws.DEFAULT_DIRS["wcxb"], "dev")
-    note = ""
-    if args.limit:
-        pages, note = pages[: args.limit], f", first {args.limit}"
-    if args.speed:
-        speed(pages)
-        return 0
-    if not args.no_content:
-        content(pages, note)
-    if not args.no_metadata:
-        metadata(pages)
+    datasets = ("articles", "wcxb") if args.dataset == "both" else (args.dataset,)
+    for dataset in datasets:
+        pages = load(dataset, args.part, args.limit)
+        label = f"part {args.part}" + (f", first {args.limit}" if args.limit else "")
+        if not args.speed and not args.no_content:
+            content(dataset, pages, label)
+        speed(pages, f"{dataset}, {label}")
+        if dataset == "wcxb" and not args.speed and not args.no_metadata:
+            metadata(pages)
     return 0
 
 

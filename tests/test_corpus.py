@@ -35,6 +35,9 @@ from textsieve.model import Document, ErrorKind, Status
 from textsieve.options import Options
 from textsieve.run.pool import extract_many
 
+# Every file of the dev corpus, OCR included: minutes. CI runs it; locally --run-slow.
+pytestmark = pytest.mark.slow
+
 EXPECTATIONS = Path(__file__).with_name("corpus_expectations.tsv")
 COLUMNS = ["relpath", "expect", "words", "where", "tags", "source", "note"]
 KINDS = {"encrypted", "corrupt", "unsupported", "needs_ocr", "too_large"}

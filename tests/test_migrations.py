@@ -259,3 +259,59 @@ def test_credentials_from_before_the_fix_are_scrubbed_on_open(tmp_path: Path) ->
     raw = db.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("creds.db-*"))
     for secret in SECRETS:
         assert secret.encode() not in raw, secret
+
+
+def test_a_version_7_archive_gets_captures_and_keeps_its_text_through_link_rot(
+        tmp_path: Path) -> None:
+    """Version 8 splits what was read (captures) from the source's state: an item of an
+    older archive becomes its own first capture, and a fetch that fails afterwards (a 404)
+    leaves its text in place, as for items archived by this textsieve."""
+    from site_server import Site
+
+    site = Site()  # answers 404 for every page: the page is gone
+    url = site.url("/essay.html")
+    db = tmp_path / "v7.db"
+    conn = _connect(db)
+    schema.migrate(conn, target=7)
+    now = time.time()
+    text = zstandard.ZstdCompressor(level=9).compress(OLD_TEXT.encode("utf-8"))
+    meta = json.dumps({"extra": {"url": url, "final_url": url, "http_status": 200,
+                                 "content_type": "text/html"}})
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO runs (started, ended, status) VALUES (?, ?, 'completed')",
+                 (now, now))
+    conn.execute("INSERT INTO sources (spec) VALUES (?)", (f"url:{url}",))
+    for key, status, blob in ((url, "ok", text), ("/gone.txt", "error", None)):
+        conn.execute(
+            "INSERT INTO items (key, original, name, sha256, mime_type, title, metadata, "
+            "status, text, text_chars, extractor_version, first_seen, last_seen, "
+            "extracted_at, etag) VALUES (?, ?, 'essay.html', 'abc', 'text/html', 'Old essay', "
+            "?, ?, ?, ?, '1:html/1#00000000', ?, ?, ?, '\"v1\"')",
+            (key, key, meta, status, blob, len(OLD_TEXT) if blob else 0, now - 86400,
+             now - 86400, now - 86400))
+        conn.execute("INSERT INTO items_fts (rowid, title, text) VALUES "
+                     "(last_insert_rowid(), 'Old essay', ?)", (OLD_TEXT if blob else "",))
+    conn.execute("COMMIT")
+    conn.close()
+
+    with Archive(db) as a:
+        assert a.conn.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION
+        caps = a.conn.execute("SELECT i.key, c.current, c.url, c.http_status, c.etag, "
+                              "c.original, c.text FROM captures c JOIN items i "
+                              "ON i.id = c.item_id").fetchall()
+    assert caps == [(url, 1, url, 200, '"v1"', None, None)]  # the error item has none
+    try:
+        p = subprocess.run([sys.executable, "-m", "textsieve", "run", url, "--archive",
+                            str(db), "-q", "--allow-private", "--retries", "0"],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        site.stop()
+    assert p.returncode == 1 and "Traceback" not in p.stderr  # the fetch failed ...
+    with Archive(db, readonly=True) as a:
+        (item_id,) = a.conn.execute("SELECT id FROM items WHERE key = ?", (url,)).fetchone()
+        doc = a.document(item_id)
+        assert doc is not None and doc.text == OLD_TEXT  # ... and the text is still there
+        assert [h.id for h in search(a, "heron")] == [item_id]
+        check = a.check_of(item_id)
+        assert check is not None and check["error_kind"] == "http_404"
+        assert check["gone_since"] is not None

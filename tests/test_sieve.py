@@ -281,3 +281,75 @@ def test_cli_sieve_usage_errors(args: list[str]) -> None:
     r = _cli("extract", *args, str(FIXTURE))
     assert r.returncode == 2
     assert "topic" in r.stderr
+
+
+BIKE = {
+    "en": ("Fitting a new chain", "What you need", "Steps",
+           ["1 chain tool", "2 × 5 mm quick links", "15 ml chain oil", "1 old rag",
+            "1 pair of gloves"],
+           ["Shift onto the smallest sprocket at the back and the small ring at the front.",
+            "Break the old chain with the chain tool and pull it off the bike.",
+            "Thread the new chain through the derailleur and join it with the quick link.",
+            "Turn the cranks backwards and put one drop of oil on every roller."],
+           "I rode across the hills last summer and my old chain creaked on every climb, "
+           "so on a rainy Sunday I finally changed it in the garage."),
+    "de": ("Eine neue Kette montieren", "Das brauchst du", "Schritte",
+           ["1 Kettennieter", "2 × 5 mm Kettenschlösser", "15 ml Kettenöl", "1 alter Lappen",
+            "1 Paar Handschuhe"],
+           ["Schalte hinten auf das kleinste Ritzel und vorne auf das kleine Kettenblatt.",
+            "Öffne die alte Kette mit dem Kettennieter und nimm sie vom Rad.",
+            "Fädle die neue Kette durch das Schaltwerk und schließe sie mit dem Kettenschloss.",
+            "Drehe die Kurbel rückwärts und gib auf jede Rolle einen Tropfen Öl."],
+           "Letzten Sommer bin ich über die Hügel gefahren und die alte Kette hat bei "
+           "jedem Anstieg geknarzt, also habe ich sie an einem Regensonntag gewechselt."),
+}
+BIKE_TOPICS = {
+    "bike-parts.txt": "# what a repair needs\n@shape items\nparts 2\nyou need 2\ntool\nchain\n"
+                      "oil\nrag\nlink\n",
+    "bike-steps.txt": "# how the repair is done\n@shape steps\n@near bike-parts\nsteps 2\nshift\n"
+                      "chain\nderailleur\nsprocket\ncranks\ntool\n",
+    "bike-parts.de.txt": "@shape items\nbrauchst 2\nkettennieter\nkettenöl\nlappen\n"
+                         "kettenschloss\n",
+    "bike-steps.de.txt": "@shape steps\n@near bike-parts\nschritte 2\nschalte\nkette\nritzel\n"
+                         "schaltwerk\nkurbel\n",
+}
+
+
+def _bike_page(lang: str) -> str:
+    title, need, steps_head, parts, steps, story = BIKE[lang]
+    comments = "".join(f"<li>{n}: {c}</li>" for n, c in
+                       (("Ann", story[:60] + " Thanks, this helped!"), ("Bo", steps[0])))
+    return (f"<!doctype html><html lang='{lang}'><head><title>{title}</title></head><body>"
+            "<nav><a href='/'>Home</a> <a href='/tips'>Tips</a></nav>"
+            f"<article><h1>{title}</h1><p>{story}</p><p>{story}</p>"
+            f"<h2>{need}</h2><ul>{''.join(f'<li>{x}</li>' for x in parts)}</ul>"
+            f"<h2>{steps_head}</h2><ol>{''.join(f'<li>{x}</li>' for x in steps)}</ol>"
+            f"<p>{story}</p></article>"
+            f"<section class='comments'><ol>{comments}</ol></section>"
+            "<footer>© Bike blog</footer></body></html>")
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_a_users_own_shaped_topic_in_two_languages(tmp_path: Path, lang: str) -> None:
+    """Not a recipe: a user's topic files for a bike repair's parts and steps, with
+    @shape and @near, and German variants beside them (FILE.de.txt), through the CLI."""
+    for name, text in BIKE_TOPICS.items():
+        (tmp_path / name).write_text(text, "utf-8")
+    page = tmp_path / f"chain-{lang}.html"
+    page.write_text(_bike_page(lang), "utf-8")
+    _, _, _, parts, steps, story = BIKE[lang]
+    r = _cli("extract", "-f", "json", "--topic", str(tmp_path / "bike-parts.txt"), str(page))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    lines = [x for x in doc["text"].split("\n\n") if x not in (BIKE[lang][1],)]
+    assert lines == parts
+    assert doc["metadata"]["extra"]["sieve_language"] == lang
+    german = load_topic(str(tmp_path / "bike-parts.txt"), lang).stem("kettennieter")
+    assert (german in load_topic(str(tmp_path / "bike-parts.txt"), lang).terms) == (lang == "de")
+    r = _cli("extract", "--html", "sieve", "--topic", str(tmp_path / "bike-steps.txt"),
+             str(page))
+    assert r.returncode == 0, r.stderr
+    for step in steps:
+        assert step in r.stdout
+    assert story[:30] not in r.stdout and parts[0] not in r.stdout
+    assert "Thanks, this helped" not in r.stdout

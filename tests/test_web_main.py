@@ -18,7 +18,8 @@ from textsieve.options import Options
 from textsieve.render import Builder
 from textsieve.source import Source
 from textsieve.web import extract_main, main_text
-from textsieve.web.region import landmark
+from textsieve.web.article import article
+from textsieve.web.region import scope
 
 _PARA = ("The harbour authority approved the new breakwater after two years of "
          "surveys, public hearings and a long argument about the cost of stone. ")
@@ -220,7 +221,7 @@ def test_wrapper_named_like_boilerplate_is_not_dropped() -> None:
             .replace("<main>", "<div>").replace("</main>", "</div>"))
     text = main_text(page)
     assert "council voted nine to four" in text and "lifeboat station" in text
-    region = " ".join(landmark(parse_html(page)).itertext())  # the fallback candidate too
+    region = " ".join(article(scope(parse_html(page))).element.itertext())  # ours alone
     assert "council voted nine to four" in region and "lifeboat station" in region
     assert "Jobs board" not in region and "We use cookies" not in region
 
@@ -448,11 +449,11 @@ _CHROME = ("Careers", "Dredging the inner basin", "lighthouse restoration", "qua
 
 
 @pytest.mark.parametrize("page", [WHOLE_MAIN, WHOLE_MAIN_LISTING], ids=["article", "listing"])
-def test_region_of_a_main_that_is_the_whole_page_is_pruned(page: str) -> None:
-    """A <main> around the whole page says nothing: the region candidate must shed the
-    top bar, the more-from-us rail, the sign-up box, testimonials and the legal line."""
+def test_article_of_a_main_that_is_the_whole_page_is_pruned(page: str) -> None:
+    """A <main> around the whole page says nothing: our article must shed the top bar, the
+    more-from-us rail, the sign-up box, testimonials and the legal line."""
     out = Builder()
-    HtmlWalker(out).render(landmark(parse_html(page)))
+    HtmlWalker(out).render(article(scope(parse_html(page))).element)
     text = out.text()
     for chrome in _CHROME:
         assert chrome not in text, chrome
@@ -503,3 +504,106 @@ def test_code_is_emptied_before_trafilatura_but_json_ld_and_tails_stay() -> None
     assert scripts["application/json"] == '{"a": 1}'
     assert next(root.iter("style")).text is None
     assert "".join(root.find("body").itertext()).strip().startswith("Before after the script.")
+
+
+# -- article conventions, on pages that mimic real article markup (tests/fixtures/web) -----
+
+WEB = Path(__file__).parent / "fixtures" / "web"
+
+# Per page: what a reader reads (kept), what the page's frame and chrome say (dropped).
+CONVENTIONS: dict[str, tuple[list[str], list[str]]] = {
+    "news_article.html": (
+        ["The current diesel ferry leaving the north quay at dawn",  # caption
+         "battery-electric vessels", "technical director, Ingrid Sol",
+         "forty million euros each"],
+        ["Ferry operator orders two electric vessels",  # the headline: metadata
+         "Anna Berg", "07:45",  # byline and dateline: metadata
+         "Photo: Lars Holm",  # the photo credit
+         "Harbour crane fails inspection", "Breaking",  # the ticker
+         "Watch live", "Culture",  # the live bar, the category menu
+         "How the island route became", "Read more",  # the related box in the body
+         "morning briefing", "Your email",  # the newsletter box in the body
+         "Topics", "Islands",  # the tag cloud
+         "Lighthouse keeper retires", "More from",  # the teaser cards
+         "Nils_K", "All rights reserved"]),
+    "live_blog.html": (
+        ["Follow the count in all twelve wards", "Turnout reaches record high",
+         "71 percent of registered voters", "the river ward re-elects",
+         "Counting has started in the sports hall", "Polls are now closed"],
+        ["Election night live", "Latest news", "Bridge repairs", "Contact the newsroom"]),
+    "gallery.html": (
+        ["Forty sailing ships left the harbour", "The Norwegian full-rigger leads",
+         "Cadets climb the rigging", "Spectators packed the old fort walls",
+         "The last ship clears the harbour mouth", "The festival returns in three years"],
+        ["1 / 4", "4 / 4", "Previous", "Share on Facebook", "Privacy"]),
+    "overlays.html": (
+        ["drei neue Radwege anzulegen", "Kreuzungen am Marktplatz",
+         "Händler in der Fußgängerzone"],
+        ["Neue Radwege für die Altstadt",  # the headline: metadata
+         "Cookies", "Alle akzeptieren", "Weiterlesen", "Kontingent", "abonnieren",
+         "Anmelden", "Impressum"]),
+    "multipage.html": (
+        ["The harbour railway opened in 1872", "two tank engines",
+         "four trains a day"],
+        ["Next page", "Pages:", "published by volunteers"]),
+    "comments.html": (
+        ["every note I took lived in an app", "Writing by hand is slower",
+         "An index on the last pages"],
+        ["Responses", "Ruth", "Which notebook do you use", "lose the notebook on a train",
+         "Leave a Reply", "Post Comment"]),
+}
+
+
+def _check_convention(name: str, text: str) -> None:
+    keep, drop = CONVENTIONS[name]
+    for phrase in keep:
+        assert phrase in text, (name, phrase)
+    # in reading order (a live blog's standfirst before its newest entry)
+    assert [text.index(p) for p in keep] == sorted(text.index(p) for p in keep), name
+    for phrase in drop:
+        assert phrase not in text, (name, phrase)
+
+
+def test_article_conventions_through_the_cli() -> None:
+    """`textsieve extract --html main` on each convention's page: the reader's text stays,
+    the frame (headline, byline, dateline) and the chrome (ticker, live bar, related and
+    newsletter boxes, tag cloud, teasers, overlays, gallery controls, pager, comments)
+    go; title, author, date and the next page of a multi-page article are metadata."""
+    import json
+    import subprocess
+    import sys
+
+    pages = sorted(CONVENTIONS)
+    res = subprocess.run([sys.executable, "-m", "textsieve", "extract", "--html", "main",
+                          "-f", "json", *(str(WEB / p) for p in pages)],
+                         capture_output=True, text=True, timeout=120, check=True)
+    docs = {Path(d["path"]).name: d for d in map(json.loads, res.stdout.splitlines())}
+    assert sorted(docs) == pages
+    for name in pages:
+        assert docs[name]["status"] == "ok", docs[name]
+        _check_convention(name, docs[name]["text"])
+    news = docs["news_article.html"]
+    assert news["title"] == "Ferry operator orders two electric vessels for the island route"
+    assert news["metadata"]["author"] == "Anna Berg"
+    assert news["metadata"]["created"].startswith("2025-05-06")
+    # the pull quote repeats a sentence of the story: a reader reads it once
+    assert news["text"].count("Charging at both ends is what makes the timetable work") == 1
+    live = docs["live_blog.html"]
+    assert live["metadata"]["author"] == "Tomas Reed"
+    assert live["metadata"]["created"].startswith("2025-09-14")
+    assert docs["multipage.html"]["metadata"]["extra"]["next_page"].endswith(
+        "/history/harbour-railway?page=2")
+
+
+@pytest.mark.parametrize("name", sorted(CONVENTIONS))
+def test_article_conventions_through_the_library(name: str) -> None:
+    """The same pages through ``main_text`` and ``extract_main`` (a fetched page's road)."""
+    html = (WEB / name).read_text(encoding="utf-8")
+    url = f"https://news.example/{name.removesuffix('.html')}"
+    _check_convention(name, main_text(html, url))
+    doc, out = Document(), Builder()
+    extract_main(html.encode("utf-8"), url, out, doc)
+    _check_convention(name, out.text())
+    if name == "multipage.html":
+        assert doc.metadata.extra["next_page"] == (
+            "https://news.example/history/harbour-railway?page=2")

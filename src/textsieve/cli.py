@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .errors import ExitCode, TextsieveError, UsageError
-from .model import Document, Status
+from .model import Document, ErrorInfo, Status
 from .options import (
     CONFIG_FILE,
     GROUPS,
@@ -69,23 +69,25 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def _expand(args: list[str]) -> Iterator[str]:
-    """Files, folders (walked, sorted, hidden entries skipped) and globs, in order."""
+def _expand(args: list[str]) -> Iterator[tuple[str, ErrorInfo | None]]:
+    """Files, folders (walked, sorted, hidden entries skipped) and globs, in order, each
+    with why it cannot be read when that is known without opening it (a symlink loop, a
+    pipe or a device found in a folder or by a glob: ``source.path_problem``)."""
+    from .source import path_problem, walk
+
     for a in args:
         if a == "-":
-            yield a
+            yield a, None
         elif os.path.isdir(a):
-            for root, dirs, files in os.walk(a):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for f in sorted(files):
-                    if not f.startswith("."):
-                        yield os.path.join(root, f)
-        elif not os.path.exists(a) and any(c in a for c in "*?["):  # glob.has_magic
+            yield from walk(a)
+        elif not os.path.lexists(a) and any(c in a for c in "*?["):  # glob.has_magic
             import glob  # here: a command given plain file names does not load it
 
-            yield from sorted(glob.glob(a, recursive=True))
+            for p in sorted(glob.glob(a, recursive=True)):
+                if not os.path.isdir(p):
+                    yield p, path_problem(p)
         else:
-            yield a
+            yield a, path_problem(a, named=True)
 
 
 def _options(ns: argparse.Namespace) -> Options:
@@ -226,6 +228,9 @@ def _help_width() -> int:
 def _fill_extract(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE", help="files, folders, globs, or -")
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
+    p.add_argument("--explain", action="store_true",
+                   help="with --html sieve: print, instead of the text, an SVG of the page's "
+                        "topic score along its blocks with the kept span shaded (one page)")
     _add_config_option(p)
     _add_option_flags(p, run=False)
 
@@ -280,13 +285,36 @@ def _fill_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--limit", type=_sqlite_int, default=20)
     p.add_argument("--all-duplicates", action="store_true",
                    help="list near-duplicates of a hit as hits of their own")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--gone", dest="source_state", action="store_const", const="gone",
+                   help="only items whose source failed when last checked (the text is "
+                        "from an earlier capture)")
+    g.add_argument("--alive", dest="source_state", action="store_const", const="alive",
+                   help="only items whose source answered when last checked (or was never "
+                        "checked: files)")
     _add_archive_option(p)
 
 
 def _fill_show(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", type=_sqlite_int)
     p.add_argument("-f", "--format", choices=["text", "markdown", "json"], default="text")
+    p.add_argument("--captures", action="store_true",
+                   help="list the item's captures (each time its bytes were received) "
+                        "instead of its text")
     _add_archive_option(p)
+
+
+def _fill_reextract(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ids", nargs="*", type=_sqlite_int, metavar="ID",
+                   help="only these items (default: every item with a kept original)")
+    p.add_argument("--force", action="store_true",
+                   help="every selected item, not only those a newer extractor or other "
+                        "options would make differently")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, no summary")
+    _add_selection_options(p)
+    _add_archive_option(p)
+    _add_config_option(p)
+    _add_option_flags(p, run=False)
 
 
 def _fill_topics(p: argparse.ArgumentParser) -> None:
@@ -339,8 +367,11 @@ def _fill_check(p: argparse.ArgumentParser) -> None:
 
 def _fill_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", required=True, metavar="PATH",
-                   help="folder (txt) or file (jsonl, parquet); or s3://bucket/prefix")
-    p.add_argument("--format", choices=["txt", "jsonl", "parquet"], default="txt")
+                   help="folder (txt) or file (jsonl, parquet, warc: FILE.warc.gz); or "
+                        "s3://bucket/prefix")
+    p.add_argument("--format", choices=["txt", "jsonl", "parquet", "warc"], default="txt",
+                   help="warc: every kept original as a WARC/1.1 response (or resource) "
+                        "record, with its provenance in a metadata record")
     _add_archive_option(p)
 
 
@@ -406,6 +437,12 @@ COMMANDS: dict[str, tuple[_Fill, dict[str, Any]]] = {
         "help": "group near-duplicate items (the same text under two URLs...): search "
                 "shows each group once"}),
     "stats": (_fill_archive_only, {"help": "summarise the archive by status, type and error"}),
+    "reextract": (_fill_reextract, {
+        "help": "extract archived items again from their kept originals, offline (after "
+                "an upgrade, or with other options)"}),
+    "gc": (_fill_archive_only, {
+        "help": "drop the kept originals no capture uses any more (and stray files of "
+                "FILE.originals)"}),
     "check": (_fill_check, {
         "help": "check the archive is whole (every page, index and stored text); --repair "
                 "rebuilds a damaged one, keeping a backup"}),
@@ -514,20 +551,27 @@ ALONE_MAX_BYTES = 16 * 1024 * 1024
 
 def cmd_extract(ns: argparse.Namespace) -> int:
     options: Options = ns.options
-    paths = list(_expand(ns.inputs))
+    expanded = list(_expand(ns.inputs))
+    paths = [p for p, _ in expanded]
     if not paths:
         print("textsieve: no input files", file=sys.stderr)
         return EXIT_USAGE
     many = len(paths) > 1
+    if ns.explain and (options.html != "sieve" or many):
+        raise UsageError("--explain draws the sieve of one page: --html sieve --topic T PAGE")
     docs: Iterator[Document]
-    alone = _extract_alone(paths[0], options) if not many and _alone(paths[0], options) \
-        else None
+    alone = _extract_alone(paths[0], options) if not many and expanded[0][1] is None and \
+        _alone(paths[0], options) else None
     if alone is not None:
         docs = iter([alone])
     else:
         from .run.pool import extract_many
 
-        objs = [_read_stdin(options, "<stdin>") if p == "-" else p for p in paths]
+        # A path that leads nowhere is its typed record at once: never opened (a pipe in a
+        # folder would wait for a writer for ever), never sent to a worker.
+        objs = [Document.failed(why.kind, why.message, name=os.path.basename(p))
+                if why is not None else _read_stdin(options, "<stdin>") if p == "-" else p
+                for p, why in expanded]
         todo = [(o, "<stdin>" if p == "-" else None) for p, o in zip(paths, objs, strict=True)
                 if not isinstance(o, Document)]
         workers = options.worker_count  # all of them even for one file: its OCR pages spread
@@ -543,6 +587,12 @@ def cmd_extract(ns: argparse.Namespace) -> int:
             _say(f"{path}: {doc.error.kind}: {doc.error.message}")
         else:
             _warn_failed_parts(path, doc)
+        if ns.explain:
+            if doc.status is not Status.ERROR:
+                from .web.sieveplot import for_metadata
+
+                out.write((for_metadata(doc.metadata.extra) or "") + "\n")
+            continue
         _emit(out, path, doc, ns.format, many, clean=out.isatty())
     out.flush()
     return EXIT_FAILED if failed else EXIT_OK
@@ -640,19 +690,23 @@ def cmd_detect(ns: argparse.Namespace) -> int:
     from . import _source
     from .detection import detect
     from .model import ExtractionError
+    from .source import os_problem
 
     failed = 0
-    for path in _expand(ns.inputs):
+    for path, why in _expand(ns.inputs):
         try:
+            if why is not None:  # never opened: a pipe in a folder would wait for ever
+                raise ExtractionError(why.kind, why.message)
             with _source(sys.stdin.buffer if path == "-" else path, None,
                          Options()) as src:
                 det = detect(src)
         except OSError as exc:
-            _say(f"{path}: {exc.strerror or exc}")
+            why = os_problem(path, exc)
+            _say(f"{path}: {why.kind}: {why.message}")
             failed += 1
             continue
-        except ExtractionError as exc:  # stdin past the size limit
-            print(f"textsieve: {path}: {exc.kind}: {exc.message}", file=sys.stderr)
+        except ExtractionError as exc:  # stdin past the size limit, a path to nowhere
+            _say(f"{path}: {exc.kind}: {exc.message}")
             failed += 1
             continue
         note = f"  ({det.note})" if det.note else ""
@@ -715,7 +769,40 @@ def cmd_run(ns: argparse.Namespace) -> int:
             if not ns.quiet:
                 print("enriched: " + ", ".join(f"{k} {v}" for k, v in done.items()),
                       file=sys.stderr)
+    return EXIT_FAILED if stats.status.get("error") or stats.gone else EXIT_OK
+
+
+def cmd_reextract(ns: argparse.Namespace) -> int:
+    from .archive.stats import totals
+    from .run.progress import Progress
+    from .run.runner import Mode, run
+    from .sources.stored import Selection, StoredSource
+
+    selection = Selection(ids=tuple(ns.ids), mime=ns.mime, since=ns.since, until=ns.until,
+                          label=ns.label)
+    progress = Progress(quiet=ns.quiet)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    with _open_archive(ns.archive, readonly=False) as archive, progress:
+        source = StoredSource(archive, selection)
+        mode = Mode.FORCE if ns.force else Mode.INCREMENTAL
+        stats = run([source], archive, ns.options, mode=mode, progress=progress,
+                    run_options={"mode": f"reextract-{mode}", "timeout": ns.options.timeout,
+                                 "workers": ns.options.worker_count})
+        progress.finish(stats, totals(archive))
+    if source.without and not ns.quiet:
+        print(f"{source.without:,} selected item(s) have no kept original: `textsieve run` "
+              "their sources to extract them again", file=sys.stderr)
     return EXIT_FAILED if stats.status.get("error") else EXIT_OK
+
+
+def cmd_gc(ns: argparse.Namespace) -> int:
+    from .archive.originals import collect
+
+    with _open_archive(ns.archive, readonly=False) as archive:
+        done = collect(archive)
+    print(f"{ns.archive}: {done.rows:,} unused original(s) dropped, {done.files:,} file(s) "
+          f"removed, {done.bytes / 1e6:.1f} MB freed", file=sys.stderr)
+    return EXIT_OK
 
 
 def cmd_ocr(ns: argparse.Namespace) -> int:
@@ -751,7 +838,8 @@ def cmd_search(ns: argparse.Namespace) -> int:
     from .archive.search import format_hit, search
 
     with _open_archive(ns.archive, readonly=True) as archive:
-        hits = search(archive, ns.query, limit=ns.limit)  # QueryError: a usage error
+        hits = search(archive, ns.query, limit=ns.limit,  # QueryError: a usage error
+                      source_state=ns.source_state)
         from .enrich.items import duplicates_of, summary_of
 
         summaries = {h.id: summary_of(archive, h.id) for h in hits}
@@ -780,21 +868,41 @@ def cmd_search(ns: argparse.Namespace) -> int:
 
 
 def cmd_show(ns: argparse.Namespace) -> int:
+    from .archive.browse import source_note
+
     with _open_archive(ns.archive, readonly=True) as archive:
         doc = archive.document(ns.id)
         lineage = archive.lineage(ns.id)
         where = " › ".join(w for _, w in lineage)
         mails = archive.mails_of(lineage[0][0]) if lineage else []
         enriched = _enriched(archive, ns.id)
+        captures = archive.captures(ns.id)
+        check = archive.check_of(ns.id)
     if doc is None:
         _say(f"no item {ns.id}")
         return EXIT_FAILED
     if ns.format == "json":
         import json
 
-        record = {"path": where, **doc.to_dict(), "mails": mails, **enriched}
+        record = {"path": where, **doc.to_dict(), "mails": mails, **enriched,
+                  "source_state": check, "captures": captures}
         sys.stdout.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
+    note = source_note(check, captures)
+    if ns.captures:
+        print(for_terminal(where, one_line=True))
+        if note:
+            print(for_terminal(note, one_line=True))
+        for c in captures:
+            mark = "*" if c["current"] else " "
+            what = f"HTTP {c['http_status']}" if c["http_status"] else c["status"]
+            print(for_terminal(
+                f"{mark} {_when(c['captured_at'])}  {what:<8}  {c['text_chars']:>8,} chars  "
+                f"{c['kind']}  original {(c['original'] or 'not kept')[:16]}  "
+                f"{c['url'] or ''}", one_line=True))
+        return EXIT_OK
+    if note:
+        print(for_terminal(note, one_line=True), file=sys.stderr)
     for m in mails:  # which mails named it: provenance a reader wants to see first
         print(for_terminal(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  "
                            f"«{m['subject'] or ''}»", one_line=True), file=sys.stderr)
@@ -802,6 +910,12 @@ def cmd_show(ns: argparse.Namespace) -> int:
         print(for_terminal(f"summary: {enriched['summary']}", one_line=True), file=sys.stderr)
     _emit(sys.stdout, where, doc, ns.format, many=False, clean=True)
     return EXIT_OK
+
+
+def _when(epoch: float | None) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch)) if epoch else "?"
 
 
 def cmd_serve(ns: argparse.Namespace) -> int:
@@ -999,7 +1113,7 @@ def cmd_check(ns: argparse.Namespace) -> int:
     report = check(ns.archive)
     if report.ok:
         print(f"{ns.archive}: whole ({report.items:,} items; pages, indexes, full-text "
-              "index and every stored text checked)", file=sys.stderr)
+              "index, every stored text and kept original checked)", file=sys.stderr)
         return EXIT_OK
     for line in report.problems:
         _say(f"{ns.archive}: {line}")
@@ -1008,9 +1122,11 @@ def cmd_check(ns: argparse.Namespace) -> int:
              "readable, keeping a backup")
         return EXIT_FAILED
     fixed = repair(ns.archive)
-    print(f"{ns.archive}: repaired: {fixed.kept:,} items kept, {fixed.dropped:,} dropped "
-          f"(the next run extracts them again), {fixed.lost_rows:,} unreadable rows lost; "
-          f"the damaged original is {fixed.backup}", file=sys.stderr)
+    found = f" ({fixed.salvaged:,} rows read from pages SQLite no longer reached)" \
+        if fixed.salvaged else ""
+    print(f"{ns.archive}: repaired: {fixed.kept:,} items kept{found}, {fixed.dropped:,} "
+          f"dropped (the next run extracts them again), {fixed.lost_rows:,} unreadable rows "
+          f"lost; the damaged original is {fixed.backup}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -1086,9 +1202,10 @@ def main(argv: list[str] | None = None) -> int:
                "summarize": cmd_summarize, "keyphrases": cmd_keyphrases,
                "related": cmd_related, "duplicates": cmd_duplicates,
                "stats": cmd_stats, "export": cmd_export, "check": cmd_check,
-               "serve": cmd_serve}[ns.command]
+               "serve": cmd_serve, "reextract": cmd_reextract, "gc": cmd_gc}[ns.command]
     try:
-        if ns.command in ("extract", "run", "ocr", "gmail-auth", "serve"):  # those with Options
+        if ns.command in ("extract", "run", "ocr", "gmail-auth", "serve",
+                          "reextract"):  # those with Options
             ns.options = _check_sieve(_options(ns))
         return handler(ns)
     except TextsieveError as exc:  # options, config, archive, sources, mail servers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from .forking import in_worker
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from .options import Options
 from .render import Builder
-from .source import Source
+from .source import Source, os_problem
 
 if TYPE_CHECKING:
     from .ocr import PageOcr
@@ -106,8 +107,15 @@ def extract_source(src: Source, options: Options, ctx: Context | None = None, *,
             finish_ocr(doc, _ocr_here(src, doc, options, ctx))
     except ExtractionError as exc:
         doc.status, doc.error = Status.ERROR, ErrorInfo(exc.kind, exc.message)
-    except FileNotFoundError as exc:
-        doc.status, doc.error = Status.ERROR, ErrorInfo(ErrorKind.NOT_FOUND, str(exc))
+    except OSError as exc:
+        doc.status = Status.ERROR
+        if src.path is not None and exc.filename is not None and \
+                os.fspath(exc.filename) == os.fspath(src.path):
+            doc.error = os_problem(os.fspath(src.path), exc)  # the input itself: typed
+        elif isinstance(exc, FileNotFoundError):
+            doc.error = ErrorInfo(ErrorKind.NOT_FOUND, str(exc))
+        else:  # met inside a parser or a tool: a bug until shown otherwise
+            doc.error = ErrorInfo(ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
     except MemoryError:
         doc.status = Status.ERROR
         doc.error = ErrorInfo(ErrorKind.TOO_LARGE, "ran out of memory (memory limit)")

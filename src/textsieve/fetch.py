@@ -85,6 +85,7 @@ class FetchResult:
     charset: str | None = None  # from the Content-Type header, lower-case
     etag: str | None = None
     last_modified: str | None = None
+    date: str | None = None  # the response's Date header (kept with the capture)
     not_modified: bool = False
     error: ErrorInfo | None = None
     elapsed: float = 0.0  # seconds from the call to the return, queueing included
@@ -151,6 +152,12 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if when is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def status_error(status: int) -> ErrorInfo:
+    """The typed error of an HTTP failure status (a fetch's, or one a WARC recorded)."""
+    f = _status_failure(status, None)
+    return ErrorInfo(f.kind, f.message)
 
 
 def _status_failure(status: int, retry_after: float | None) -> _Failure:
@@ -654,6 +661,7 @@ class Fetcher:
             return status, response.headers.get("location")
         result.etag = response.headers.get("etag")
         result.last_modified = response.headers.get("last-modified")
+        result.date = response.headers.get("date")
         result.content_type, result.charset = parse_content_type(
             response.headers.get("content-type"))
         if status == 304:

@@ -6,6 +6,10 @@ extracting one file (``textsieve extract FILE``) does not build them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import ErrorInfo
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,30 @@ class Item:
     url: str | None = None  # a web resource to fetch
     mails: tuple[MailRef, ...] = ()  # the mails that named it (mail sources)
     remote: str | None = None  # an object-store URI (s3://), read only if it needs work
+    # The server's answer that came with ``data`` (a WARC record): archived as a capture
+    # of ``key`` at ``response.captured_at``, never fetched.
+    response: Response | None = None
+    # Re-extract from the archive's kept original with this SHA-256 (``textsieve
+    # reextract``): no file, no network.
+    stored: str | None = None
+    # A path that leads nowhere (a symlink loop, a pipe in a folder...): never read, its
+    # typed error is recorded (``source.path_problem``).
+    problem: ErrorInfo | None = None
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a server answered with an item's bytes (a fetch, a WARC record): kept with the
+    capture, so the bytes can be read again as they were served (type, charset, URL)."""
+
+    url: str  # where the bytes came from, after redirects
+    status: int | None = None  # HTTP status
+    content_type: str | None = None  # the Content-Type header as served (charset included)
+    date: str | None = None  # the Date header
+    etag: str | None = None
+    last_modified: str | None = None
+    captured_at: float | None = None  # when the bytes were received (None: now)
+    via: str | None = None  # where a record came from (a WARC file and its record id)
 
 
 @dataclass(frozen=True)

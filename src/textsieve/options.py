@@ -29,6 +29,9 @@ MIN_MEMORY = 64 * MiB  # a memory cap below this would stop Python itself
 UNPACK_SHARE = 6  # at most 1/6 of a worker's memory cap is unpacked per top-level file
 HTML_MODES = ("auto", "main", "full", "sieve")
 EXECUTORS = ("local", "ray")
+# Which originals (bytes as received) `textsieve run` keeps in the archive: none, what was
+# fetched or came inside a mail or a WARC (gone once the server or mail is), or all (files too).
+KEEP_ORIGINALS = ("none", "fetched", "all")
 # What `textsieve run --enrich` may keep up to date (textsieve.enrich), in the order it runs.
 ENRICH_KINDS = ("topics", "summaries", "keyphrases", "related", "duplicates")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
@@ -117,6 +120,8 @@ class Options:
     # topics (0: chosen by coherence) and the sentences per summary.
     topics_k: int = 0
     summary_sentences: int = 3
+    # Originals kept by `textsieve run` (re-extraction without the network, WARC export).
+    keep_originals: str = "fetched"
 
     def __post_init__(self) -> None:
         if self.ocr not in OCR_MODES:
@@ -125,6 +130,9 @@ class Options:
         if self.html not in HTML_MODES:
             raise OptionsError(
                 f"html must be one of {', '.join(HTML_MODES)}, not {self.html!r}", "html")
+        if self.keep_originals not in KEEP_ORIGINALS:
+            raise OptionsError(f"keep_originals must be one of {', '.join(KEEP_ORIGINALS)}, "
+                               f"not {self.keep_originals!r}", "keep_originals")
         if self.executor not in EXECUTORS:
             raise OptionsError(f"executor must be one of {', '.join(EXECUTORS)}, "
                                f"not {self.executor!r}", "executor")
@@ -343,6 +351,10 @@ KNOBS: dict[str, Knob] = {
     "topics_k": Knob("number of topics (0: chosen by coherence)", "enrich", flag="--topics-k",
                      metavar="K", run_only=True),
     "summary_sentences": Knob("sentences per summary", "enrich", metavar="N", run_only=True),
+    "keep_originals": Knob("keep the bytes as received in the archive (content-addressed, "
+                           "compressed): what was fetched or came in a mail or WARC, all "
+                           "(files too), or none; items are re-extracted from them offline",
+                           "documents", choices=KEEP_ORIGINALS, run_only=True),
 }
 
 CONFIG_FILE = "textsieve.toml"  # looked for in the working folder when --config is not given

@@ -6,14 +6,16 @@ the whole file); bytes are read at most once, with a size cap.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .model import ErrorKind, ExtractionError
+from .model import ErrorInfo, ErrorKind, ExtractionError
 
 _CHUNK = 1 << 20
 
@@ -30,6 +32,94 @@ def read_capped(stream: BinaryIO, limit: int | None) -> bytes:
             raise ExtractionError(ErrorKind.TOO_LARGE,
                                   f"input is more than the limit of {limit} bytes")
     return buf.getvalue()
+
+
+# The kinds ``path_problem`` gives: a path that leads nowhere, known before reading it.
+PATH_PROBLEMS = frozenset({ErrorKind.SYMLINK_LOOP, ErrorKind.DANGLING_LINK,
+                           ErrorKind.PERMISSION, ErrorKind.NOT_REGULAR})
+
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def path_problem(path: str | os.PathLike[str], *, named: bool = False) -> ErrorInfo | None:
+    """Why ``path`` cannot be read as a file, found without opening it (opening a named
+    pipe would wait for a writer for ever); None: a regular file to read, or a folder.
+    ``named``: given by the user (not found in a folder or by a glob), where a pipe or a
+    device is read on purpose (``textsieve run <(curl ...)``, ``/dev/stdin``)."""
+    p = os.fspath(path)
+    try:
+        st = os.stat(p)
+    except OSError as exc:
+        return os_problem(p, exc)
+    if stat.S_ISREG(st.st_mode):
+        if not os.access(p, os.R_OK):
+            return ErrorInfo(ErrorKind.PERMISSION, "permission denied: this user may not "
+                             "read the file")
+        return None
+    if stat.S_ISDIR(st.st_mode) or named:
+        return None
+    what = next((w for test, w in _SPECIAL if test(st.st_mode)), "not a regular file")
+    return ErrorInfo(ErrorKind.NOT_REGULAR, f"{what}, not a regular file: not read")
+
+
+def os_problem(path: str, exc: OSError) -> ErrorInfo:
+    """The typed error of an ``OSError`` met opening ``path`` (never ``internal``)."""
+    if exc.errno == errno.ELOOP:
+        return ErrorInfo(ErrorKind.SYMLINK_LOOP, "symbolic links in a loop: they never "
+                         f"reach a file ({_chain(path)})")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        what = "list the folder" if os.path.isdir(path) else "reach or read it"
+        return ErrorInfo(ErrorKind.PERMISSION, f"permission denied: this user may not {what}")
+    if exc.errno == errno.ENOENT and os.path.islink(path):
+        return ErrorInfo(ErrorKind.DANGLING_LINK, "a symbolic link to something that does "
+                         f"not exist ({_chain(path)})")
+    return ErrorInfo(ErrorKind.NOT_FOUND, exc.strerror or str(exc))
+
+
+def walk(root: str) -> Iterator[tuple[str, ErrorInfo | None]]:
+    """Every file below the folder ``root`` (sorted; hidden entries skipped; folders
+    linked to are not entered, so no loop is followed), each with the reason it cannot be
+    read (``path_problem``: a link that leads nowhere, a pipe, a device) or None; and a
+    folder that cannot be listed, with its ``permission`` (or other) error. The one walk
+    of ``textsieve extract DIR`` and ``textsieve run DIR``."""
+    try:
+        with os.scandir(root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        yield root, os_problem(root, exc)
+        return
+    folders = []
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        try:
+            if e.is_dir():  # a link to a folder too: listed, not entered (os.walk's way)
+                if not e.is_symlink():
+                    folders.append(e.path)
+                continue
+        except OSError:
+            pass  # a link that leads nowhere: a file to report
+        yield e.path, path_problem(e.path)
+    for f in folders:
+        yield from walk(f)
+
+
+def _chain(path: str, limit: int = 8) -> str:
+    """``a -> b -> c``: where a symbolic link leads, as far as ``limit`` steps."""
+    steps, p = [os.path.basename(path) or path], path
+    seen = {os.path.abspath(p)}
+    for _ in range(limit):
+        try:
+            target = os.readlink(p)
+        except OSError:
+            break
+        steps.append(target)
+        p = os.path.join(os.path.dirname(p), target)
+        if os.path.abspath(p) in seen:
+            break  # round once: the loop is shown
+        seen.add(os.path.abspath(p))
+    return " -> ".join(steps)
 
 
 @dataclass

@@ -7,6 +7,7 @@ fast on an archive of 100,000 items; search itself is ``search.find``.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from .store import Archive
@@ -34,7 +35,33 @@ def item(archive: Archive, item_id: int) -> dict[str, Any] | None:
     ocr = [p[0] for p in pages if isinstance(p, list) and len(p) > 3 and p[3]]
     out["ocr_pages"] = ocr or _numbers(extra.get("ocr_pages"))
     out["missing_pages"] = _numbers(extra.get("missing_pages"))  # OCR failed or timed out
+    out["captures"] = archive.captures(item_id) if out["parent_id"] is None else []
+    out["source_state"] = archive.check_of(item_id)
+    out["source_note"] = source_note(out["source_state"], out["captures"])
     return out
+
+
+def _day(epoch: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch)) if epoch else "?"
+
+
+def source_note(check: dict[str, Any] | None, captures: list[dict[str, Any]]) -> str | None:
+    """One line about an item whose source failed when last checked: since when, why, and
+    which capture the text comes from ("source gone since ...; text from the capture of
+    ..."; or that it shrank); None while the source answers (or was never checked)."""
+    if not check or check.get("gone_since") is None:
+        return None
+    why = check.get("error_kind") or "failed"
+    if check.get("http_status"):
+        why += f", HTTP {check['http_status']}"
+    what = "source gone" if check.get("error_kind") != "degraded" else \
+        "source shrank to a fraction of its text (a cookie wall, a parked domain?)"
+    line = (f"{what} since {_day(check['gone_since'])} ({why}; last checked "
+            f"{_day(check.get('checked_at'))})")
+    current = next((c for c in captures if c.get("current")), None)
+    if current is not None:
+        line += f"; text from the capture of {_day(current.get('captured_at'))}"
+    return line
 
 
 def children(archive: Archive, item_id: int, depth: int = 6,

@@ -6,16 +6,20 @@ longer decompresses, a key that is no longer UTF-8, a metadata field that is no 
 So the check also reads every row the way the commands do, and compares the full-text
 index's list of documents with the rows.
 
-The repair never edits the damaged file: it copies it aside (``FILE.bak``), copies every
-readable row into a fresh file with the same schema (which rebuilds every index), drops the
-top-level items any damaged row belongs to (the next ``textsieve run`` extracts them again,
-as new), rebuilds the full-text index from the rows, checks the result, and only then puts
-it in place of the original.
+The repair never edits the damaged file: it copies it aside (``FILE.bak``), folds its
+write-ahead log into a scratch copy, copies every row SQLite can read into a fresh file with
+the same schema (which rebuilds every index), reading leniently (a truncated file is read
+as far as it goes), then reads the rows SQLite can no longer reach straight from the pages
+(``salvage``: a damaged interior page hides whole leaves), drops the top-level items any
+damaged row belongs to (the next ``textsieve run`` extracts them again, as new), rebuilds
+the full-text index from the rows, checks the result, and only then puts it in place of
+the original.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sqlite3
@@ -26,13 +30,16 @@ from pathlib import Path
 import zstandard
 
 from ..model import ErrorKind, Status
-from . import schema
+from . import originals, salvage, schema
 from .store import ArchiveError, check_file, integrity_problems
+
+logger = logging.getLogger(__name__)
 
 _MAX_PROBLEMS = 20  # damaged rows reported one a line; more only lengthen the message
 _CHUNK = 256  # rows copied per statement during a repair
-# The columns of `items` that hold zstd blobs (the rest are text or numbers).
-_BLOBS = ("text", "markdown", "pages")
+# The columns that hold zstd-compressed texts, per table (the rest are text or numbers);
+# ``originals.data`` is zstd of any bytes, checked apart (``originals.problems``).
+_BLOBS = {"items": ("text", "markdown", "pages"), "captures": ("text", "markdown")}
 # JSON columns, per table, and what a damaged one is reset to (instead of losing the row).
 _JSON = {"items": ("metadata", "warnings"), "runs": ("options", "sources", "counts"),
          "mails": ("labels",)}
@@ -57,7 +64,8 @@ class RepairReport:
     backup: Path
     kept: int  # items (all levels) in the repaired archive
     dropped: int  # items dropped: damaged, or part of a damaged top-level item
-    lost_rows: int  # rows of any table that could not be read at all
+    lost_rows: int  # rows of any table that could not be read at all (at most)
+    salvaged: int = 0  # rows SQLite could no longer reach, read from the pages
 
 
 def _unzstd() -> Callable[[bytes | None], str]:
@@ -69,7 +77,17 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     uri = f"file:{path}" + ("?mode=ro" if readonly else "")
     conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     conn.create_function("ts_unzstd", 1, _unzstd(), deterministic=True)
+    if readonly:
+        _lenient(conn)
     return conn
+
+
+def _lenient(conn: sqlite3.Connection) -> None:
+    """Read what can be read of a damaged file: with ``writable_schema`` SQLite takes a
+    file shorter than its header says (truncated, a lost tail) at its real length
+    instead of refusing it whole, and skips schema entries it cannot parse. Only ever on
+    connections that do not write to the damaged file."""
+    conn.execute("PRAGMA writable_schema = ON")
 
 
 def check(path: str | os.PathLike[str]) -> Report:
@@ -90,6 +108,7 @@ def check(path: str | os.PathLike[str]) -> Report:
             report.damaged_items |= damaged
             report.problems += lines
             report.problems += _fts_out_of_step(conn)
+            report.problems += originals.problems(conn, path)
         except sqlite3.DatabaseError as exc:
             report.problems.append(str(exc))
     finally:
@@ -116,7 +135,7 @@ def _tables(conn: sqlite3.Connection, db: str = "main") -> list[tuple[str, bool]
                         "AND name NOT LIKE 'items_fts%' AND name NOT LIKE 'sqlite_%' "
                         "ORDER BY rootpage").fetchall()
     order = ["meta", "runs", "sources", "items", "provenance", "mails", "item_mails",
-             "source_state"]
+             "source_state", "originals", "captures", "checks"]
     rows.sort(key=lambda r: order.index(r[0]) if r[0] in order else len(order))
     return [(name, "WITHOUT ROWID" not in (sql or "").upper()) for name, sql in rows]
 
@@ -132,8 +151,10 @@ def _row_problem(table: str, row: dict[str, object], unzstd: Callable[[bytes], s
         if not isinstance(value, bytes):
             continue
         try:
-            if table == "items" and col in _BLOBS:
+            if col in _BLOBS.get(table, ()):
                 unzstd(value)
+            elif table == "originals" and col == "data":
+                continue  # any bytes, read back and hashed by originals.problems
             else:
                 text = value.decode("utf-8")
                 if col in _JSON.get(table, ()):
@@ -240,15 +261,22 @@ def _write_lock(path: Path) -> sqlite3.Connection:
 
 
 def _rebuild(path: Path, new_path: Path, version: int, backup: Path) -> RepairReport:
-    """Copy the readable rows of ``path`` into a fresh archive at ``new_path``."""
+    """Copy the readable rows of ``path`` into a fresh archive at ``new_path``: what
+    SQLite reads row by row, then what only the pages still hold (``salvage``)."""
     for p in (new_path, Path(f"{new_path}-wal"), Path(f"{new_path}-journal")):
         p.unlink(missing_ok=True)
+    source = _scratch(backup, path.with_name(path.name + ".repair-src"))
     new = _connect(new_path, readonly=False)
     try:
         schema.migrate(new, target=version)
-        new.execute("ATTACH DATABASE ? AS old", (f"file:{path}?mode=ro",))
-        lost = sum(_copy_table(new, t, rowid) for t, rowid in _tables(new))
+        _lenient(new)  # reads the old file as far as it goes (the new one is not written
+        new.execute("ATTACH DATABASE ? AS old", (f"file:{source}?mode=ro",))  # by hand)
+        missing = {t: _copy_table(new, t, rowid) for t, rowid in _tables(new)}
         new.execute("DETACH DATABASE old")
+        new.execute("PRAGMA writable_schema = OFF")
+        damaged = any(ids is None or ids for ids in missing.values())
+        salvaged = _salvage(new, source, missing) if damaged else 0
+        lost = sum(_still_missing(new, t, ids) for t, ids in missing.items())
         dropped = _drop_damaged(new)
         new.execute("INSERT INTO items_fts (items_fts) VALUES ('rebuild')")
         left = integrity_problems(new) + _fts_out_of_step(new)
@@ -263,8 +291,106 @@ def _rebuild(path: Path, new_path: Path, version: int, backup: Path) -> RepairRe
             raise ArchiveError(f"{path}: cannot be repaired ({exc}); the original is "
                                f"unchanged, a copy of it is {backup}") from exc
         raise
+    finally:
+        for p in (source, Path(f"{source}-wal"), Path(f"{source}-shm")):
+            p.unlink(missing_ok=True)
     new.close()
-    return RepairReport(backup=backup, kept=kept, dropped=dropped, lost_rows=lost)
+    return RepairReport(backup=backup, kept=kept, dropped=dropped, lost_rows=lost,
+                        salvaged=salvaged)
+
+
+def _scratch(backup: Path, at: Path) -> Path:
+    """A copy of the damaged file with its write-ahead log folded in (SQLite's own WAL
+    recovery and checkpoint: they copy whole pages and need no b-tree to be whole), so
+    the row-by-row copy and the page scan read one file in its last committed state."""
+    for p in (at, Path(f"{at}-wal"), Path(f"{at}-shm")):
+        p.unlink(missing_ok=True)
+    shutil.copyfile(backup, at)
+    wal = Path(f"{backup}-wal")
+    if wal.exists():
+        shutil.copyfile(wal, f"{at}-wal")
+    conn = sqlite3.connect(at, isolation_level=None)
+    try:
+        _lenient(conn)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode = DELETE")  # no log left beside it
+    except sqlite3.DatabaseError as exc:  # the log could not be folded in: read as it is
+        logger.warning("%s: write-ahead log not folded in: %s", backup, exc)
+    finally:
+        conn.close()
+    return at
+
+
+def _salvage(conn: sqlite3.Connection, source: Path,
+             missing: dict[str, set[int] | None]) -> int:
+    """Rows the copy could not read, found in the pages of ``source``: inserted where
+    nothing was copied (what SQLite read wins); returns how many."""
+    roots = _roots(source)
+    # Every rowid table of ours, also those copied whole: a page that no tree reaches
+    # any more goes to the one table its rows fit, and only a full list can tell.
+    tables = [salvage_table(conn, t, roots[t]) for t, rowid in _tables(conn)
+              if rowid and t in roots]
+    found = 0
+    conn.execute("BEGIN")
+    try:
+        for table, row in salvage.rows(source, tables):
+            if missing.get(table.name, set()) == set():
+                continue  # copied whole: nothing of it to find
+            names = [c for c in row if c in table.insertable]
+            cur = conn.execute(
+                f"INSERT OR IGNORE INTO main.{table.name} ({', '.join(names)}) "
+                f"VALUES ({', '.join('?' * len(names))})", [row[c] for c in names])
+            found += max(cur.rowcount, 0)
+    except (ValueError, OSError) as exc:  # not a file the page reader can take
+        logger.warning("%s: pages not read: %s", source, exc)
+    conn.execute("COMMIT")
+    return found
+
+
+def _roots(source: Path) -> dict[str, int]:
+    """Root page of each table of the damaged file (its schema, page 1, must read)."""
+    conn = _connect(source, readonly=True)
+    try:
+        return {name: int(root) for name, root in conn.execute(
+            "SELECT name, rootpage FROM sqlite_master WHERE type = 'table' AND rootpage > 0")}
+    except sqlite3.DatabaseError:
+        return {}
+    finally:
+        conn.close()
+
+
+def salvage_table(conn: sqlite3.Connection, name: str, root: int) -> salvage.Table:
+    """What the page reader needs of table ``name`` (its columns as stored, from the
+    rebuilt archive's schema: the same version as the damaged file's)."""
+    cols: list[salvage.Column] = []
+    insertable: set[str] = set()
+    required = 0
+    for _cid, col, ctype, notnull, default, pk, hidden in conn.execute(
+            f"PRAGMA main.table_xinfo({name})"):
+        if hidden == 2:  # a virtual generated column is not stored
+            continue
+        ipk = bool(pk) and str(ctype).upper() == "INTEGER"
+        cols.append(salvage.Column(col, str(ctype).upper(), bool(notnull), ipk))
+        if hidden != 3:  # a stored generated column is stored, never inserted
+            insertable.add(col)
+        if (notnull and default is None) or ipk:
+            required = len(cols)  # columns added later have a default or allow NULL
+    if sum(1 for c in cols if c.ipk) > 1:  # a composite key: no rowid alias
+        for c in cols:
+            c.ipk = False
+    insertable.add("rowid")
+    return salvage.Table(name, root, cols, required, frozenset(insertable))
+
+
+def _still_missing(conn: sqlite3.Connection, table: str, ids: set[int] | None) -> int:
+    """Of the rows the copy could not read, those the page scan did not find either
+    (0 when which rows there were is not known)."""
+    if ids is None:
+        return 0
+    if ids == {-1}:
+        return 1  # a table without rowids that did not copy: counted once
+    return sum(1 for i in ids if conn.execute(
+        f"SELECT 1 FROM main.{table} WHERE rowid = ?", (i,)).fetchone() is None)
 
 
 def _backup(path: Path) -> Path:
@@ -281,21 +407,23 @@ def _backup(path: Path) -> Path:
     return backup
 
 
-def _copy_table(conn: sqlite3.Connection, table: str, rowid: bool) -> int:
-    """Copy what can be read of ``old.table`` into ``main.table``; returns rows lost."""
+def _copy_table(conn: sqlite3.Connection, table: str, rowid: bool) -> set[int] | None:
+    """Copy what can be read of ``old.table`` into ``main.table``; returns the rowids
+    that could not be read ({-1}: a table without rowids that did not copy; None: not
+    known, not even its largest rowid reads: the page scan finds what it can)."""
     cols = ", ".join(_columns(conn, table))
     insert = f"INSERT OR IGNORE INTO main.{table} ({cols}) SELECT {cols} FROM old.{table}"
     if not rowid:
         try:
             conn.execute(insert)
-            return 0
+            return set()
         except sqlite3.DatabaseError:
-            return 1  # a damaged table without rowids: what was not copied is lost
+            return {-1}  # a damaged table without rowids: what was not copied is lost
     try:
         top = conn.execute(f"SELECT max(rowid) FROM old.{table}").fetchone()[0] or 0
     except sqlite3.DatabaseError:
-        return 1
-    lost = 0
+        return None
+    lost: set[int] = set()
     for start in range(1, top + 1, _CHUNK):
         try:
             conn.execute(insert + " WHERE rowid BETWEEN ? AND ?", (start, start + _CHUNK - 1))
@@ -306,7 +434,7 @@ def _copy_table(conn: sqlite3.Connection, table: str, rowid: bool) -> int:
             try:
                 conn.execute(insert + " WHERE rowid = ?", (r,))
             except sqlite3.DatabaseError:
-                lost += 1
+                lost.add(r)
     return lost
 
 
@@ -332,8 +460,35 @@ def _drop_damaged(conn: sqlite3.Connection) -> int:
                      "UNION ALL SELECT i.id FROM items i JOIN d ON i.parent_id = d.id) "
                      "SELECT id FROM d)", (root,))
     _fix_other_tables(conn)
+    _drop_orphans(conn)
     conn.execute("COMMIT")
     return before - conn.execute("SELECT count(*) FROM items").fetchone()[0]
+
+
+def _drop_orphans(conn: sqlite3.Connection) -> None:
+    """Rows that only mean something with a row the repair could not keep (a capture or
+    provenance of a lost item, a mail of a lost source): the foreign keys declared ON
+    DELETE CASCADE say which. Left, they would collide with what the next run writes
+    (a lost item comes back under a free id, and finds a stranger's capture there)."""
+    for _ in range(8):  # a deletion may orphan more rows (most cascade at once)
+        gone = 0
+        for table, _rowid in _tables(conn):
+            fks: dict[int, list[tuple[str, str, str | None, str]]] = {}
+            for fid, _seq, parent, frm, to, _upd, on_delete, _match in conn.execute(
+                    f"PRAGMA foreign_key_list({table})"):
+                fks.setdefault(fid, []).append((parent, frm, to, on_delete))
+            for cols in fks.values():
+                parent = cols[0][0]
+                if cols[0][3].upper() != "CASCADE":
+                    continue  # the row stands without it (a provenance's lost run)
+                match = " AND ".join(f"p.{to or 'rowid'} = {table}.{frm}"
+                                     for _, frm, to, _ in cols)
+                given = " AND ".join(f"{table}.{frm} IS NOT NULL" for _, frm, _, _ in cols)
+                gone += conn.execute(
+                    f"DELETE FROM {table} WHERE {given} AND NOT EXISTS "
+                    f"(SELECT 1 FROM {parent} AS p WHERE {match})").rowcount
+        if not gone:
+            return
 
 
 def _fix_other_tables(conn: sqlite3.Connection) -> None:

@@ -1,4 +1,5 @@
-"""`textsieve export`: the archive written out as text files, JSON Lines or Parquet.
+"""`textsieve export`: the archive written out as text files, JSON Lines, Parquet, or the
+kept originals as WARC (``archive/warc.py``).
 
 Every format streams: top-level items are read one at a time (with their descendants), so
 an archive of any size exports in bounded memory. Files are written through
@@ -25,7 +26,7 @@ from .store import Archive
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("txt", "jsonl", "parquet")
+FORMATS = ("txt", "jsonl", "parquet", "warc")
 ROW_GROUP_ROWS = 1000  # parquet rows per row group ...
 ROW_GROUP_BYTES = 64 << 20  # ... or fewer when their texts add up to this many bytes
 
@@ -66,6 +67,8 @@ def export(archive: Archive, to: str | os.PathLike[str], fmt: str = "txt", *,
         _export_jsonl(archive, str(to), counts)
     elif fmt == "parquet":
         _export_parquet(archive, Path(to), counts)
+    elif fmt == "warc":
+        _export_warc(archive, str(to), counts, on_error or log.warning)
     else:
         raise ExportError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
     return counts["items"]
@@ -192,6 +195,18 @@ def _export_jsonl(archive: Archive, to: str, counts: Counter[str]) -> None:
 
     try:
         write_file(to, fill)
+    except OSError as exc:
+        raise ExportError(f"cannot write {to}: {exc.strerror or exc}") from exc
+
+
+def _export_warc(archive: Archive, to: str, counts: Counter[str],
+                 on_error: Callable[[str], None]) -> None:
+    """Every kept original (wherever it lives: a row or the folder beside the archive) as
+    a WARC/1.1 record with its provenance (``archive.warc``)."""
+    from .warc import write_warc
+
+    try:
+        write_file(to, lambda f: write_warc(archive, f, counts, on_error))
     except OSError as exc:
         raise ExportError(f"cannot write {to}: {exc.strerror or exc}") from exc
 

@@ -225,8 +225,72 @@ CREATE INDEX minhash_bands_item ON minhash_bands(item_id);
 CREATE INDEX items_enrich ON items(status, text_chars, extracted_at);
 """
 
+# Version 8: the archive is the record of what was read. An item (the thing read) has
+# captures: each time its bytes were received (a fetch, a WARC record, a file that changed),
+# with the response's facts, the original bytes (content-addressed in ``originals``, when
+# kept) and the text made from them. The item's row holds its current capture's text (the
+# one searched); earlier captures keep theirs in their own row. ``checks`` is the state of
+# the item's source (last checked, with what outcome, gone since when), apart from its
+# content: a failed fetch updates it and never a good capture. Items read before this
+# version get one capture each, from what their row says.
+_V8_CAPTURES = """
+CREATE TABLE originals (
+    id       INTEGER PRIMARY KEY,
+    sha256   TEXT NOT NULL UNIQUE,       -- of the bytes as received
+    size     INTEGER NOT NULL,           -- bytes as received
+    stored   INTEGER NOT NULL,           -- bytes kept (zstd)
+    data     BLOB,                       -- zstd; NULL: a file in the folder FILE.originals
+    created  REAL NOT NULL
+);
+CREATE TABLE captures (
+    id                 INTEGER PRIMARY KEY,
+    item_id            INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    current            INTEGER NOT NULL DEFAULT 0,  -- the capture the item's row shows
+    kind               TEXT NOT NULL DEFAULT 'capture',  -- capture | degraded
+    captured_at        REAL NOT NULL,       -- when the bytes were received
+    sha256             TEXT,                -- of the content: what tells captures apart
+    original           TEXT,                -- sha256 of the kept original (NULL: not kept)
+    url                TEXT,                -- where the bytes came from (after redirects)
+    http_status        INTEGER,
+    content_type       TEXT,                -- as served, charset included
+    http_date          TEXT,                -- the response's Date header
+    etag               TEXT,
+    last_modified      TEXT,
+    source             TEXT,                -- e.g. the WARC file and record it came from
+    title              TEXT,
+    status             TEXT NOT NULL,
+    text_chars         INTEGER NOT NULL DEFAULT 0,
+    extractor_version  TEXT,
+    extracted_at       REAL,
+    text               BLOB,                -- zstd; NULL for the current capture (in items)
+    markdown           BLOB
+);
+CREATE INDEX captures_item ON captures(item_id, captured_at);
+CREATE UNIQUE INDEX captures_current ON captures(item_id) WHERE current;
+CREATE INDEX captures_original ON captures(original);
+CREATE TABLE checks (
+    item_id        INTEGER PRIMARY KEY REFERENCES items(id) ON DELETE CASCADE,
+    checked_at     REAL NOT NULL,
+    http_status    INTEGER,
+    error_kind     TEXT,                    -- NULL: the last check succeeded
+    error_message  TEXT,
+    gone_since     REAL,                    -- first failed check since the last good one
+    alive_at       REAL                     -- the last good check
+);
+CREATE INDEX checks_gone ON checks(gone_since);
+INSERT INTO captures (item_id, current, captured_at, sha256, url, http_status, content_type,
+                      etag, last_modified, title, status, text_chars, extractor_version,
+                      extracted_at)
+    SELECT id, 1, coalesce(extracted_at, first_seen), sha256,
+           CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.extra.final_url') END,
+           CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.extra.http_status') END,
+           CASE WHEN json_valid(metadata) THEN json_extract(metadata, '$.extra.content_type') END,
+           etag, last_modified, title, status, text_chars, extractor_version, extracted_at
+    FROM items WHERE parent_id IS NULL AND status != 'error';
+"""
+
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
-    _V1, _V2, _V3, _V4_ENRICH, _V5_UI, scrub_credentials, _V7_ENRICH_SCALE]
+    _V1, _V2, _V3, _V4_ENRICH, _V5_UI, scrub_credentials, _V7_ENRICH_SCALE, _V8_CAPTURES]
 VERSION = len(MIGRATIONS)
 
 

@@ -49,6 +49,7 @@ class Filters:
     since: str | None = None  # YYYY-MM-DD, first seen on or after
     until: str | None = None  # YYYY-MM-DD, first seen on or before
     language: str | None = None
+    source_state: str | None = None  # gone: the source failed when last checked; alive: not
 
 
 SORTS = ("relevance", "read", "published")
@@ -91,6 +92,11 @@ def _where(f: Filters, ident: str) -> tuple[str, list[object]]:
         sql.append("SELECT p.item_id FROM provenance p JOIN sources s ON s.id = p.source_id "
                    "WHERE s.spec = ?")
         args.append(f.source)
+    if f.source_state == "gone":
+        sql.append("SELECT item_id FROM checks WHERE gone_since IS NOT NULL")
+    elif f.source_state == "alive":
+        sql.append("SELECT id FROM items EXCEPT SELECT item_id FROM checks "
+                   "WHERE gone_since IS NOT NULL")
     if f.mailbox:
         sql.append("SELECT im.item_id FROM item_mails im JOIN mails m ON m.id = im.mail_id "
                    "JOIN sources s ON s.id = m.source_id WHERE s.spec = ? "
@@ -188,10 +194,12 @@ def _snippets(archive: Archive, q: str, ids: list[int], marks: tuple[str, str]
         (*marks, q, min(ids), max(ids), *ids))}
 
 
-def search(archive: Archive, query: str, *, limit: int = 20, offset: int = 0) -> list[Hit]:
+def search(archive: Archive, query: str, *, limit: int = 20, offset: int = 0,
+           source_state: str | None = None) -> list[Hit]:
     if not fts_query(query):
         return []
-    return find(archive, query, limit=limit, offset=offset)[0]
+    return find(archive, query, Filters(source_state=source_state), limit=limit,
+                offset=offset)[0]
 
 
 def format_hit(hit: Hit) -> str:

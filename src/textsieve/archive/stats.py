@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from . import originals
 from .store import Archive
 
 
@@ -38,6 +39,8 @@ def stats(archive: Archive) -> dict[str, Any]:
             "GROUP BY error_kind ORDER BY 2 DESC")),
         "by_type": dict(c.execute(
             "SELECT mime_type, count(*) FROM items GROUP BY mime_type ORDER BY 2 DESC")),
+        "originals": originals.usage(c).to_dict(),
+        "sources": _source_states(c),
         "runs": [dict(zip(("id", "started", "ended", "status"), r, strict=True))
                  for r in c.execute("SELECT id, datetime(started, 'unixepoch'), "
                                     "datetime(ended, 'unixepoch'), status FROM runs "
@@ -45,11 +48,31 @@ def stats(archive: Archive) -> dict[str, Any]:
     }
 
 
+def _source_states(c: Any) -> dict[str, int]:
+    """Items whose source was checked (fetched), and of those how many failed last time
+    (gone, their text from an earlier capture); captures kept in all."""
+    checked, gone = c.execute("SELECT count(*), coalesce(sum(gone_since IS NOT NULL), 0) "
+                              "FROM checks").fetchone()
+    captures, earlier = c.execute("SELECT count(*), coalesce(sum(NOT current), 0) "
+                                  "FROM captures").fetchone()
+    return {"checked": checked, "gone": gone, "alive": checked - gone,
+            "captures": captures, "earlier_captures": earlier}
+
+
 def format_stats(s: dict[str, Any]) -> str:
+    o, src = s["originals"], s["sources"]
     lines = [f"archive      {s['file']} ({s['file_bytes'] / 1e6:.1f} MB)",
              f"items        {s['items']:,} (+{s['children']:,} members/attachments)",
              f"text         {s['text_chars']:,} chars, "
-             f"{s['text_bytes_compressed'] / 1e6:.1f} MB compressed"]
+             f"{s['text_bytes_compressed'] / 1e6:.1f} MB compressed",
+             f"originals    {o['count']:,} kept, {o['size'] / 1e6:.1f} MB as received, "
+             f"{(o['stored_rows'] + o['stored_files']) / 1e6:.1f} MB stored "
+             f"({o['stored_files'] / 1e6:.1f} MB in {o['files']:,} file(s) beside the "
+             f"archive); {o['unused']:,} unused (textsieve gc)",
+             f"captures     {src['captures']:,} ({src['earlier_captures']:,} earlier ones "
+             f"kept)",
+             f"sources      {src['checked']:,} checked: {src['alive']:,} alive, "
+             f"{src['gone']:,} gone (their text from an earlier capture)"]
     for title, key in (("by status", "by_status"), ("by error", "by_error"),
                        ("by type", "by_type")):
         if s[key]:

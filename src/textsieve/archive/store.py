@@ -8,7 +8,9 @@ textsieve archive is never modified: it is refused with ``ArchiveError``.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -21,6 +23,7 @@ from typing import Any
 import zstandard
 
 from ..errors import TextsieveError
+from ..items import Response
 from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef, Metadata, Page, Status
 from . import schema
 
@@ -34,6 +37,18 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 # writes it. (The quick check is not enough: an index that lost entries but is well-formed
 # passes it, and made `export` write 9 of 110 items with exit 0.)
 CHECK_MAX_BYTES = 256 << 20
+# Originals whose compressed bytes are above this live as files in a folder beside the
+# archive (FILE.originals/ab/abcd...zst), the rest as rows: below 1 MiB SQLite writes
+# them faster than synced files (20x at 16 KiB), from 1 MiB up files are 1.6-3.8x faster to
+# write and 3-20x faster to read, and SQLite cannot hold a value above 1 GB at all
+# (bench/bench_originals.py).
+ORIGINAL_INLINE_MAX = 1 << 20
+ORIGINAL_LEVEL_LARGE = 3  # zstd level for large originals (mostly compressed formats)
+# A fetch whose text is this much shorter than the good capture's, and short, is a page
+# that shrank to a cookie wall, a paywall teaser or a parked-domain page: the good text stays.
+SHRINK_RATIO = 0.25
+SHRINK_CHARS = 2000
+logger = logging.getLogger(__name__)
 REPAIR_HINT = "`textsieve check --repair` rebuilds it from what is readable, keeping a backup"
 
 
@@ -54,6 +69,31 @@ class Known:
     error_kind: str | None = None
     etag: str | None = None
     last_modified: str | None = None
+    original: str | None = None  # SHA-256 of the current capture's kept original
+
+
+@dataclass(frozen=True)
+class Original:
+    """Bytes as received, to keep content-addressed: in memory, or a file to stream."""
+
+    sha256: str
+    size: int
+    data: bytes | None = None
+    path: str | None = None
+
+    @classmethod
+    def of(cls, data: bytes) -> Original:
+        return cls(hashlib.sha256(data).hexdigest(), len(data), data=data)
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of asking an item's source for it this run (a fetch): a failure updates
+    the source's state, never a good capture."""
+
+    at: float
+    http_status: int | None = None
+    error: ErrorInfo | None = None
 
 
 @dataclass
@@ -63,6 +103,10 @@ class Entry:
     item: Item
     doc: Document
     validators: tuple[str | None, str | None] | None = None  # HTTP (etag, last_modified)
+    response: Response | None = None  # what the server answered with the bytes
+    original: Original | None = None  # the bytes, when they are kept
+    check: Check | None = None  # a fetch's outcome (None: not fetched this run)
+    stored: str | None = None  # made from this kept original (re-extraction)
 
 
 class Archive:
@@ -187,8 +231,9 @@ class Archive:
         keys = list(keys)
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
-            q = ("SELECT key, id, sha256, size, mtime_ns, status, extractor_version, error_kind, "
-                 "etag, last_modified FROM items "
+            q = ("SELECT key, i.id, i.sha256, size, mtime_ns, i.status, i.extractor_version, "
+                 "error_kind, i.etag, i.last_modified, c.original FROM items i "
+                 "LEFT JOIN captures c ON c.item_id = i.id AND c.current "
                  f"WHERE key IN ({','.join('?' * len(chunk))})")
             for row in self.conn.execute(q, chunk):
                 out[row[0]] = Known(*row[1:])
@@ -209,25 +254,286 @@ class Archive:
             self._provenance(c, [i for i, *_ in seen], source_id, run_id)
 
     # -- writing ----------------------------------------------------------------------------
-    def write(self, entries: list[Entry], run_id: int, source_ids: dict[str, int]) -> None:
-        """Write a batch of extracted items (and their children) in one transaction."""
+    def write(self, entries: list[Entry], run_id: int, source_ids: dict[str, int], *,
+              counts: dict[str, int] | None = None) -> None:
+        """Write a batch of extracted items (and their children) in one transaction.
+        ``counts``: the run's counts so far, stored in the same transaction, so a run
+        killed meanwhile (kill -9, power cut) keeps a true record of what it wrote.
+
+        Each entry is a capture of its item: new bytes become the current capture (the
+        earlier one keeps its text in its own row), the same bytes read again replace the
+        current capture's text, older bytes (an older WARC record) join as an earlier
+        capture. A failed or worse fetch of an item with a good capture leaves that capture
+        in place and only updates the source's state (``checks``)."""
         if not entries:
             return
-        now = time.time()
         with self.transaction() as c:
+            if counts is not None:
+                c.execute("UPDATE runs SET counts = ? WHERE id = ?",
+                          (json.dumps(counts), run_id))
             for e in entries:
-                old = c.execute("SELECT id, first_seen FROM items WHERE key = ?",
-                                (e.item.key,)).fetchone()
-                if old is not None:
-                    self._drop_children(c, old[0])
-                    self._unindex(c, [old[0]])
-                item_id = self._put(c, e.item.key, e.item.original, None, e.doc, e.item,
-                                    now, old)
-                if e.validators is not None:
-                    c.execute("UPDATE items SET etag = ?, last_modified = ? WHERE id = ?",
-                              (*e.validators, item_id))
-                self._children(c, e.item.key, item_id, e.doc, now)
-                self._provenance(c, [item_id], source_ids[e.item.source], run_id)
+                self._write_one(c, e, run_id, source_ids)
+
+    def _write_one(self, c: sqlite3.Connection, e: Entry, run_id: int,
+                   source_ids: dict[str, int]) -> None:
+        now = time.time()
+        doc = e.doc
+        old = c.execute("SELECT id, first_seen, status, text_chars FROM items WHERE key = ?",
+                        (e.item.key,)).fetchone()
+        sid = source_ids.get(e.item.source) or self._source_id_in(c, e.item.source)
+        cur = c.execute("SELECT id, sha256, captured_at FROM captures WHERE item_id = ? "
+                        "AND current", (old[0],)).fetchone() if old else None
+        kept = self._keep_original(c, e.original) if e.original is not None else e.stored
+        at = (e.response.captured_at if e.response and e.response.captured_at else None) \
+            or (e.check.at if e.check else now)
+        same = cur is not None and doc.sha256 is not None and cur[1] == doc.sha256
+        if old is not None and old[2] == Status.OK and self._worse(e, old[3], same):
+            if doc.status != Status.ERROR:  # what it shrank to is kept, not shown
+                self._capture(c, old[0], e, kept, at, current=False, kind="degraded")
+            c.execute("UPDATE items SET last_seen = ? WHERE id = ?", (now, old[0]))
+            self._provenance(c, [old[0]], sid, run_id)
+            self._checked(c, old[0], e.check, failed=True)
+            return
+        if old is not None and cur is not None and not same and at < cur[2] \
+                and doc.status != Status.ERROR and e.response is not None:
+            # Older bytes than the current capture (an older WARC record): an earlier capture.
+            if not c.execute("SELECT 1 FROM captures WHERE item_id = ? AND sha256 = ?",
+                             (old[0], doc.sha256)).fetchone():
+                self._capture(c, old[0], e, kept, at, current=False)
+            self._provenance(c, [old[0]], sid, run_id)
+            return
+        if old is not None:
+            self._drop_children(c, old[0])
+            self._unindex(c, [old[0]])
+            if cur is not None and not same:  # the current capture becomes an earlier one
+                c.execute("UPDATE captures SET current = 0, "
+                          "text = (SELECT text FROM items WHERE id = ?), "
+                          "markdown = (SELECT markdown FROM items WHERE id = ?) WHERE id = ?",
+                          (old[0], old[0], cur[0]))
+        item_id = self._put(c, e.item.key, e.item.original, None, doc, e.item, now, old)
+        if e.validators is not None:
+            c.execute("UPDATE items SET etag = ?, last_modified = ? WHERE id = ?",
+                      (*e.validators, item_id))
+        if same and cur is not None:
+            self._update_capture(c, cur[0], e, kept, now)
+        elif doc.status != Status.ERROR:
+            self._capture(c, item_id, e, kept, at, current=True)
+        self._children(c, e.item.key, item_id, doc, now)
+        self._provenance(c, [item_id], sid, run_id)
+        self._checked(c, item_id, e.check, failed=doc.status == Status.ERROR)
+
+    @staticmethod
+    def _worse(e: Entry, good_chars: int, same: bool) -> bool:
+        """A fetch (or a server's recorded answer, or a re-extraction) that would destroy a
+        good capture: a failure, or new bytes that shrank to a fraction of the text (a
+        cookie wall, a parked domain). Files are not fetches: a file that changed is what
+        it is now."""
+        if e.check is None and e.response is None:
+            return False
+        if e.doc.status == Status.ERROR:
+            return True
+        if same:
+            return False
+        n = len(e.doc.text)
+        return n < good_chars * SHRINK_RATIO and n < SHRINK_CHARS
+
+    def _capture(self, c: sqlite3.Connection, item_id: int, e: Entry, original: str | None,
+                 at: float, *, current: bool, kind: str = "capture") -> None:
+        doc, r = e.doc, e.response
+        text = None if current else self._zip(doc.text)
+        markdown = None if current or doc.markdown == doc.text else self._zip(doc.markdown)
+        c.execute(
+            "INSERT INTO captures (item_id, current, kind, captured_at, sha256, original, url, "
+            "http_status, content_type, http_date, etag, last_modified, source, title, "
+            "status, text_chars, extractor_version, extracted_at, text, markdown) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (item_id, int(current), kind, at, doc.sha256,
+             original, r.url if r else None, r.status if r else None,
+             r.content_type if r else None, r.date if r else None, r.etag if r else None,
+             r.last_modified if r else None, r.via if r else None, doc.title,
+             str(doc.status), len(doc.text), doc.extractor, time.time(), text, markdown))
+
+    def _update_capture(self, c: sqlite3.Connection, capture_id: int, e: Entry,
+                        original: str | None, now: float) -> None:
+        """The same bytes read again (a new extractor, other options): the capture's text
+        is the new one; an original kept now is linked, one kept before stays."""
+        c.execute("UPDATE captures SET title = ?, status = ?, text_chars = ?, "
+                  "extractor_version = ?, extracted_at = ?, "
+                  "original = coalesce(?, original) WHERE id = ?",
+                  (e.doc.title, str(e.doc.status), len(e.doc.text), e.doc.extractor, now,
+                   original, capture_id))
+
+    @staticmethod
+    def _checked(c: sqlite3.Connection, item_id: int, check: Check | None, *,
+                 failed: bool) -> None:
+        """The source's state after this run's fetch (nothing when it was not fetched)."""
+        if check is None:
+            return
+        failed = failed or check.error is not None
+        err = check.error
+        c.execute(
+            "INSERT INTO checks (item_id, checked_at, http_status, error_kind, error_message, "
+            "gone_since, alive_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item_id) DO "
+            "UPDATE SET checked_at = excluded.checked_at, http_status = excluded.http_status, "
+            "error_kind = excluded.error_kind, error_message = excluded.error_message, "
+            "gone_since = CASE WHEN excluded.gone_since IS NULL THEN NULL "
+            "ELSE coalesce(checks.gone_since, excluded.gone_since) END, "
+            "alive_at = coalesce(excluded.alive_at, checks.alive_at)",
+            (item_id, check.at, check.http_status,
+             str(err.kind) if err else ("degraded" if failed else None),
+             err.message if err else ("the page shrank to a fraction of its text"
+                                      if failed else None),
+             check.at if failed else None, None if failed else check.at))
+
+    def checked(self, checks: list[tuple[int, Check]]) -> None:
+        """Sources asked and found unchanged (304, the same bytes): their state only."""
+        if not checks:
+            return
+        with self.transaction() as c:
+            for item_id, check in checks:
+                self._checked(c, item_id, check, failed=check.error is not None)
+
+    # -- originals --------------------------------------------------------------------------
+    @property
+    def originals_dir(self) -> Path:
+        """The folder beside the archive holding its large originals."""
+        return self.path.with_name(self.path.name + ".originals")
+
+    def original_path(self, sha256: str) -> Path:
+        return self.originals_dir / sha256[:2] / f"{sha256}.zst"
+
+    def _keep_original(self, c: sqlite3.Connection, orig: Original) -> str | None:
+        """Store bytes as received, once per content (SHA-256), compressed: small ones as a
+        row, large ones as a file beside the archive, written (and synced) before the row
+        that names it is committed. Returns the SHA-256 kept (None: a file that changed
+        since it was read, whose bytes no longer match)."""
+        if c.execute("SELECT 1 FROM originals WHERE sha256 = ?", (orig.sha256,)).fetchone():
+            return orig.sha256
+        data = orig.data
+        if data is None and orig.size <= 4 * ORIGINAL_INLINE_MAX:
+            assert orig.path is not None
+            try:
+                with open(orig.path, "rb") as f:
+                    data = f.read(4 * ORIGINAL_INLINE_MAX + 1)
+            except OSError:
+                return None
+            if hashlib.sha256(data).hexdigest() != orig.sha256:
+                return None
+        if data is not None and len(data) <= 4 * ORIGINAL_INLINE_MAX:
+            blob = self._zc.compress(data)
+            if len(blob) <= ORIGINAL_INLINE_MAX:
+                c.execute("INSERT INTO originals (sha256, size, stored, data, created) "
+                          "VALUES (?, ?, ?, ?, ?)",
+                          (orig.sha256, len(data), len(blob), blob, time.time()))
+                return orig.sha256
+        stored = self._write_original_file(orig, data)
+        if stored is None:
+            return None
+        c.execute("INSERT INTO originals (sha256, size, stored, data, created) "
+                  "VALUES (?, ?, ?, NULL, ?)", (orig.sha256, orig.size, stored, time.time()))
+        return orig.sha256
+
+    def _write_original_file(self, orig: Original, data: bytes | None) -> int | None:
+        target = self.original_path(orig.sha256)
+        if target.exists():
+            return target.stat().st_size
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        zc = zstandard.ZstdCompressor(level=ORIGINAL_LEVEL_LARGE)
+        digest = hashlib.sha256()
+        try:
+            with open(tmp, "wb") as out:
+                with zc.stream_writer(out, closefd=False) as w:
+                    if data is not None:
+                        digest.update(data)
+                        w.write(data)
+                    else:
+                        assert orig.path is not None
+                        with open(orig.path, "rb") as f:
+                            while chunk := f.read(1 << 20):
+                                digest.update(chunk)
+                                w.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            if digest.hexdigest() != orig.sha256:  # a file changed since it was read
+                return None
+            os.replace(tmp, target)
+        except OSError as exc:
+            logger.warning("%s: the original %s is not kept: %s", self.path,
+                           orig.sha256[:12], exc)
+            return None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return target.stat().st_size
+
+    def original_bytes(self, sha256: str) -> bytes | None:
+        """A kept original's bytes, checked against their SHA-256 (None: not kept, or lost);
+        damage is an ``ArchiveError``."""
+        row = self.conn.execute("SELECT data FROM originals WHERE sha256 = ?",
+                                (sha256,)).fetchone()
+        if row is None:
+            return None
+        try:
+            if row[0] is not None:
+                data = self._zd.decompress(row[0])
+            else:
+                path = self.original_path(sha256)
+                if not path.exists():
+                    return None
+                with open(path, "rb") as f, self._zd.stream_reader(f) as r:
+                    data = r.read()
+        except (zstandard.ZstdError, OSError) as exc:
+            raise ArchiveError(f"{self.path}: the original {sha256[:12]} cannot be read "
+                               f"({exc}); `textsieve check` tells what is damaged") from exc
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise ArchiveError(f"{self.path}: the original {sha256[:12]} is damaged "
+                               "(its bytes no longer match their SHA-256)")
+        return data
+
+    def current_capture(self, item_id: int) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            f"SELECT {_CAPTURE_COLS} FROM captures WHERE item_id = ? AND current",
+            (item_id,)).fetchone()
+        return dict(zip(_CAPTURE_KEYS, row, strict=True)) if row else None
+
+    def captures(self, item_id: int) -> list[dict[str, Any]]:
+        """Every capture of an item, oldest first (``current``: the one its row shows)."""
+        return [dict(zip(_CAPTURE_KEYS, r, strict=True)) for r in self.conn.execute(
+            f"SELECT {_CAPTURE_COLS} FROM captures WHERE item_id = ? "
+            "ORDER BY captured_at, id", (item_id,))]
+
+    def capture_text(self, capture_id: int) -> str:
+        """A capture's text (the current one's is its item's)."""
+        row = self.conn.execute(
+            "SELECT coalesce(c.text, CASE WHEN c.current THEN i.text END) FROM captures c "
+            "JOIN items i ON i.id = c.item_id WHERE c.id = ?", (capture_id,)).fetchone()
+        return self.unzip(row[0]) if row else ""
+
+    def has_capture(self, item_id: int, sha256: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM captures WHERE item_id = ? AND sha256 = ?",
+                                 (item_id, sha256)).fetchone() is not None
+
+    def fetch_facts(self, item_id: int) -> dict[str, Any]:
+        """What the fetch of an item's current capture put in its metadata (the URL asked,
+        redirects...): a re-extraction from the kept original says the same."""
+        row = self.conn.execute("SELECT metadata FROM items WHERE id = ?",
+                                (item_id,)).fetchone()
+        try:
+            extra = json.loads(row[0]).get("extra", {}) if row and row[0] else {}
+        except ValueError:
+            return {}
+        return {k: v for k, v in extra.items()
+                if k in ("url", "final_url", "http_status", "content_type", "redirects")}
+
+    def check_of(self, item_id: int) -> dict[str, Any] | None:
+        """The state of an item's source: last checked, its outcome, gone since when."""
+        row = self.conn.execute(
+            "SELECT checked_at, http_status, error_kind, error_message, gone_since, alive_at "
+            "FROM checks WHERE item_id = ?", (item_id,)).fetchone()
+        if row is None:
+            return None
+        return dict(zip(("checked_at", "http_status", "error_kind", "error_message",
+                         "gone_since", "alive_at"), row, strict=True))
 
     def _put(self, c: sqlite3.Connection, key: str, original: str | None,
              parent: int | None, doc: Document, item: Item | None, now: float,
@@ -409,6 +715,13 @@ class Archive:
             out.append((cur, row[1] if row[0] is None else row[2] or row[1]))
             cur = row[0]
         return out[::-1]
+
+
+_CAPTURE_KEYS = ("id", "current", "kind", "captured_at", "sha256", "original", "url",
+                 "http_status", "content_type", "http_date", "etag", "last_modified",
+                 "source", "title", "status", "text_chars", "extractor_version",
+                 "extracted_at")
+_CAPTURE_COLS = ", ".join(_CAPTURE_KEYS)
 
 
 def integrity_problems(conn: sqlite3.Connection, limit: int = 20) -> list[str]:

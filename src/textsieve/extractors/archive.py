@@ -427,12 +427,17 @@ def extract_tar(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
         _tar(raw, ctx, doc, "TAR")
 
 
-def _tar(raw: IO[bytes], ctx: Context, doc: Document, what: str) -> None:
-    """Stream a (possibly compressed) tar: mode 'r|*' never seeks, so it reads pipes too."""
+def _tar(raw: IO[bytes], ctx: Context, doc: Document, what: str,
+         tar: IO[bytes] | None = None) -> None:
+    """Stream a tar: mode 'r|*' never seeks, so it reads pipes too. ``tar``: the tar's
+    bytes when ``raw`` is compressed (the ratio is judged on ``raw``, what the input
+    holds). Decompressed here, not by tarfile's own stream: that one joins and slices
+    its whole buffer on every 10 KB read, and one gzip block of zeros inflates to
+    megabytes, so skipping a 64 MiB member of zeros cost seconds of copying."""
     run = _Run(ctx, doc, what)
     total = 0
     try:
-        with tarfile.open(fileobj=raw, mode="r|*") as tf:
+        with tarfile.open(fileobj=tar or raw, mode="r|*") as tf:
             for member in _tar_iter(tf):
                 if not member.isfile() or member.name.startswith(_MAC_JUNK):
                     continue
@@ -503,7 +508,8 @@ def extract_compressed(src: Source, ctx: Context, doc: Document, out: Builder) -
             block = b""  # damaged early: _single reports it and keeps what it can
         if _is_tar(block):
             raw.seek(0)
-            _tar(raw, ctx, doc, f"{kind}-compressed TAR")
+            with _decompressor(kind, raw) as f:
+                _tar(raw, ctx, doc, f"{kind}-compressed TAR", f)
             return
         raw.seek(0)
         with _decompressor(kind, raw) as f:

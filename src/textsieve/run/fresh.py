@@ -17,6 +17,7 @@ from ..archive.store import Known
 from ..extractors import is_current
 from ..model import Document, Item, Status
 from ..options import Options
+from ..source import PATH_PROBLEMS
 
 
 class Mode(StrEnum):
@@ -36,8 +37,10 @@ class Why(StrEnum):
 # Failures that may not happen again on the same bytes with the same extractor: retried
 # on every run. The others (encrypted, corrupt, unsupported, needs_ocr, ...) are retried
 # when their extractor gets a new version, or on request (--retry-errors).
+# A path that led nowhere (a link, a permission, a pipe in a folder) is looked at again
+# on every run, for nothing: it is recorded again only when its problem changed.
 TRANSIENT_ERRORS = frozenset({"timeout", "crashed", "internal", "not_found", "missing_tool",
-                              "http_5xx", "http_429", "dns", "connection"})
+                              "http_5xx", "http_429", "dns", "connection", *PATH_PROBLEMS})
 
 
 def _sha256(path: str) -> str:
@@ -73,6 +76,9 @@ class Freshness:
             return Why.FORCED, None
         if known is None:
             return (None if self.mode is Mode.RETRY_ERRORS else Why.NEW), None
+        if item.problem is not None and self.mode is Mode.INCREMENTAL and \
+                known.status == Status.ERROR and known.error_kind == item.problem.kind:
+            return None, None  # the same dead end as last time: reported then
         if self._retry_failure(known):
             return Why.FAILED, None
         if self.mode is Mode.RETRY_ERRORS:
@@ -106,6 +112,27 @@ class Freshness:
         extracted again."""
         return known is not None and self.mode is Mode.INCREMENTAL and \
             known.status != Status.ERROR and self.made_now(known.extractor_version)
+
+    def conditional(self, known: Known | None) -> bool:
+        """A fetch may send the stored validators (and the same bytes need no extraction
+        from the network's copy): the current capture stands, or can be made again from
+        its kept original."""
+        return known is not None and self.mode is Mode.INCREMENTAL and \
+            known.status != Status.ERROR and (self.made_now(known.extractor_version)
+                                              or known.original is not None)
+
+    def redo_from_original(self, known: Known | None) -> bool:
+        """The current capture must be extracted again (a newer extractor, other options,
+        --force) and its original is kept: it is, from those bytes, whatever a fetch says."""
+        return known is not None and known.original is not None and \
+            known.status != Status.ERROR and (self.mode is Mode.FORCE
+                                              or not self.made_now(known.extractor_version))
+
+    def keeps(self, fetched: bool) -> bool:
+        """Whether the original of an item is kept: fetched bytes (a page, a mail's
+        article, a WARC record, an object) unless ``none``; files only with ``all``."""
+        keep = self.options.keep_originals
+        return keep == "all" or (fetched and keep == "fetched")
 
     def why_again(self, known: Known | None) -> Why:
         """Why a fetched URL item, with new bytes, is extracted."""

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from ..model import Document
+from ..terminal import for_terminal
 from .runner import RunStats
 
 TTY_INTERVAL = 0.1  # redraws per second on a terminal: smooth, and cheap
@@ -126,6 +127,10 @@ class Progress:
 
     def __call__(self, st: RunStats, doc: Document | None) -> None:
         self._stats = st
+        while st.dead_ends:  # each on a line of its own, -q or not: the user's to fix
+            path, error = st.dead_ends.popleft()
+            self._line(f"textsieve: {for_terminal(path, one_line=True)}: {error.kind}: "
+                       f"{for_terminal(error.message, one_line=True)}")
         if self.quiet:
             return
         now = time.monotonic()
@@ -140,6 +145,16 @@ class Progress:
             else:
                 self.stream.write(text + "\n")
             self.stream.flush()
+        except (OSError, ValueError):  # the terminal went away: the run goes on
+            self.quiet = True
+
+    def _line(self, text: str) -> None:
+        """A line of its own above the live line (which is redrawn at the next update)."""
+        try:
+            self.clear()
+            self.stream.write(text + "\n")
+            self.stream.flush()
+            self._last = float("-inf")
         except (OSError, ValueError):  # the terminal went away: the run goes on
             self.quiet = True
 
@@ -187,6 +202,8 @@ def summary(st: RunStats, totals: dict[str, Any] | None = None, *,
     rows += [(f"status {k}", f"{v:,}") for k, v in sorted(st.status.items())]
     rows += [(f"  error: {k}", f"{v:,}")
              for k, v in sorted(st.errors.items(), key=lambda x: -x[1])]
+    rows += [(f"  source failed, text kept: {k}", f"{v:,}")
+             for k, v in sorted(st.gone.items(), key=lambda x: -x[1])]
     rate = st.done / elapsed if elapsed > 0 else 0.0
     rows.append(("time", f"{elapsed:.1f}s ({rate:.1f} items/s)"))
     if totals:

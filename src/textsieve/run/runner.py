@@ -5,8 +5,10 @@ wires them. Listing is the sources' (``sources/``); deciding is the one freshnes
 (``fresh.py``); fetching and resolving are ``_WebStage`` and ``resolve``; extraction and
 OCR pages run on an executor (``steps.py`` over ``executor.py``: local processes or a Ray
 cluster); writing is ``_Writer``, the archive's single writer, here in the driver, in
-batches of one transaction each, so a run killed at any moment is resumed by running the
-same command again.
+batches of one transaction each. Documents are written in the order they finish, and a
+batch is committed within ``BATCH_SECONDS`` of its first document, so one slow input (a
+big scan) never holds back the items finished after it: search sees them during the run,
+and a run killed at any moment is resumed by running the same command again.
 """
 
 from __future__ import annotations
@@ -18,18 +20,19 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..archive.store import Archive, Entry, Known
+from ..archive.store import Archive, ArchiveError, Check, Entry, Known, Original
 from ..extractors import FETCH_TAG
-from ..model import Document, Item, MailRef
+from ..items import Response
+from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef
 from ..options import Options
 from ..sources import ItemSource
 from .executor import make_executor
 from .fresh import TRANSIENT_ERRORS, Freshness, Mode, Why
-from .steps import extract
+from .steps import as_done
 
 __all__ = ["TRANSIENT_ERRORS", "Mode", "RunStats", "Why", "run"]
 
@@ -46,23 +49,30 @@ class RunStats:
     status: Counter[str] = field(default_factory=Counter)  # ok / empty / error
     errors: Counter[str] = field(default_factory=Counter)  # by error kind
     why: Counter[str] = field(default_factory=Counter)  # new / changed / failed ...
+    # Sources that failed this run while the item's text was kept from its capture (by kind)
+    gone: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=time.monotonic)
     listing_done: bool = False
     # Items the sources will list, counted ahead of the listing (None: not known, or not
     # countable): the listing itself only runs a small window ahead of the extraction.
     expected: int | None = None
+    # Paths that led nowhere (a symlink loop, a pipe in a folder), as given, with why:
+    # for the progress hook to report (it takes them off as it prints them).
+    dead_ends: deque[tuple[str, ErrorInfo]] = field(default_factory=deque)
 
     def as_dict(self) -> dict[str, int]:
         return {"total": self.total, "skipped": self.skipped, "extracted": self.done,
                 **{f"status_{k}": v for k, v in self.status.items()},
                 **{f"error_{k}": v for k, v in self.errors.items()},
-                **{f"why_{k}": v for k, v in self.why.items()}}
+                **{f"why_{k}": v for k, v in self.why.items()},
+                **{f"gone_{k}": v for k, v in self.gone.items()}}
 
 
 ProgressFn = Callable[[RunStats, Document | None], None]
 
 BATCH_ITEMS = 64  # at most this many items per transaction ...
-BATCH_SECONDS = 2.0  # ... and at least one commit every this many seconds
+BATCH_SECONDS = 0.5  # ... and none waits longer than this for its commit
+TICK = 0.1  # how often the writer looks at the clock while the executor works
 LIST_CHUNK = 256  # items looked up in the archive at once
 
 
@@ -114,11 +124,35 @@ class _Job:
     obj: object  # a path, or a Source holding fetched bytes and transport hints
     why: Why
     fetched: dict[str, object] | None = None  # url, final_url, http_status, validators...
+    response: Response | None = None  # what the server answered with the bytes
+    original: Original | None = None  # the bytes as received, when they are kept
+    check: Check | None = None  # this run's fetch of it
+    stored: str | None = None  # made from this kept original (no file, no network)
+
+
+@dataclass
+class _Checked:
+    """A web item asked again and found unchanged (304, the same bytes)."""
+
+    id: int
+    check: Check
+
+
+@dataclass
+class _Redo:
+    """A web item to extract again from its kept original (outdated or forced), whatever
+    its fetch said (``check``: 304, the same bytes, or a failure)."""
+
+    item: Item
+    known: Known
+    check: Check
 
 
 class _Writer:
     """The write step: the archive's one writer. Counts each finished item, commits in
-    batches (one transaction each), touches unchanged items, records mail provenance."""
+    batches (one transaction each, at most ``BATCH_ITEMS``, none older than
+    ``BATCH_SECONDS``), touches unchanged items, records mail provenance. Each batch
+    also brings the run's record up to date, so a killed run's record says what it did."""
 
     def __init__(self, archive: Archive, run_id: int, source_ids: dict[str, int],
                  stats: RunStats, policy: Freshness, notify: ProgressFn) -> None:
@@ -126,31 +160,45 @@ class _Writer:
         self.stats, self.policy, self.notify = stats, policy, notify
         self.batch: list[Entry] = []
         self.mail_links: list[tuple[str, MailRef]] = []  # (item key, mail) still to record
-        self.last_commit = time.monotonic()
+        self.oldest = 0.0  # when the first entry of the batch came
 
     def record(self, entry: Entry) -> None:
         """Count a finished item and commit the batch when it is due."""
         doc = entry.doc
         self.policy.stamp(doc)
+        if not self.batch:
+            self.oldest = time.monotonic()
         self.batch.append(entry)
         self.stats.done += 1
         self.stats.status[str(doc.status)] += 1
         if doc.error:
             self.stats.errors[str(doc.error.kind)] += 1
-        if len(self.batch) >= BATCH_ITEMS or \
-                time.monotonic() - self.last_commit > BATCH_SECONDS:
+        elif entry.check is not None and entry.check.error is not None:
+            self.stats.gone[str(entry.check.error.kind)] += 1
+        if len(self.batch) >= BATCH_ITEMS:
             self.flush()
+        else:
+            self.due()
         self.notify(self.stats, doc)
 
+    def due(self) -> None:
+        """Commit the batch if its first entry has waited ``BATCH_SECONDS``: called on
+        every result and on the executor's ticks, so a commit never waits for the next
+        document (which may be an hour of OCR away)."""
+        if self.batch and time.monotonic() - self.oldest >= BATCH_SECONDS:
+            self.flush()
+
     def unchanged(self, seen: list[tuple[int, int | None, int | None, str | None]],
-                  spec: str) -> None:
+                  spec: str, checks: list[tuple[int, Check]] | None = None) -> None:
         self.archive.touch(seen, self.run_id, self.source_ids[spec])
+        if checks:
+            self.archive.checked(checks)
 
     def flush(self) -> None:
-        self.archive.write(self.batch, self.run_id, self.source_ids)
+        self.archive.write(self.batch, self.run_id, self.source_ids,
+                           counts=self.stats.as_dict())
         self.batch.clear()
         self.link()
-        self.last_commit = time.monotonic()
 
     def link(self) -> None:
         """Mail provenance for the items that exist by now (the rest wait for theirs)."""
@@ -185,6 +233,13 @@ class _Decider:
                 if not self._first_time(item):
                     continue
                 k = known.get(item.key)
+                if item.stored is not None:  # textsieve reextract: from the kept original
+                    job = self._stored(item, k)
+                    if job is None:
+                        self.stats.skipped += 1
+                    else:
+                        yield job
+                    continue
                 if item.url is not None:
                     if not self.policy.fetch_wanted(k):
                         self.stats.skipped += 1
@@ -195,10 +250,19 @@ class _Decider:
                     yield from self._followups()
                     continue
                 why, sha = self.policy.decide(item, k)
+                if why is Why.CHANGED and item.response is not None and k is not None and \
+                        sha is not None and self.archive.has_capture(k.id, sha):
+                    why = None  # a WARC record read before: an earlier capture already
                 if why is None:
                     if k is not None:
                         unchanged.append((k.id, item.size, item.mtime_ns, sha))
                     self.stats.skipped += 1
+                    continue
+                if item.problem is not None:  # a path that leads nowhere: never opened
+                    self.stats.why[why] += 1
+                    self.stats.dead_ends.append((item.original, item.problem))
+                    self.writer.record(Entry(item, Document.failed(
+                        item.problem.kind, item.problem.message, name=item.name)))
                     continue
                 if item.path is None and item.data is None and item.remote:
                     # An object-store item is downloaded only now that it needs work.
@@ -206,9 +270,13 @@ class _Decider:
                     if isinstance(obj, Document):
                         self.writer.record(Entry(item, obj))
                         continue
-                    yield _Job(item, obj, why)
+                    yield _Job(item, obj, why, original=Original.of(obj)
+                               if self.policy.keeps(True) else None)
                     continue
-                yield _Job(item, item.path if item.path is not None else item.data, why)
+                if item.response is not None and (failed := self._recorded_failure(item)):
+                    self.writer.record(failed)
+                    continue
+                yield self._job(item, why)
             self.writer.unchanged(unchanged, spec)
             self.writer.link()
             self.writer.notify(self.stats, None)
@@ -217,26 +285,105 @@ class _Decider:
             yield from self._followups()
         self.stats.listing_done = True
 
+    def _job(self, item: Item, why: Why) -> _Job:
+        """A file, or bytes that came with the item (a mail's article, a WARC record)."""
+        if item.path is not None:
+            return _Job(item, item.path, why, original=None if not self.policy.keeps(
+                False) else Original("", item.size or 0, path=item.path))
+        assert item.data is not None
+        original = Original.of(item.data) if self.policy.keeps(True) else None
+        if item.response is None:
+            return _Job(item, item.data, why, original=original)
+        src, info = self.web.source(item, item.data, item.response)
+        return _Job(item, src, why, info, response=item.response, original=original)
+
+    def _recorded_failure(self, item: Item) -> Entry | None:
+        """A recorded answer that is a failure (a 404 in a WARC), or too large to read:
+        its typed record, kept like a failed fetch's (a good capture stays)."""
+        from ..fetch import status_error
+
+        r = item.response
+        assert r is not None and item.data is not None
+        if r.status is not None and r.status >= 400:
+            error = status_error(r.status)
+        elif len(item.data) > self.policy.options.max_body:
+            error = ErrorInfo(ErrorKind.TOO_LARGE, f"the recorded body is above the limit of "
+                              f"{self.policy.options.max_body} bytes")
+        else:
+            return None
+        entry = self.web.failed(item, Check(r.captured_at or time.time(), r.status, error))
+        entry.response = r
+        return entry
+
+    def _stored(self, item: Item, known: Known | None) -> _Job | None:
+        """``textsieve reextract``: the item from its kept original, when it needs it."""
+        if known is None or known.original != item.stored:
+            return None
+        if self.policy.mode is not Mode.FORCE and self.policy.made_now(
+                known.extractor_version):
+            return None
+        job = self._from_original(item, known, None)
+        return job if isinstance(job, _Job) else None
+
+    def _from_original(self, item: Item, known: Known, check: Check | None
+                       ) -> _Job | None:
+        """The current capture of an item, read again from its kept original."""
+        cap = self.archive.current_capture(known.id)
+        try:
+            data = self.archive.original_bytes(known.original) if known.original else None
+        except ArchiveError as exc:
+            logger.warning("%s: %s", item.key, exc)
+            data = None
+        if cap is None or data is None:
+            return None
+        why = Why.FORCED if self.policy.mode is Mode.FORCE else Why.OUTDATED
+        url = cap["url"] or item.url
+        if url is None:  # a mail's article, a file
+            return _Job(item, data, why, stored=known.original, check=check)
+        response = Response(url=url, status=cap["http_status"],
+                            content_type=cap["content_type"], date=cap["http_date"],
+                            etag=cap["etag"], last_modified=cap["last_modified"],
+                            captured_at=cap["captured_at"], via=cap["source"])
+        src, info = self.web.source(item, data, response)
+        info.update(self.archive.fetch_facts(known.id))  # as it was when fetched
+        return _Job(item, src, why, info, response=response, check=check,
+                    stored=known.original)
+
     def _first_time(self, item: Item) -> bool:
         """Its mail provenance is recorded either way; an item named again (another
-        mail) is only counted."""
+        mail) is only counted. Records of a WARC are one per capture date."""
         self.writer.mail_links.extend((item.key, ref) for ref in item.mails)
-        if item.key in self.seen:
+        seen = item.key if item.response is None else \
+            f"{item.key} {item.response.captured_at}"
+        if seen in self.seen:
             self.stats.skipped += 1
             return False
-        self.seen.add(item.key)
+        self.seen.add(seen)
         return True
 
-    def _fetched(self, jobs: Iterator[tuple[_Job | Entry | int, str]]) -> Iterator[_Job]:
-        """Web results: extract the new, record failures, touch what did not change."""
+    def _fetched(self, jobs: Iterator[tuple[_Job | Entry | _Checked | _Redo, str]]
+                 ) -> Iterator[_Job]:
+        """Web results: extract the new, record failures, touch what did not change,
+        extract again from kept originals what needs it."""
         for out, spec in jobs:
             if isinstance(out, _Job):
                 yield out
             elif isinstance(out, Entry):
                 self.writer.record(out)
+            elif isinstance(out, _Redo):
+                job = self._from_original(out.item, out.known, out.check)
+                if job is not None:
+                    yield job
+                elif out.check.error is not None:  # the original is lost: the failure
+                    self.writer.record(self.web.failed(out.item, out.check))
+                else:
+                    self.stats.skipped += 1
+                    self.writer.unchanged([(out.known.id, None, None, None)], spec,
+                                          [(out.known.id, out.check)])
             else:
                 self.stats.skipped += 1
-                self.writer.unchanged([(out, None, None, None)], spec)
+                self.writer.unchanged([(out.id, None, None, None)], spec,
+                                      [(out.id, out.check)])
 
     def _followups(self) -> Iterator[_Job]:
         """Links found by resolvers (a Hacker News item's story) join the run."""
@@ -256,7 +403,12 @@ def _finished(job: _Job, doc: Document) -> Entry:
     if job.fetched:
         doc.metadata.extra.update({k: v for k, v in job.fetched.items()
                                    if k not in ("etag", "last_modified")})
-    return Entry(job.item, doc, validators=_validators(job.fetched))
+    original = job.original
+    if original is not None and original.path is not None:  # a file: its hash is known now
+        original = Original(doc.sha256, original.size, path=original.path) \
+            if doc.sha256 else None
+    return Entry(job.item, doc, validators=_validators(job.fetched), response=job.response,
+                 original=original, check=job.check, stored=job.stored)
 
 
 def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mode,
@@ -266,7 +418,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
     policy = Freshness(options, mode)
     writer = _Writer(archive, run_id, source_ids, stats, policy,
                      progress or (lambda s, d: None))
-    pending: deque[_Job] = deque()
+    pending: dict[int, _Job] = {}  # extracting now, by sequence number
     with _WebStage(options, policy) as web:
         decider = _Decider(archive, policy, stats, writer, web)
 
@@ -274,19 +426,24 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
         if options.searchable_pdf_dir is not None:
             from ..ocr.searchable import searchable_parts
 
-        def queued() -> Iterator[tuple[object, ...]]:
-            for job in decider.jobs(list_items(sources)):
+        def queued() -> Iterator[tuple[int, object, str | None, list[str] | None]]:
+            for n, job in enumerate(decider.jobs(list_items(sources))):
                 stats.why[job.why] += 1
-                pending.append(job)
-                if options.searchable_pdf_dir is None:
-                    yield job.obj, job.item.name
-                else:  # where its searchable copy would go: the tree mirrored, never by name
-                    yield job.obj, job.item.name, searchable_parts(job.item.key, copies_root)
+                pending[n] = job
+                # Where its searchable copy would go: the tree mirrored, never by name.
+                out = None if options.searchable_pdf_dir is None else \
+                    searchable_parts(job.item.key, copies_root)
+                yield n, job.obj, job.item.name, out
 
         executor = make_executor(options)
         try:
-            for doc in extract(executor, queued(), options):
-                writer.record(_finished(pending.popleft(), doc))
+            # In the order they finish: nothing waits behind a slow input.
+            for got in as_done(executor, queued(), options, tick=TICK):
+                if got is None:
+                    writer.due()
+                    continue
+                n, doc = got
+                writer.record(_finished(pending.pop(n), doc))  # type: ignore[call-overload]
         except KeyboardInterrupt:
             writer.flush()  # Ctrl-C: keep what is already extracted; the re-run does the rest
             raise
@@ -348,9 +505,11 @@ def resolve(item: Item, final_url: str, content: bytes, options: Options
 class _WebStage:
     """Fetches URL items on a few threads while files are being extracted.
 
-    Results come back in submission order (a bounded window ahead), as a ``_Job`` to
-    extract, an ``Entry`` for a failed fetch (typed error, nothing to extract), or the id of
-    an archived item that did not change (304, or the same bytes as last time).
+    Results come back as the fetches finish (at most ``WINDOW`` in flight: a slow server
+    holds back nothing fetched after it), as a ``_Job`` to extract, an ``Entry`` for a
+    failed fetch (typed error, nothing to extract; the writer keeps a good capture), a
+    ``_Checked`` item that did not change (304, or the same bytes as last time), or a
+    ``_Redo`` from the kept original (outdated or forced).
     """
 
     WINDOW = 32
@@ -378,27 +537,40 @@ class _WebStage:
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="fetch")
 
     def submit(self, item: Item, known: Known | None
-               ) -> Iterator[tuple[_Job | Entry | int, str]]:
+               ) -> Iterator[tuple[_Job | Entry | _Checked | _Redo, str]]:
         if self._pool is None:
             self._start()
         assert self._pool is not None and item.url is not None
-        conditional = self.policy.still_good(known)
+        conditional = self.policy.conditional(known)
         fut = self._pool.submit(
             self._fetcher.fetch, item.url,  # type: ignore[union-attr]
             etag=known.etag if conditional and known else None,
             last_modified=known.last_modified if conditional and known else None)
         self._queue.append((item, known, fut))
-        while self._queue and (len(self._queue) > self.WINDOW or self._queue[0][2].done()):
-            yield self._result(*self._queue.popleft())
+        yield from self._done(block=len(self._queue) > self.WINDOW)
 
-    def drain(self) -> Iterator[tuple[_Job | Entry | int, str]]:
+    def drain(self) -> Iterator[tuple[_Job | Entry | _Checked | _Redo, str]]:
         while self._queue:
-            yield self._result(*self._queue.popleft())
+            yield from self._done(block=True)
 
-    def _resolve(self, item: Item, final_url: str, content: bytes
+    def _done(self, *, block: bool
+              ) -> Iterator[tuple[_Job | Entry | _Checked | _Redo, str]]:
+        """The fetches finished by now, whatever their place in the queue; ``block``: at
+        least one (waiting for the first to finish, whichever it is)."""
+        if block:
+            wait([f for _, _, f in self._queue], return_when=FIRST_COMPLETED)
+        done = [q for q in self._queue if q[2].done()]
+        if done:
+            taken = {id(q) for q in done}
+            self._queue = deque(q for q in self._queue if id(q) not in taken)
+            for q in done:
+                yield self._result(*q)
+
+    def _resolve(self, item: Item, final_url: str, content: bytes, follow: bool = True
                  ) -> tuple[bytes, str, str] | None:
         """Resolver pages are archived as their context (an HN discussion), and the link
-        they resolve to is fetched too."""
+        they resolve to is fetched too (``follow``: not when reading kept or recorded
+        bytes, which never fetch)."""
         try:
             resolved = resolve(item, final_url, content, self.options)
         except ImportError:
@@ -406,7 +578,7 @@ class _WebStage:
         if resolved is None:
             return None
         story, text, name, ctype = resolved
-        if story is not None:
+        if story is not None and follow:
             self.followups.append(story)
         return text, name, ctype
 
@@ -414,9 +586,7 @@ class _WebStage:
         return bool(self._queue or self.followups)
 
     def _result(self, item: Item, known: Known | None, fut: Future[object]
-                ) -> tuple[_Job | Entry | int, str]:
-        from ..source import Source
-
+                ) -> tuple[_Job | Entry | _Checked | _Redo, str]:
         res: Any = fut.result()
         info: dict[str, object] = {"url": item.url, "final_url": res.final_url,
                                    "http_status": res.status,
@@ -424,25 +594,67 @@ class _WebStage:
                                    "etag": res.etag, "last_modified": res.last_modified}
         if res.redirects:
             info["redirects"] = list(res.redirects)
+        check = Check(time.time(), res.status or None, res.error)
+        redo = self.policy.redo_from_original(known)
         if res.error is not None:
-            doc = Document.failed(res.error.kind, res.error.message, name=item.name)
-            doc.extractor = FETCH_TAG
-            doc.metadata.extra.update({k: v for k, v in info.items() if v is not None})
-            return Entry(item, doc), item.source
+            if redo and known is not None:  # the kept bytes, since the server fails
+                return _Redo(item, known, check), item.source
+            return self.failed(item, check, info), item.source
         if res.not_modified and known is not None:
-            return known.id, item.source
+            if redo:
+                return _Redo(item, known, check), item.source
+            return _Checked(known.id, check), item.source
         content: bytes = res.content or b""
-        if self.policy.still_good(known) and \
-                hashlib.sha256(content).hexdigest() == known.sha256:  # type: ignore[union-attr]
-            return known.id, item.source  # served again, byte for byte the same
-        resolved = self._resolve(item, res.final_url, content)
+        sha = hashlib.sha256(content).hexdigest()
+        if known is not None and sha == known.sha256 and self.policy.still_good(known):
+            return _Checked(known.id, check), item.source  # served again, byte for byte
+        if known is not None and sha == known.original and redo:
+            return _Redo(item, known, check), item.source  # the same bytes: kept already
+        response = Response(url=res.final_url, status=res.status,
+                            content_type=_content_type(res.content_type, res.charset),
+                            date=res.date, etag=res.etag, last_modified=res.last_modified,
+                            captured_at=check.at)
+        src, _ = self.source(item, content, response, follow=True)
+        original = Original(sha, len(content), data=content) if self.policy.keeps(True) \
+            else None
+        return _Job(item, src, self.policy.why_again(known), info, response=response,
+                    original=original, check=check), item.source
+
+    def failed(self, item: Item, check: Check, info: dict[str, object] | None = None
+               ) -> Entry:
+        """A failed fetch as its typed record (the writer keeps a good capture)."""
+        assert check.error is not None
+        doc = Document.failed(check.error.kind, check.error.message, name=item.name)
+        doc.extractor = FETCH_TAG
+        doc.metadata.extra.update({k: v for k, v in (info or {}).items() if v is not None})
+        return Entry(item, doc, check=check)
+
+    def source(self, item: Item, content: bytes, response: Response, *, follow: bool = False
+               ) -> tuple[object, dict[str, object]]:
+        """Bytes a server sent (now, or kept, or in a WARC) as the input to extract, with
+        the facts a fetch puts in the metadata. Resolver pages become their context."""
+        from ..fetch import parse_content_type
+        from ..source import Source
+
+        ctype, charset = parse_content_type(response.content_type)
+        info: dict[str, object] = {"url": item.url or response.url,
+                                   "final_url": response.url,
+                                   "http_status": response.status, "content_type": ctype}
+        resolved = self._resolve(item, response.url, content, follow)
         if resolved is not None:
             content, name, ctype = resolved
         else:
-            name, ctype = item.name, res.content_type
-        src = Source(name=name, data_=content, max_size=self.options.max_file_size,
-                     url=res.final_url, charset=res.charset, content_type=ctype)
-        return _Job(item, src, self.policy.why_again(known), info), item.source
+            name = item.name
+        return Source(name=name, data_=content, max_size=self.options.max_file_size,
+                      url=response.url, charset=charset, content_type=ctype), \
+            {k: v for k, v in info.items() if v is not None}
+
+
+def _content_type(media: str | None, charset: str | None) -> str | None:
+    """The Content-Type header again, from what the fetcher parsed of it."""
+    if media is None:
+        return None
+    return f"{media}; charset={charset}" if charset else media
 
 
 def _chunks(it: Iterator[Item], n: int) -> Iterator[list[Item]]:

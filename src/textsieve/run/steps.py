@@ -129,12 +129,53 @@ def searchable_copy(task: Task, doc: Document, results: list[Any], options: Opti
         r.pdf = None  # the page layers are large: do not keep them
 
 
+def as_done(executor: Executor, jobs: Iterable[tuple[Hashable, Any, str | None,
+                                                      list[str] | None]],
+            options: Options, *, tick: float | None = None
+            ) -> Iterator[tuple[Hashable, Document] | None]:
+    """(key, Document) for each (key, input, name, out) job, as soon as it is finished:
+    in completion order, so one slow input (a big scan) never holds back the inputs that
+    finished after it (``textsieve run`` commits them at once; a kill loses none of them).
+
+    The jobs are consumed lazily, at most ``executor.window`` in flight, so memory stays
+    bounded however long the stream. ``out``: where the input's searchable PDF copy goes
+    below ``Options.searchable_pdf_dir`` (safe path parts), None: by name. ``tick``: a
+    None is yielded whenever that many seconds pass without a document, so the caller
+    can do its timed work (commit what is due) while a long input runs."""
+    items = iter(jobs)
+    flow = DocumentFlow(executor, options)
+    window = executor.window
+    exhausted = False
+    last = time.monotonic()
+    while True:
+        while not exhausted and flow.in_flight() < window:
+            try:
+                key, obj, name, out = next(items)
+            except StopIteration:
+                exhausted = True
+                break
+            flow.add(key, obj, name, out=out)
+            if tick is not None and time.monotonic() - last >= tick:
+                break  # a slow listing (fetches) must not keep finished work waiting
+        if exhausted and not flow.in_flight():
+            return
+        room = not exhausted and flow.in_flight() < window
+        done = flow.step(timeout=0.0 if room else tick)
+        now = time.monotonic()
+        if done:
+            last = now
+            yield from done
+        elif tick is not None and now - last >= tick:
+            last = now
+            yield None
+
+
 def extract(executor: Executor, pairs: Iterable[tuple[Any, ...]],
             options: Options) -> Iterator[Document]:
-    """One Document per (input, name) pair, in input order. The pairs are consumed
-    lazily, a bounded window ahead of the results, so they may be an endless stream. A
-    third element, when given, is where the input's searchable PDF copy goes below
-    ``Options.searchable_pdf_dir`` (safe path parts; ``textsieve run`` mirrors the tree)."""
+    """One Document per (input, name) pair, in input order (``as_done`` gives them as
+    they finish). The pairs are consumed lazily, a bounded window ahead of the results,
+    so they may be an endless stream. A third element, when given, is where the input's
+    searchable PDF copy goes below ``Options.searchable_pdf_dir`` (safe path parts)."""
     items = iter(pairs)
     flow = DocumentFlow(executor, options)
     order: deque[int] = deque()

@@ -35,7 +35,8 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
     ``https://...`` is a page to fetch; ``urls:FILE`` (or a file whose every line is a URL,
     or a CSV with a ``url`` column) a list of pages; ``mbox:``, ``maildir:``, ``eml:``,
     ``imap://`` and ``gmail:`` mailboxes of links; ``s3://bucket/prefix/`` the objects
-    under a prefix; anything else a file, folder or glob.
+    under a prefix; anything else a file, folder or glob (a WARC file among them gives
+    the responses recorded in it).
     """
     import os
 
@@ -64,4 +65,8 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
         return UrlListSource(spec[5:])
     if os.path.isfile(spec) and looks_like_url_list(spec):
         return UrlListSource(spec)
-    return FileSource(spec, exclude=exclude, max_size=(options or Options()).max_file_size)
+    from .warc import WarcExpander
+
+    opts = options or Options()  # a WARC file (alone or in a folder) gives its responses
+    return WarcExpander(FileSource(spec, exclude=exclude, max_size=opts.max_file_size,
+                                   wait=opts.timeout), opts.max_body)

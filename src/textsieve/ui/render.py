@@ -155,3 +155,13 @@ def topic_chart(series: list[tuple[str, dict[str, int]]], months: list[str], *,
                      f'text-anchor="end">{months[-1]}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def sieve_plot(extra: object) -> Markup | None:
+    """Why a sieved page kept what it kept (web/sieveplot.py), for its item page: an
+    inline SVG built from checked numbers and escaped text only, so it is safe to embed
+    as it is; None for an item that was not sieved."""
+    from ..web.sieveplot import for_metadata
+
+    drawn = for_metadata(extra) if isinstance(extra, dict) else None
+    return Markup(drawn) if drawn else None

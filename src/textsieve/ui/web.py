@@ -288,7 +288,8 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
                     children=browse.children(a, item_id),
                     provenance=browse.provenance(a, top),
                     mails=browse.mails_with_ids(a, top), top=top,
-                    searchable=searchable_copy(doc, settings.options) is not None)
+                    searchable=searchable_copy(doc, settings.options) is not None,
+                    sieve_plot=render.sieve_plot(doc.metadata.extra))
 
     @r.get("/mails/{mail_id}", response_class=HTMLResponse)
     def mail_page(request: Request, mail_id: int) -> Response:

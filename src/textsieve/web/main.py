@@ -1,21 +1,24 @@
 """Main content of a web page: the article, post, product or listing, without navigation,
 ads, cookie banners, comments and footers; plus the page's metadata.
 
-Why an ensemble: trafilatura (its default cascade, comments off) is precise on articles
-but under-extracts pages that are not articles (listings, category and product grids,
-service pages): it keeps a fraction of the content or nothing. ``region.landmark`` is
-the page's boilerplate-free main region, found by generic signals (landmarks, tags,
-roles, class/id words, link rails). We take trafilatura's body unless it is short next to
-that region, by a share that depends on what the page declares itself to be
-(``SHORT_RATIO``, ``structured.page_kind``). What a browser hides is removed before
-either is counted, and the chosen one is rendered on trial: if it renders to much less
-than it counted, the other is taken. Either is rendered by ``HtmlWalker`` into the
-``Builder``, so headings, lists, tables and code keep their structure.
+The page is parsed once. What a browser hides is removed first, so no count includes it.
+Then textsieve's own extractor (``article``: the container of the page's prose, cleaned of
+the chrome articles carry) runs on a copy of the content scope. When it is confident (one
+container with the page's prose, few links, not emptied by its cleaning, not a product
+page), its article is the answer. Otherwise trafilatura gives a second opinion: its main
+extractor without the readability/jusText fallbacks (``fast``), on the same parsed tree,
+and its body is taken unless it is short next to ours (``SHORT_RATIO``), where it missed
+content (a listing, a product grid, a service page) or kept too little of a long page.
+The chosen candidate is rendered on trial: if it renders to much less than it counted,
+the other is taken. Either is rendered by ``HtmlWalker`` into the ``Builder``, so
+headings, lists, tables and code keep their structure.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,9 +30,11 @@ from ..extractors.html import HtmlWalker, decode_html, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
 from . import region as content_region
+from .article import Article, article, confident
 from .structured import page_kind
 
 _WORD = re.compile(r"\w+")
+_log = logging.getLogger(__name__)
 
 # trafilatura's output dialect -> HTML, so HtmlWalker renders it like any page.
 _TO_HTML = {"list": "ul", "item": "li", "row": "tr", "cell": "td", "quote": "blockquote",
@@ -37,30 +42,28 @@ _TO_HTML = {"list": "ul", "item": "li", "row": "tr", "cell": "td", "quote": "blo
             "div": "div", "doc": "div", "main": "div", "comments": "div"}
 
 
-# When trafilatura's text has fewer words than this share of the boilerplate-free page
-# region, it missed content (a listing, a product grid, a service page): take the region.
-# The share depends on what the page declares itself to be (``structured.page_kind``): an
-# article or a product page is what trafilatura is made for, and the extra words of the
-# region there are mostly rails, reviews and boxes, so trafilatura must be much shorter
-# before the region wins. Tuned on WCXB dev half A, checked on half B (bench/README.md).
-SHORT_RATIO = {"article": 0.6, "product": 0.1, None: 0.7}
+# When trafilatura's text has fewer words than this share of our article (and of the
+# page), it missed content: ours is taken. Tuned on the tune sites of both dev sets
+# (bench/bench_web.py), checked on the held-out sites.
+SHORT_RATIO = 0.3
 
 
 def _trafilatura_body(tree: etree._Element, url: str | None) -> etree._Element | None:
     """trafilatura's main-content tree for ``tree``, through its public API.
 
-    Its default (balanced) cascade, not recall mode: recall mode alone keeps a third of a
-    forum thread and less of product pages, which the balanced mode's fallbacks and recall
-    escalation recover. ``bare_extraction`` works on a copy, so ``tree`` is left whole for
-    the region, and an upgrade of trafilatura cannot change a private call's contract.
+    Its main extractor with its recall retry, without the readability and jusText
+    comparison (``fast``): it is asked only where our extractor is unsure, and there our
+    article is the recall candidate the fallbacks would have been. ``bare_extraction``
+    works on a copy, so ``tree`` is left whole, and an upgrade of trafilatura cannot
+    change a private call's contract.
     """
     import trafilatura
 
     try:
-        doc = trafilatura.bare_extraction(tree, url=url, include_comments=False,
+        doc = trafilatura.bare_extraction(tree, url=url, fast=True, include_comments=False,
                                           include_tables=True, include_formatting=False,
                                           output_format="txt", with_metadata=False)
-    except Exception:  # trafilatura raises on odd trees; the landmark path still answers
+    except Exception:  # trafilatura raises on odd trees; our article still answers
         return None
     return getattr(doc, "body", None) if doc is not None else None
 
@@ -85,6 +88,11 @@ def _as_html(body: etree._Element) -> etree._Element:
             el.tag = "pre"
         else:
             el.tag = _TO_HTML.get(tag, tag)
+    # Its first heading is the page's headline when it is an h1: the title is metadata.
+    first = body[0] if len(body) else None
+    if first is not None and first.tag == "h1" and not (body.text or "").strip():
+        body.text = (body.text or "") + (first.tail or "")
+        body.remove(first)
     # trafilatura builds plain etree elements; HtmlWalker expects lxml.html ones.
     body.tag = "div"
     return lxml.html.fragment_fromstring(etree.tostring(body, encoding="unicode"))
@@ -105,7 +113,7 @@ def _render(els: list[etree._Element], out: Builder) -> None:
         walker.render(el)
 
 
-def _render_best(candidates: list[Callable[[], etree._Element]], out: Builder) -> None:
+def _render_best(candidates: list[Callable[[], etree._Element | None]], out: Builder) -> None:
     """Render the first candidate that renders to about what it was counted with; none
     does: the one that rendered most. Never empty while any candidate has text.
     Candidates are built on demand: the second one is rarely needed."""
@@ -113,6 +121,8 @@ def _render_best(candidates: list[Callable[[], etree._Element]], out: Builder) -
     best_words = -1
     for make in candidates:
         el = make()
+        if el is None:
+            continue
         trial = Builder()
         _render([el], trial)
         got = len(_WORD.findall(trial.text()))
@@ -125,8 +135,8 @@ def _render_best(candidates: list[Callable[[], etree._Element]], out: Builder) -
         out.extend(best)
 
 
-# All the text the region could hold: only scripts and styles, which it always drops,
-# are left out (a forum may sit whole in <noscript>, which the region does keep).
+# All the text of the page: only scripts and styles, which no candidate renders, are left
+# out (a forum may sit whole in <noscript>, which both candidates keep).
 # Script and style text is only ever a direct child (the HTML parser reads it raw), so
 # ``parent::`` is enough, and plain strings spare a proxy object per text node.
 _PAGE_TEXT = etree.XPath("//body//text()[not(parent::script or parent::style)]",
@@ -146,30 +156,42 @@ def _empty_code(root: etree._Element) -> None:
         el.text = None
 
 
-def _select(root: etree._Element, url: str | None) -> list[Callable[[], etree._Element]]:
-    """The candidates, best first: trafilatura's body, unless it is short next to the
-    page's boilerplate-free region.
+def _select(root: etree._Element, url: str | None,
+            ) -> list[Callable[[], etree._Element | None]]:
+    """The candidates, best first (see the module docstring).
 
-    What the browser hides is removed first, so no count includes it. The region is
-    the page's text minus what pruning removes, so it never has more words than the
-    page: when trafilatura's body already clears the bar against the whole page, the
-    region is not built (it costs a third of trafilatura) unless it is needed."""
+    Our extractor prunes in place, so it works on a copy of the content scope (made in
+    libxml2, far cheaper than a parse); the tree stays whole for trafilatura, which
+    copies it once more itself."""
     kind = page_kind(root)
     _empty_code(root)
     content_region.drop_hidden(root)
+    try:
+        art: Article | None = article(copy.deepcopy(content_region.scope(root)))
+    except Exception:  # a bug on one odd page must not lose it: trafilatura still answers
+        _log.warning("own main-content extraction failed; trafilatura alone", exc_info=True)
+        art = None
+
+    def ours() -> etree._Element | None:
+        return art.element if art is not None else None
+
+    if art is not None and confident(art, kind):
+        return [ours, functools.cache(lambda: _html_body(_trafilatura_body(root, url)))]
     traf = _trafilatura_body(root, url)
-    region = functools.cache(lambda: content_region.landmark(root))
     if traf is None:
-        return [region]
+        return [ours]
     words = _words(traf)
     body = functools.cache(lambda: _as_html(traf))
-    bar = SHORT_RATIO[kind]
     page_words = len(_WORD.findall(" ".join(_PAGE_TEXT(root))))
-    if page_words and words >= bar * page_words:
-        return [body, region]
-    if words < bar * _words(region()):
-        return [region, body]
-    return [body, region]
+    if page_words and words >= SHORT_RATIO * page_words:
+        return [body, ours]
+    if art is not None and words < SHORT_RATIO * _words(art.element):
+        return [ours, body]
+    return [body, ours]
+
+
+def _html_body(body: etree._Element | None) -> etree._Element | None:
+    return _as_html(body) if body is not None else None
 
 
 def _tree(html: str | bytes) -> etree._Element:
@@ -236,6 +258,27 @@ def page_metadata(root: etree._Element, url: str | None, doc: Document) -> None:
             md.extra[key] = value
     if doc.title:
         doc.title = strip_site_name(doc.title, md.extra.get("sitename"))
+    next_page = _next_page(root, url or md.extra.get("canonical_url"))
+    if next_page:
+        md.extra["next_page"] = next_page
+
+
+# A multi-page article names its next page: <link rel="next"> in the head, or the pager's
+# <a rel="next">. Kept as metadata (the fetcher may follow it); the pager itself is chrome.
+_NEXT = etree.XPath("//link[contains(concat(' ', normalize-space(@rel), ' '), ' next ')]/@href"
+                    "|//a[contains(concat(' ', normalize-space(@rel), ' '), ' next ')]/@href",
+                    smart_strings=False)
+
+
+def _next_page(root: etree._Element, base: str | None) -> str | None:
+    """The URL of the article's next page, absolute when the page's URL is known."""
+    from urllib.parse import urljoin
+
+    for href in _NEXT(root):
+        href = href.strip()
+        if href and not href.startswith(("#", "javascript:")):
+            return urljoin(base, href) if base else href
+    return None
 
 
 _TITLE_SEP = re.compile(r"\s+[|\-\u2013\u2014\u00b7\u2022\u00bb]\s+")

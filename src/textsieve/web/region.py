@@ -1,20 +1,21 @@
-"""The page's boilerplate-free content region: the recall-first candidate.
+"""The page's content scope, what a browser hides, and its boilerplate containers.
 
-Why: trafilatura, built for articles, keeps a fraction of pages whose content is not in
-article-like paragraphs (listings, category and product grids, service pages). On those,
-the page's declared main landmark (or its body) with the boilerplate containers removed
-is closer to what a reader calls the content. Boilerplate is recognised generically: by
-tag (nav, header, footer, aside, forms), ARIA role, hidden state, and class/id words
-(cookie, consent, sidebar, menu, share, related, newsletter, comments, ...).
+Why: every reading of a page (main content, the topic sieve, the full text) first needs
+what a reader can see (``drop_hidden``) and where the content is (``scope``: the declared
+main landmark, or the body); the main-content extractor (``article``) then removes the
+boilerplate containers, recognised generically: by tag (nav, header, footer, aside,
+forms), ARIA role, hidden state, class/id words (cookie, consent, sidebar, menu, share,
+related, newsletter, comments, paywall, ...) and link rails.
 
-Selection runs as XPath in libxml2 and a regular expression over the class/id strings,
-not as Python per element: lxml.html element proxies make a Python walk over a big page
-cost as much as trafilatura itself.
+Selection runs as XPath in libxml2 and a regular expression over the distinct class/id
+strings, not as Python per element: element proxies make a Python walk over a big page
+costly.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from lxml import etree
 
@@ -27,39 +28,73 @@ _ROLES = ("navigation", "banner", "contentinfo", "complementary", "search", "dia
           "alertdialog", "menu", "menubar")
 # Words in class/id that mark boilerplate, as whole '-'/'_'-separated parts.
 _BOILER_WORDS = (
-    "nav|navbar|navigation|menu|footer|header|masthead|sidebar|side-bar|widget|cookies?|"
-    "consent|gdpr|banner|breadcrumbs?|comments?|comment-list|disqus|share|sharing|social|"
+    "nav|navbar|navigation|menu|footer|header|masthead|sidebar|side-bar|cookies?|"
+    "consent|gdpr|breadcrumbs?|comments?|comment-list|disqus|share|sharing|social|"
     "related|recommended|newsletter|subscribe|popup|modal|promo|advert|ads?|sponsor|skip|"
-    "toolbar|pagination|author-bio|tags|signup|login|testimonials?|rail")
+    "toolbar|pagination|author-bio|tags|signup|login|testimonials?|paywall|regwall")
+# Words that page builders also give to content: every Elementor or HubSpot module is a
+# "widget", a hero with the page's intro a "banner", a column a "rail". A caller may keep
+# such a container when its text is prose (``boilerplate``'s ``keep_weak``).
+_WEAK_WORDS = "widget|widgets|banner|rail"
+# An id with this many hyphens is an anchor made from a heading, not a component's name.
+SLUG_HYPHENS = 3
 _BOILER_RE = re.compile(rf"(?:^|[\s_-])(?:{_BOILER_WORDS})(?:$|[\s_-])", re.I)
+_WEAK_RE = re.compile(rf"(?:^|[\s_-])(?:{_WEAK_WORDS})(?:$|[\s_-])", re.I)
+STRONG, WEAK = 1, 2
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _TAGS = etree.XPath("|".join(f".//{t}" for t in _SKIP_TAGS))
-# Attribute values come back as strings (no element proxy per element); the element is
-# fetched only when a value marks it as boilerplate.
-_ATTRS = etree.XPath(".//@class|.//@id|.//@role|.//@hidden|.//@aria-hidden|.//@style")
+# Attribute values come back as strings (no element proxy per element); the marks of the
+# few distinct values are computed once, and the element is fetched only when its value
+# is marked: a Python pass over every attribute of a big page cost a third of the region.
+_CLASSES = etree.XPath(".//@class")
+_IDS = etree.XPath(".//@id")
+# Roles and what is still hidden (drop_hidden keeps tabs and the like): few elements.
+_MARKED = etree.XPath(".//*[@role or @hidden or @aria-hidden or contains(@style, 'none')"
+                     " or contains(@style, 'hidden')]")
 _KEEP = frozenset({"main", "article", "body"})  # containers a class word never removes
+# Frame tags that some pages wrap around everything (see ``boilerplate``'s ``keep_frame``).
+_FRAMES = frozenset({"nav", "footer", "aside", "header", "form", "dialog"})
 
 
-def _marks_boilerplate(value: etree._ElementUnicodeResult, seen: dict[str, bool]) -> bool:
-    """Whether this class/id/role/style/hidden attribute marks its element as boilerplate.
+def _word_mark(value: str) -> int:
+    """0, ``STRONG`` or ``WEAK``: the boilerplate words in a class or id value."""
+    return STRONG if _BOILER_RE.search(value) else WEAK if _WEAK_RE.search(value) else 0
 
-    ``seen`` caches the class/id verdicts of one page: a page repeats the same class
-    strings on hundreds of elements, and the word search was a third of the region's cost.
-    """
-    name = value.attrname
-    if name in ("class", "id"):
-        verdict = seen.get(value)
-        if verdict is None:
-            verdict = seen[str(value)] = _BOILER_RE.search(value) is not None
-        return verdict
-    if name == "role":
-        return value.strip().lower() in _ROLES
-    if name == "style":
-        return _HIDDEN_STYLE.search(value) is not None
-    if name == "aria-hidden":
-        return value.strip().lower() == "true"
-    return True  # hidden
-_MAIN = etree.XPath(".//main|.//*[@role='main']")
+
+def _marked_by_words(el: etree._Element) -> tuple[list[etree._Element], list[etree._Element]]:
+    """The elements under ``el`` whose class or id carries a strong word, and those whose
+    carry a weak word only."""
+    strong: dict[etree._Element, None] = {}
+    weak: dict[etree._Element, None] = {}
+    for attr, values in (("class", _CLASSES(el)), ("id", _IDS(el))):
+        marks = {}
+        for value in set(values):
+            if attr == "id" and value.count("-") >= SLUG_HYPHENS:
+                continue  # a heading's anchor ("sharing-with-a-single-developer")
+            mark = _word_mark(value)
+            if mark:
+                marks[value] = mark
+        if not marks:
+            continue
+        for value in values:
+            mark = marks.get(value)
+            if mark:
+                (strong if mark == STRONG else weak)[value.getparent()] = None
+    return list(strong), [d for d in weak if d not in strong]
+
+
+def _role_marked(d: etree._Element) -> bool:
+    return (d.get("role") or "").strip().lower() in _ROLES
+
+
+def _still_hidden(d: etree._Element) -> bool:
+    """Hidden by attribute, aria-hidden or style (what drop_hidden left: tabs and such)."""
+    if d.get("hidden") is not None or (d.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    return bool(_HIDDEN_STYLE.search(d.get("style") or ""))
+
+
+MAIN = etree.XPath(".//main|.//*[@role='main']")
 # Elements a browser does not show, as HtmlWalker judges them (hidden attribute,
 # aria-hidden, display:none, visibility:hidden); the XPath preselects cheaply.
 _MAYBE_HIDDEN = etree.XPath(
@@ -143,7 +178,7 @@ def _visible_length(el: etree._Element) -> int:
 def _unhide(el: etree._Element) -> None:
     for attr in ("hidden", "aria-hidden", "style"):
         el.attrib.pop(attr, None)
-_TEXT_LENGTH = etree.XPath("string-length(normalize-space(.))")
+_TEXT_LENGTH = text_length = etree.XPath("string-length(normalize-space(.))")
 
 
 # A list whose text is at least this share link text, with RAIL_LINKS links or more, is a
@@ -157,7 +192,7 @@ _LISTS = etree.XPath(".//ul|.//ol")
 _LINK_TEXT = etree.XPath(".//a")
 
 
-def _rails(el: etree._Element, total: float) -> list[etree._Element]:
+def rails(el: etree._Element, total: float) -> list[etree._Element]:
     """The link rails inside ``el`` (see RAIL_*), each with its heading-only wrapper."""
     rails: list[etree._Element] = []
     size = 0.0
@@ -180,42 +215,33 @@ def _rails(el: etree._Element, total: float) -> list[etree._Element]:
     return rails if size <= RAIL_MAX_SHARE * total else []
 
 
-def strip_boilerplate(el: etree._Element, max_share: float = 0.5) -> etree._Element:
-    """Remove the boilerplate containers inside ``el`` (in place; tails are kept).
-
-    A container matched only by a class/id word is kept when it holds more than
-    ``max_share`` of the text: a "content-with-sidebar" wrapper is the page itself.
-    Link rails go too (``_rails``), measured after the marked containers are gone."""
-    drop = list(_TAGS(el))
-    total = None
-    seen: dict[str, bool] = {}
-    for value in _ATTRS(el):
-        if _marks_boilerplate(value, seen):
-            d = value.getparent()
-            if value.attrname in ("class", "id"):
-                if d.tag in _KEEP:
-                    continue
-                if total is None:
-                    total = _TEXT_LENGTH(el)
-                if _TEXT_LENGTH(d) > max_share * total:
-                    continue
+def boilerplate(el: etree._Element, keep: Callable[[etree._Element], bool],
+                keep_weak: Callable[[etree._Element], bool] | None = None,
+                keep_frame: Callable[[etree._Element], bool] | None = None,
+                ) -> list[etree._Element]:
+    """The boilerplate containers inside ``el``: page frames and controls by tag, ARIA
+    roles, class/id words. ``keep`` spares a marked container that is in fact the page;
+    ``keep_frame`` (default ``keep``) a frame tag (it is not asked about scripts, styles
+    and controls); ``keep_weak`` one marked by a weak word only (``_WEAK_WORDS``)."""
+    keep_frame = keep_frame or keep
+    drop = [d for d in _TAGS(el) if d.tag not in _FRAMES or not keep_frame(d)]
+    strong, weak = _marked_by_words(el)
+    drop += [d for d in strong if d.tag not in _KEEP and not keep(d)]
+    drop += [d for d in weak if d.tag not in _KEEP and not keep(d)
+             and not (keep_weak is not None and keep_weak(d))]
+    for d in _MARKED(el):
+        if _still_hidden(d) or (_role_marked(d) and d.tag not in _KEEP and not keep(d)):
             drop.append(d)
-    for d in drop:
-        if d is not el and d.getparent() is not None:
-            d.drop_tree()
-    for d in _rails(el, _TEXT_LENGTH(el)):
-        if d is not el and d.getparent() is not None:
-            d.drop_tree()
-    return el
+    return [d for d in drop if d is not el]
 
 
-def landmark(root: etree._Element) -> etree._Element:
-    """The declared main landmark (<main>, role=main) when it holds a fair part of the
-    text, else the body; boilerplate removed. Modifies ``root``: call it last."""
+def scope(root: etree._Element) -> etree._Element:
+    """Where the content is: the declared main landmark (<main>, role=main) when it holds
+    a fair part of the text, else the body."""
     body = next((c for c in root if c.tag == "body"), root)
-    found = _MAIN(body)
+    found = MAIN(body)
     if found:
         best = max(found, key=_TEXT_LENGTH)
         if _TEXT_LENGTH(best) > 0.2 * _TEXT_LENGTH(body):
-            body = best
-    return strip_boilerplate(body)
+            return best
+    return body

@@ -29,10 +29,20 @@ few times can outweigh a short recipe card. Here instead:
 
 A confidence in [0, 1] says how much topic the kept region holds, how concentrated it
 is and what share of the page's topic evidence it captured.
+
+Topics that declare a shape (``@shape items|steps``, the recipe presets do) take the
+shaped sieve instead (``sieve_shaped``): each block scores the shape of its line in any
+language (shape.py: a leading quantity, a numbered step, its length, a comment's date
+stamp) plus its topic words; every block adds its score minus a threshold (for steps,
+set against the page's own prose), lists count whole, and the region is the run with the
+largest sum. ``@near`` looks for the region beside another topic's (the directions
+beside the ingredients). Either way the per-block scores are kept for ``--explain``
+(sieveplot.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -46,7 +56,8 @@ from lxml import etree
 from ..extractors.html import _BLOCK, HtmlWalker, _tag, decode_html, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
-from . import structured
+from . import shape as shapes
+from . import sieveplot, structured
 
 PRESETS = Path(__file__).with_name("presets")
 
@@ -69,6 +80,25 @@ RELATIVE = 0.1  # extra regions (max_regions > 1) must score this share of the b
 SIMILAR = 0.5  # ...and be at least this share of its density (another instance, not a mention)
 LIST_KEEP = 0.5  # a list partly in a region is taken whole if its density >= this x peak
 
+# The shaped sieve (topics with ``@shape``): a block adds its shape score minus THRESHOLD,
+# and the region is the run of blocks with the largest sum (lists whole).
+SHAPES = ("items", "steps")
+THRESHOLD = {"items": 0.5, "steps": 0.8}  # a block scoring less counts against its region
+STEP_FLOOR = 0.5  # the least a step must score, however low the page's prose
+STEP_MARGIN = 0.1  # ...and how much more than the page's PROSE_Q-th prose block
+PROSE_Q = 0.9
+HEADING_COST = 0.15  # what crossing a heading or a label without topic words costs
+HEADING_GAIN = 0.5  # ...and its topic words (weight sum) count this much, capped at 1
+NEAR_AFTER = 1.0  # boost of a block right after the @near topic's region (decays)...
+NEAR_BEFORE = 0.4  # ...and right before it
+NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
+MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
+SIBLING_LIST = 0.5  # a list beside a shaped region joins it at this share of its scores
+NUTRITION = 0.2  # factor for the lines of a list that states energy in kcal or kJ
+SOFT_NOISE = 0.7  # shaped topics: factor inside a container that only its class calls
+#                   boilerplate ("widget", "share"): the recipe card is often a "widget"
+SIZE_POWER = 0.75  # a block counts by (its words) ** this: a story paragraph costs more than a line
+
 _WORD = re.compile(r"\w+")
 LINK_OPEN, LINK_CLOSE = "\ue000", "\ue001"  # private-use marks around anchor text
 _LINK_SPAN = re.compile(f"{LINK_OPEN}([^{LINK_OPEN}{LINK_CLOSE}]*){LINK_CLOSE}")
@@ -78,6 +108,10 @@ _NOISE_ATTR = re.compile(
     r"(?:^|[\s_-])(?:comments?|commentlist|respond|related|sidebar|widgets?|footer|navbar|"
     r"nav|menu|breadcrumbs?|share|sharing|social|newsletter|subscribe|advert\w*|ads?|"
     r"adsense|sponsored|promo|cookies?|consent|banner|popup|modal|disqus)(?:$|[\s_-])",
+    re.I)
+# Reader comments and reviews: boilerplate even when they are most of the page.
+_COMMENTS_ATTR = re.compile(
+    r"(?:^|[\s_-])(?:comments?|commentlist|comment-list|respond|disqus|reviews)(?:$|[\s_-])",
     re.I)
 _NO_ATTR_CHECK = frozenset({"html", "body", "main", "article"})
 _VOWEL = re.compile(r"[aeiouy]")
@@ -146,7 +180,8 @@ def stemmer(language: str | None) -> Callable[[str], str]:
 
 _SNOWBALL = {"de": "german", "fr": "french", "es": "spanish", "it": "italian",
              "pt": "portuguese", "nl": "dutch", "sv": "swedish", "da": "danish",
-             "no": "norwegian", "nb": "norwegian", "fi": "finnish", "ru": "russian"}
+             "no": "norwegian", "nb": "norwegian", "fi": "finnish", "ru": "russian",
+             "pl": "polish", "cs": "czech", "hu": "hungarian", "tr": "turkish"}
 
 
 def _set(text: str) -> frozenset[str]:
@@ -168,6 +203,18 @@ STOP_WORDS = {
     "es": _set("el la de que y en los del se las por un para con no una su al lo "
                     "como más pero sus le ya o este sí porque esta entre cuando muy sin "
                     "sobre también hasta hay donde"),
+    "nl": _set("het een van dat zijn voor niet aan ook bij uit maar naar door wordt deze "
+               "nog wel dan je we ze hij zij geen worden moet kunnen heeft"),
+    "it": _set("il lo gli di che è per non sono della delle degli nel nella alla anche più "
+               "questo questa come ma essere ha fare dei molto"),
+    "pt": _set("os do da dos das em não uma para com por mais você ao foi são seu sua "
+               "também muito quando está isso pelo pela"),
+    "sv": _set("och är att som av för med till inte har ett jag men var så från kan eller "
+               "vi sig också när mycket om"),
+    "da": _set("og er at som af for med til ikke har et jeg men var så fra kan eller vi sig "
+               "også når meget om"),
+    "pl": _set("i w na z do że się nie to jest jak po przez od za ale czy dla tak jej już "
+               "tylko oraz przy może są być"),
 }
 
 
@@ -203,7 +250,10 @@ class Topic:
     max_regions: int = 1
     language: str | None = None  # stems are made for this language (None: English)
     recipe: str | None = None  # "ingredients" | "instructions": a Recipe's part answers
-    _cache: dict[str, float] = field(default_factory=dict, repr=False)
+    shape: str | None = None  # "items" | "steps": language-free evidence (see shape.py)
+    near: str | None = None  # another topic whose region this one is looked for beside
+    source: Path | None = None  # the topic file it was read from (None: a preset, words)
+    _cache: dict[str, tuple[float, str]] = field(default_factory=dict, repr=False)
 
     @property
     def stem(self) -> Callable[[str], str]:
@@ -213,22 +263,29 @@ class Topic:
         stem = self.stem
         stems = tuple(stem(w) for w in words(text))
         if len(stems) == 1:
-            self.terms[stems[0]] = max(self.terms.get(stems[0], 0.0), weight)
+            old = self.terms.get(stems[0])
+            self.terms[stems[0]] = weight if old is None else max(old, weight)
         elif stems:
             self.phrases.setdefault(stems[0], []).append((stems, weight))
 
     def weight(self, token: str) -> float:
         """Weight of one (lower-case) token; cached, tokens repeat a lot on a page."""
-        w = self._cache.get(token)
-        if w is None:
-            w = self.terms.get(self.stem(token), 0.0)
+        return self.token(token)[0]
+
+    def token(self, token: str) -> tuple[float, str]:
+        """(weight, stem) of one lower-case token, cached: tokens repeat a lot on a page
+        and across pages (presets are loaded once, see load_topic)."""
+        found = self._cache.get(token)
+        if found is None:
+            stem = self.stem(token)
+            w = self.terms.get(stem, 0.0)
             if not w:
                 w = next((pw for rx, pw in self.patterns if rx.fullmatch(token)), 0.0)
-            self._cache[token] = w
-        return w
+            found = self._cache[token] = (w, stem)
+        return found
 
     def empty(self) -> bool:
-        return not (self.terms or self.phrases or self.patterns)
+        return not (self.terms or self.phrases or self.patterns or self.shape)
 
 
 def presets() -> list[str]:
@@ -243,18 +300,25 @@ def load_topic(spec: str, language: str | None = None) -> Topic:
     phrases) or "a b c" (space-separated words). Raises ValueError when empty.
 
     ``language`` is the page's: a preset comes in that language when it has a
-    translation (else in English), and words are stemmed for it."""
+    translation NAME.LANG.txt (else in English), and words are stemmed for it. A topic
+    file FILE.txt works the same way: FILE.LANG.txt beside it, when there is one, is
+    used for pages in LANG. Files are read once (a copy of the parsed topic is
+    returned, so its word cache warms up over the pages of a run)."""
     spec = spec.strip()
     lang = primary_language(language)
     preset = PRESETS / f"{spec}.txt"
     if spec and "/" not in spec and "." not in spec and preset.is_file():
         local = PRESETS / f"{spec}.{lang}.txt"
         if lang and local.is_file():
-            topic = _parse_topic_file(spec, local.read_text("utf-8"), lang)
+            topic = _cached_file(str(local), local.stat().st_mtime_ns, spec, lang)
         else:
-            topic = _parse_topic_file(spec, preset.read_text("utf-8"))
+            topic = _cached_file(str(preset), preset.stat().st_mtime_ns, spec, None)
     elif spec and Path(spec).is_file():
-        topic = _parse_topic_file(Path(spec).name, Path(spec).read_text("utf-8"), lang)
+        path = Path(spec)
+        local = path.with_name(f"{path.stem}.{lang}{path.suffix}") if lang else path
+        chosen = local if local.is_file() else path
+        topic = _cached_file(str(chosen), chosen.stat().st_mtime_ns, path.name, lang)
+        topic.source = path
     else:
         topic = Topic(name=spec, language=lang)
         items = spec.split(",") if "," in spec else spec.split()
@@ -265,10 +329,40 @@ def load_topic(spec: str, language: str | None = None) -> Topic:
     return topic
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed_file(path: str, mtime: int, name: str, language: str | None) -> Topic:
+    return _parse_topic_file(name, Path(path).read_text("utf-8"), language)
+
+
+def _cached_file(path: str, mtime: int, name: str, language: str | None) -> Topic:
+    """A fresh copy of the parsed topic file (its word tables and cache shared)."""
+    return dataclasses.replace(_parsed_file(path, mtime, name, language))
+
+
+def near_topic(topic: Topic) -> Topic | None:
+    """The topic named by ``@near``: a file NAME.txt beside the topic's own file, else a
+    preset; None when it is not a shaped topic of its own (no chains of @near)."""
+    if not topic.near:
+        return None
+    spec = topic.near
+    if topic.source is not None:
+        beside = topic.source.with_name(f"{spec}.txt")
+        if beside.is_file():
+            spec = str(beside)
+    try:
+        other = load_topic(spec, topic.language)
+    except (ValueError, OSError):
+        return None
+    return other if other.shape and not other.near else None
+
+
 def _parse_topic_file(name: str, text: str, language: str | None = None) -> Topic:
     """Lines: ``word [weight]``, ``a phrase [weight]``, ``/regex/ [weight]`` (matches
     whole lower-case tokens), ``@regions N`` (keep up to N regions), ``@recipe PART``
-    (a page's Recipe data answers with its ingredients or instructions), ``# comment``."""
+    (a page's Recipe data answers with its ingredients or instructions), ``@shape
+    items|steps`` (what the topic's lines look like in any language, see shape.py),
+    ``@near TOPIC`` (look for it beside that topic's region), ``# comment``. A negative
+    weight marks a word that ends a region ("notes -2")."""
     topic = Topic(name=name, language=language)
     for raw in text.splitlines():
         line = raw.strip()
@@ -282,6 +376,12 @@ def _parse_topic_file(name: str, text: str, language: str | None = None) -> Topi
                 continue
             if key.lower() == "recipe" and value.strip() in ("ingredients", "instructions"):
                 topic.recipe = value.strip()
+                continue
+            if key.lower() == "shape" and value.strip() in SHAPES:
+                topic.shape = value.strip()
+                continue
+            if key.lower() == "near" and value.strip():
+                topic.near = value.strip()
                 continue
             raise ValueError(f"{name}: unknown directive {line!r}")
         body, weight = line, 1.0
@@ -315,6 +415,8 @@ class Block:
     hits: float = 0.0
     density: float = 0.0
     containers: tuple[int, ...] = ()  # the boilerplate-looking containers it sits in
+    hard: bool = False  # one of them is a nav or footer element or comments, not a class name
+    part: int = 0  # for list items: the innermost list (<ul>/<ol>) it is an item of
 
 
 class _Recorder(Builder):
@@ -324,11 +426,15 @@ class _Recorder(Builder):
         super().__init__()
         self.blocks: list[Block] = []
         self.noise: list[int] = []  # open boilerplate-looking containers
+        self.comments: set[int] = set()  # those of them that hold comments or reviews
+        self.hard: set[int] = set()  # those that are nav or footer elements or comments
         self.containers = 0
         self.list_id = 0
+        self.parts = 0  # lists seen, at any depth
+        self.part = 0  # the list being read
 
     def _rec(self, kind: str, raw: str, rest: tuple[Any, ...] = (), group: int = 0,
-             args: tuple[Any, ...] | None = None) -> None:
+             args: tuple[Any, ...] | None = None, part: int = 0) -> None:
         """Record a block; ``raw`` is its text with link marks, ``args`` the Builder call's
         arguments when they are not (text, *rest)."""
         text = raw.translate(_UNMARK)
@@ -337,7 +443,7 @@ class _Recorder(Builder):
         linked = sum(len(m.strip()) for m in _LINK_SPAN.findall(raw)) if LINK_OPEN in raw else 0
         self.blocks.append(Block(kind, args or (text, *rest), text, group, bool(self.noise),
                                  min(1.0, linked / len(text.strip())),
-                                 containers=tuple(self.noise)))
+                                 containers=tuple(self.noise), part=part))
 
     def heading(self, text: str, level: int = 1) -> None:
         self._rec("heading", text, (level,))
@@ -353,7 +459,8 @@ class _Recorder(Builder):
 
     def list_item(self, text: str, level: int = 0, ordered: bool = False,
                   number: int = 1, label: str | None = None) -> None:
-        self._rec("list_item", text, (level, ordered, number, label), group=self.list_id)
+        self._rec("list_item", text, (level, ordered, number, label), group=self.list_id,
+                  part=self.part)
 
     def quote(self, text: str) -> None:
         self._rec("quote", text)
@@ -386,6 +493,11 @@ class _Walker(HtmlWalker):
         self.flush()
         self.out.containers += 1
         self.out.noise.append(self.out.containers)
+        if tag in _NOISE_TAGS and tag != "aside":  # an <aside> may hold the recipe card
+            self.out.hard.add(self.out.containers)
+        elif _COMMENTS_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
+            self.out.comments.add(self.out.containers)
+            self.out.hard.add(self.out.containers)
         try:
             super().node(el)
             self.flush()
@@ -395,7 +507,12 @@ class _Walker(HtmlWalker):
     def list_(self, el: etree._Element, level: int) -> None:
         if level == 0:
             self.out.list_id += 1
-        super().list_(el, level)
+        self.out.parts += 1
+        outer, self.out.part = self.out.part, self.out.parts
+        try:
+            super().list_(el, level)
+        finally:
+            self.out.part = outer
 
 
 def _mark_links(root: etree._Element) -> None:
@@ -422,23 +539,25 @@ def blocks_of(root: etree._Element) -> list[Block]:
             if _tag(child) != "head":
                 walker.node(child)
         walker.flush()
-    _unwrap(rec.blocks)
+    _unwrap(rec.blocks, rec.comments, rec.hard)
     return rec.blocks
 
 
-def _unwrap(blocks: list[Block]) -> None:
+def _unwrap(blocks: list[Block], comments: frozenset[int] | set[int] = frozenset(),
+            hard: frozenset[int] | set[int] = frozenset()) -> None:
     """A "boilerplate" container that holds most of the page is a layout wrapper
-    (``<div class="content-sidebar-wrap">``), not boilerplate: it stops counting."""
+    (``<div class="content-sidebar-wrap">``), not boilerplate: it stops counting. Not so
+    the ``comments`` containers: 900 comments under a short recipe are still comments."""
     total = sum(len(b.text) for b in blocks) or 1
     size: dict[int, int] = {}
     for b in blocks:
         for c in b.containers:
             size[c] = size.get(c, 0) + len(b.text)
-    wrappers = {c for c, n in size.items() if n > WRAPPER * total}
-    if wrappers:
-        for b in blocks:
-            if b.containers:
-                b.noisy = any(c not in wrappers for c in b.containers)
+    wrappers = {c for c, n in size.items() if n > WRAPPER * total and c not in comments}
+    for b in blocks:
+        if b.containers:
+            b.noisy = any(c not in wrappers for c in b.containers)
+            b.hard = any(c in hard and c not in wrappers for c in b.containers)
 
 
 # -- scoring and regions ------------------------------------------------------------------
@@ -465,23 +584,37 @@ class SieveResult:
     found: bool = True  # False: "no block about this topic" (confidence < MIN_CONFIDENCE)
     source: str = "blocks"  # "blocks": the density sieve; "recipe": the page's Recipe data
     items: int = 0  # lines given by the Recipe data
+    profile: list[float] = field(default_factory=list)  # per block: the score it was chosen by
+    threshold: float | None = None  # what a block had to score (shaped sieve)
+    heads: list[tuple[int, str]] = field(default_factory=list)  # headings: (block, text)
+
+
+def topic_hits(text: str, topic: Topic) -> tuple[int, float]:
+    """(words, summed topic weight) of one text."""
+    toks = words(text)
+    hits = 0.0
+    info = topic.token
+    phrases = topic.phrases
+    if not phrases:
+        for t in toks:
+            hits += info(t)[0]
+        return len(toks), hits
+    stems = []
+    for t in toks:
+        w, s = info(t)
+        hits += w
+        stems.append(s)
+    for i, s in enumerate(stems):
+        if s in phrases:
+            for seq, w in phrases[s]:
+                if tuple(stems[i:i + len(seq)]) == seq:
+                    hits += w
+    return len(toks), hits
 
 
 def score_blocks(blocks: list[Block], topic: Topic) -> None:
     for b in blocks:
-        toks = words(b.text)
-        b.words = len(toks)
-        hits = 0.0
-        weight = topic.weight
-        for t in toks:
-            hits += weight(t)
-        if topic.phrases:
-            stems = [topic.stem(t) for t in toks]
-            phrases = topic.phrases
-            for i, s in enumerate(stems):
-                for seq, w in phrases.get(s, ()):
-                    if tuple(stems[i:i + len(seq)]) == seq:
-                        hits += w
+        b.words, hits = topic_hits(b.text, topic)
         penalty = (1.0 - b.link) ** 2 * (NOISE_PENALTY if b.noisy else 1.0)
         b.hits = hits * penalty
         b.density = b.hits / max(b.words, FLOOR)
@@ -702,14 +835,282 @@ def sieve_blocks(blocks: list[Block], topic: Topic) -> SieveResult:
                       * _variety(act[best.start:best.end + 1], topic))
     for r in chosen:  # report page block numbers
         r.start, r.end, r.peak = index[r.start], index[r.end], index[r.peak]
+    profile = [0.0] * len(blocks)
+    for j, i in enumerate(index):
+        profile[i] = round(sm[j], 3)
     return SieveResult(topic.name, len(blocks), kept, chosen, round(confidence, 3),
-                       sum(blocks[i].words for i in kept))
+                       sum(blocks[i].words for i in kept), profile=profile)
+
+
+# -- the shaped sieve (topics with @shape) --------------------------------------------------
+def split_lines(blocks: list[Block]) -> list[Block]:
+    """Paragraphs of several lines and tables broken into one block per line: to the
+    shaped sieve a ``<p>`` of ``<br>``-separated ingredients, or a table of them, is a
+    list like any other, and its first line ("Ingredients:") a heading."""
+    out: list[Block] = []
+    for b in blocks:
+        lines: list[str] = []
+        if b.kind == "table":
+            lines = [" ".join(str(c) for c in row if c).strip() for row in b.args[0]]
+        elif b.kind == "paragraph" and "\n" in b.text:
+            lines = b.text.split("\n")
+        lines = [x.strip() for x in lines if x.strip()]
+        if len(lines) < 2:
+            out.append(b)
+            continue
+        out.extend(Block("paragraph", (x,), x, 0, b.noisy, b.link, containers=b.containers)
+                   for x in lines)
+    return out
+
+
+def shape_scores(blocks: list[Block], topic: Topic) -> list[float]:
+    """Each block's evidence for a shaped topic: its shape (shape.py) plus its topic
+    words, damped by links and boilerplate containers. Headings and labels ("For the
+    sauce:") score by their topic words alone: "Ingredients" pulls a region in, "Notes"
+    (a negative weight) stops it, any other costs a little to cross."""
+    out: list[float] = []
+    items = topic.shape == "items"
+    heading = THRESHOLD[topic.shape or "items"] - HEADING_COST
+    for b in blocks:
+        b.words, hits = topic_hits(b.text, topic)
+        b.hits, b.density = hits, hits / max(b.words, FLOOR)
+        line = shapes.line(b.text)
+        if b.kind == "heading" or line.label:
+            score = heading + max(-2.0, min(1.0, HEADING_GAIN * hits))
+        elif items:
+            score = shapes.item_score(line, b.density)
+        else:
+            ordered = b.kind == "list_item" and bool(b.args[2])
+            score = shapes.step_score(line, b.density, ordered)
+        # A link is a menu or a related post, unless the line starts with a quantity
+        # (the ingredient is a link to a shop or a glossary, the quantity is not).
+        link = 1.0 - 0.5 * b.link if line.qty_start else (1.0 - b.link) ** 2
+        noise = NOISE_PENALTY if b.hard else SOFT_NOISE if b.noisy else 1.0
+        out.append(score * link * noise)
+    return out
+
+
+def _near_boost(blocks: list[Block], scores: list[float],
+                near: tuple[int, int]) -> list[float]:
+    """Scores beside the @near topic's region (blocks ``near``) raised, decaying with the
+    distance (the region itself is a wall, see sieve_shaped): the directions follow the
+    ingredients, they are not them. Headings keep their score: "Rate this recipe" right
+    under the steps is no step. When a list of steps (ordered, or of sentences) starts
+    within NEAR_DECAY blocks after the region, the boost ends with that list: a story
+    paragraph after the card's steps is not lifted with them."""
+    lo, hi = near
+    def steps_item(i: int) -> bool:
+        b = blocks[i]
+        return b.kind == "list_item" and (b.args[2] or shapes.line(b.text).sentence)
+
+    end = len(blocks)
+    for i in range(hi + 1, min(len(blocks), hi + 1 + int(NEAR_DECAY))):
+        if steps_item(i):  # the end of this list and of lists of steps right after it
+            end = i
+            while end + 1 < len(blocks) and (blocks[end + 1].part == blocks[end].part
+                                             or steps_item(end + 1)):
+                end += 1
+            break
+    out = []
+    for i, v in enumerate(scores):
+        if _is_heading(blocks[i]) or i > end:
+            out.append(v)
+        elif lo <= i <= hi:
+            out.append(0.0)
+        elif i > hi:
+            out.append(v * (1.0 + NEAR_AFTER * math.exp(-(i - hi - 1) / NEAR_DECAY)))
+        else:
+            out.append(v * (1.0 + NEAR_BEFORE * math.exp(-(lo - i - 1) / NEAR_DECAY)))
+    return out
+
+
+def _best_run(values: list[float], free: list[bool]) -> tuple[int, int, float]:
+    """The run of free units with the largest sum (Kadane): (first, last, sum)."""
+    best = (-1, -1, 0.0)
+    start, acc = 0, 0.0
+    for i, v in enumerate(values):
+        if not free[i]:
+            start, acc = i + 1, 0.0
+            continue
+        if acc <= 0:
+            start, acc = i, 0.0
+        acc += v
+        if acc > best[2]:
+            best = (start, i, acc)
+    return best
+
+
+def _is_heading(b: Block) -> bool:
+    return b.kind == "heading" or shapes.line(b.text).label
+
+
+def _threshold(blocks: list[Block], scores: list[float], topic: Topic) -> float:
+    """The score a block needs to count for its region. Steps: what the page's ordinary
+    prose scores (its 90th percentile block of 8 words or more) plus STEP_MARGIN, within
+    STEP_FLOOR..THRESHOLD. A story full of the topic's words ("butter", "oven") scores
+    high, and in a language the topic has no words for everything scores low: the
+    steps must stand out from the prose of their own page."""
+    top = THRESHOLD[topic.shape or "items"]
+    if topic.shape != "steps":
+        return top
+    prose = sorted(v for b, v in zip(blocks, scores, strict=True)
+                   if b.words >= 8 and not _is_heading(b))
+    if not prose:
+        return top
+    return max(STEP_FLOOR, min(top, prose[int(len(prose) * PROSE_Q)] + STEP_MARGIN))
+
+
+def _sibling_lists(first: int, last: int, units: list[tuple[int, int]], index: list[int],
+                   blocks: list[Block], scores: list[float], free: list[bool],
+                   threshold: float) -> tuple[int, int]:
+    """The repeated shape of a card: lists beside the region, each after at most one
+    heading or label that is not a wall ("2. Make the sauce:", "For the filling:"), join
+    it when their lines score at least SIBLING_LIST of the region's own (a card's later steps
+    name fewer topic words than its first, and lie further from the ingredients)."""
+    own = [scores[index[x]] for u in range(first, last + 1)
+           for x in range(units[u][0], units[u][1] + 1) if not _is_heading(blocks[index[x]])]
+    if not own:
+        return first, last
+    need = SIBLING_LIST * sum(own) / len(own)
+
+    def heading(u: int) -> bool:
+        a, b = units[u]
+        return (a == b and _is_heading(blocks[index[a]])
+                and scores[index[a]] >= threshold - HEADING_COST - 1e-9)
+
+    def good_list(u: int) -> bool:
+        a, b = units[u]
+        if blocks[index[a]].kind != "list_item":
+            return False
+        mean = sum(scores[index[x]] for x in range(a, b + 1)) / (b - a + 1)
+        return mean >= need
+
+    for step in (1, -1):
+        edge = last if step == 1 else first
+        while True:
+            u = edge + step
+            if 0 <= u < len(units) and free[u] and heading(u):
+                u += step
+            if not (0 <= u < len(units) and free[u] and good_list(u)):
+                break
+            edge = u
+        if step == 1:
+            last = edge
+        else:
+            first = edge
+    return first, last
+
+
+def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list[int],
+                blocks: list[Block], values: list[float]) -> int:
+    """A region that runs into a heading starts at the first such heading when what comes
+    before it adds less than STUB of the region's value: a recipe card's "Prep time 20
+    minutes", "Servings 4" above its "Ingredients" are not ingredients."""
+    total = sum(values[first:last + 1])
+    before = 0.0
+    for u in range(first, last + 1):
+        a, b = units[u]
+        if u > first and a == b and blocks[index[a]].kind == "heading":
+            return u if before < STUB * total else first
+        before += values[u]
+    return first
+
+
+def sieve_shaped(blocks: list[Block], topic: Topic,
+                 near: tuple[int, int] | None = None) -> SieveResult:
+    """The shaped sieve: every block adds its score minus THRESHOLD, lists count as one
+    unit (kept whole or not at all), blocks the sieve looks through (see _transparent)
+    are skipped, and the region is the run of units with the largest sum. Sub-headings
+    and short labels between two good lists cost little, so a list split under "For the
+    dough:" / "For the filling:" comes whole; a story paragraph, a step among
+    ingredients or an ingredient line among steps costs a lot, so the region ends there.
+    ``near``: the page blocks of the @near topic's region."""
+    scores = shape_scores(blocks, topic)
+    threshold = _threshold(blocks, scores, topic)
+    shift = threshold - THRESHOLD[topic.shape or "items"]
+    if shift:  # headings cost the same to cross whatever the threshold
+        scores = [v + shift if _is_heading(b) else v for b, v in zip(blocks, scores, strict=True)]
+    if near is not None:
+        scores = _near_boost(blocks, scores, near)
+    own = [b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"]
+           for b, s in zip(blocks, scores, strict=True)]
+    index = [i for i, t in enumerate(own) if not t]
+    units: list[tuple[int, int]] = []  # positions in ``index``
+    k = 0
+    while k < len(index):
+        j = k
+        part = blocks[index[k]].part
+        while part and j + 1 < len(index) and blocks[index[j + 1]].part == part:
+            j += 1
+        units.append((k, j))
+        k = j + 1
+    for a, b in units:  # a list that states energy (kcal, kJ) is a nutrition table
+        if b > a and any(shapes.line(blocks[index[x]].text).energy for x in range(a, b + 1)):
+            for x in range(a, b + 1):
+                scores[index[x]] *= NUTRITION
+    weight = [max(b.words, 1) ** SIZE_POWER for b in blocks]
+    values = [sum((scores[i] - threshold) * weight[i] for i in (index[x] for x in range(a, b + 1)))
+              for a, b in units]
+    free = [True] * len(units)
+    if near is not None:  # the other topic's region is a wall
+        free = [not (near[0] <= index[b] and index[a] <= near[1]) for a, b in units]
+    chosen: list[Region] = []
+    while len(chosen) < topic.max_regions:
+        first, last, value = _best_run(values, free)
+        if first < 0 or value < MIN_VALUE or (chosen and value < RELATIVE * chosen[0].score):
+            break
+        first = _after_stub(first, last, units, index, blocks, values)
+        first, last = _sibling_lists(first, last, units, index, blocks, scores, free,
+                                     threshold)
+        lo, hi = index[units[first][0]], index[units[last][1]]
+        # A parent heading right above names it ("Roast potatoes" over "Directions").
+        while (lo > 0 and blocks[lo].kind == "heading" and blocks[lo - 1].kind == "heading"
+               and blocks[lo - 1].args[1] < blocks[lo].args[1] and not own[lo - 1]
+               and scores[lo - 1] >= 0):
+            lo -= 1
+        mass = sum(max(scores[i], 0.0) for i in range(lo, hi + 1) if not own[i])
+        nwords = sum(max(blocks[i].words, 1) for i in range(lo, hi + 1)) or 1
+        chosen.append(Region(lo, hi, lo, mass, mass / nwords, value))
+        for u in range(first, last + 1):
+            free[u] = False
+    chosen.sort(key=lambda r: r.start)
+    kept = [i for r in chosen for i in range(r.start, r.end + 1) if not own[i]]
+    best = max((r.score for r in chosen), default=0.0)
+    confidence = 1.0 - math.exp(-best / 3.0) if chosen else 0.0
+    return SieveResult(topic.name, len(blocks), kept, chosen, round(confidence, 3),
+                       sum(blocks[i].words for i in kept), found=bool(chosen),
+                       profile=[0.0 if t else round(v, 3) for v, t in zip(scores, own,
+                                                                          strict=True)],
+                       threshold=threshold)
 
 
 def replay(blocks: list[Block], kept: list[int], out: Builder) -> None:
     for i in kept:
         b = blocks[i]
         getattr(out, b.kind)(*b.args)
+
+
+def _from_recipe(lines: list[str], topic: Topic, out: Builder) -> SieveResult:
+    ordered = topic.recipe == "instructions"
+    for n, line in enumerate(lines, 1):
+        out.list_item(line, 0, ordered, n)
+    return SieveResult(topic.name, 0, [], [], 1.0, sum(len(words(x)) for x in lines),
+                       source="recipe", items=len(lines))
+
+
+def _needs_page(lines: list[str], topic: Topic) -> bool:
+    """An item list in the Recipe data without a single quantity ("Sugar", "Flour")
+    where the page may show the amounts: the page's own list is looked at too."""
+    return topic.shape == "items" and not any(shapes.line(x).qty for x in lines)
+
+
+def _shows(blocks: list[Block], result: SieveResult, lines: list[str]) -> bool:
+    """Whether the sieved region holds most of the Recipe data's lines (then it is the
+    same list, as the page shows it)."""
+    if not result.kept or result.confidence < MIN_CONFIDENCE:
+        return False
+    text = " ".join(blocks[i].text for i in result.kept).casefold()
+    return sum(x.casefold() in text for x in lines) >= 0.6 * len(lines)
 
 
 def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResult:
@@ -719,18 +1120,28 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
     data when it has that part: the author's exact list, not a guess from the layout.
     Otherwise the density sieve; a region kept with a confidence under MIN_CONFIDENCE
     is not rendered (``found`` is False): no block is better than a wrong one."""
+    lines: list[str] = []
     if topic.recipe:
         found = structured.recipe(root)
         lines = found.part(topic.recipe) if found else []
-        if lines:
-            ordered = topic.recipe == "instructions"
-            for n, line in enumerate(lines, 1):
-                out.list_item(line, 0, ordered, n)
-            return SieveResult(topic.name, 0, [], [], 1.0,
-                               sum(len(words(x)) for x in lines), source="recipe",
-                               items=len(lines))
+        if lines and not _needs_page(lines, topic):
+            return _from_recipe(lines, topic, out)
     blocks = blocks_of(root)
-    result = sieve_blocks(blocks, topic)
+    if topic.shape:
+        blocks = split_lines(blocks)
+        near = None
+        other = near_topic(topic)
+        if other is not None:
+            found_near = sieve_shaped(blocks, other)
+            if found_near.regions:
+                r = found_near.regions[0]
+                near = (r.start, r.end)
+        result = sieve_shaped(blocks, topic, near)
+    else:
+        result = sieve_blocks(blocks, topic)
+    if lines and not _shows(blocks, result, lines):
+        return _from_recipe(lines, topic, out)
+    result.heads = [(i, b.text.strip()) for i, b in enumerate(blocks) if b.kind == "heading"]
     if result.kept and result.confidence < MIN_CONFIDENCE:
         result.found, result.kept, result.words = False, [], 0
     elif not result.kept:
@@ -760,6 +1171,10 @@ def sieve_document(root: etree._Element, doc: Document, out: Builder, spec: str)
                               sieve_found=result.found, sieve_source=result.source)
     if topic.language:
         doc.metadata.extra["sieve_language"] = topic.language
+    if result.profile:  # what `--explain` and the reading room draw (web/sieveplot.py)
+        spans = [(r.start, r.end) for r in result.regions] if result.found else []
+        doc.metadata.extra["sieve_profile"] = sieveplot.profile_record(
+            result.profile, spans, result.threshold, result.heads)
     if not result.found:
         doc.warnings.append(f"no block about this topic ({topic.name}); best confidence "
                             f"{result.confidence} < {MIN_CONFIDENCE}")

@@ -109,6 +109,7 @@ class Recipe:
 
 
 _SPACES = re.compile(r"\s+")
+_LETTER = re.compile(r"[^\W\d_]")  # a step without one is broken markup ('content="[{"')
 _TAGS = re.compile(r"<[^>]{0,2000}>")
 _MICRO_RECIPE = etree.XPath(
     "//*[@itemtype and contains(translate(@itemtype, 'R', 'r'), 'schema.org/recipe')]")
@@ -127,6 +128,13 @@ def _steps(value: Any, depth: int = 0) -> list[str]:
     HowToSection objects holding steps (itemListElement)."""
     if depth > 4:
         return []
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
+        import json  # some sites encode the steps twice: a JSON list inside a string
+
+        try:
+            return _steps(json.loads(value), depth + 1)
+        except (ValueError, RecursionError):
+            pass
     if isinstance(value, str):
         text = _clean(value)
         lines = [s.strip() for s in re.split(r"\n+|(?<=\.)\s{2,}", value) if s.strip()]
@@ -151,20 +159,25 @@ def recipe(root: etree._Element, nodes: list[dict[str, Any]] | None = None) -> R
         found = Recipe(_clean(node.get("name")),
                        [t for t in (_clean(i) for i in (raw if isinstance(raw, list)
                                                         else [raw])) if t],
-                       _steps(node.get("recipeInstructions")))
+                       [t for t in _steps(node.get("recipeInstructions")) if _LETTER.search(t)])
         if found.ingredients or found.instructions:
             return found
     for scope in _MICRO_RECIPE(root):
         found = Recipe(_micro_name(scope), _micro(scope, ("recipeIngredient", "ingredients")),
-                       _micro_steps(scope))
+                       [t for t in _micro_steps(scope) if _LETTER.search(t)])
         if found.ingredients or found.instructions:
             return found
     return None
 
 
 def _props(scope: etree._Element, names: tuple[str, ...]) -> list[etree._Element]:
-    return [el for el in scope.iter() if isinstance(el.tag, str)
-            and set((el.get("itemprop") or "").split()) & set(names)]
+    """The elements of ``scope`` with one of the item properties ``names``; one that
+    holds others of them is their wrapper, not one more value (a list marked
+    ``recipeIngredient`` around items marked the same would repeat every line)."""
+    found = [el for el in scope.iter() if isinstance(el.tag, str)
+             and set((el.get("itemprop") or "").split()) & set(names)]
+    inner = {a for el in found for a in el.iterancestors()}
+    return [el for el in found if el not in inner]
 
 
 def _text(el: etree._Element) -> str:
@@ -189,6 +202,8 @@ def _micro_steps(scope: etree._Element) -> list[str]:
             steps.extend(t for t in (_text(li) for li in items) if t)
         else:
             text = _text(el)
-            if text:
+            if text.startswith(("[", "{")):  # a JSON list of HowToSteps in a content=""
+                steps.extend(_steps(text))
+            elif text:
                 steps.append(text)
     return steps
