@@ -134,7 +134,7 @@ def test_a_fifo_is_a_typed_error_and_later_jobs_run(server, tree: Path) -> None:
                                           "text_uri": f"file://{tree}/d.txt"}).json()
         replies = [_wait(c, j, 30) for j in (first, second, normal)]
     for r in replies[:2]:
-        assert r["status"] == "error" and r["error"]["kind"] == "unsupported", r
+        assert r["status"] == "error" and r["error"]["kind"] == "not_regular", r
         assert "named pipe" in r["error"]["message"]
     assert replies[2]["status"] == "ok"
 
@@ -144,7 +144,7 @@ def test_a_device_is_refused_not_read(server, tree: Path) -> None:
     os.mknod(tree / "zero", 0o600 | 0o020000, os.makedev(1, 5))  # like /dev/zero
     with server.client() as c:
         r = _job(c, document_uri=f"file://{tree}/zero", text_uri=f"file://{tree}/z.txt")
-    assert r["error"]["kind"] == "unsupported" and "device" in r["error"]["message"]
+    assert r["error"]["kind"] == "not_regular" and "device" in r["error"]["message"]
 
 
 def test_event_numbers_are_strict_and_a_page_past_the_end_is_out_of_range(

@@ -8,7 +8,7 @@ URI is untrusted input naming a place to read from or write to. Hence:
   redirect) and the body cap apply; it is never written to.
 - ``file://`` is allowed only under configured roots (``roots``); with no roots, never.
   Reading resolves ``..`` and symbolic links first (a link out of the roots is refused)
-  and reads regular files only (a FIFO or a device is an ``unsupported`` error, never a
+  and reads regular files only (a FIFO or a device is a ``not_regular`` error, never a
   hang), capped at ``max_file_size`` and under ``fetch_timeout``. Writing walks from the
   root one folder at a time without following any link (``outfiles``: ``O_NOFOLLOW``
   relative to the folder above), writes a temporary file beside the target (removed on
@@ -279,7 +279,7 @@ def _read_file(uri: str, options: Options, roots: tuple[str, ...]) -> Blob:
     cap, deadline = options.max_file_size, time.monotonic() + options.fetch_timeout
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            raise UriError(ErrorKind.UNSUPPORTED, f"{uri}: not a regular file "
+            raise UriError(ErrorKind.NOT_REGULAR, f"{uri}: not a regular file "
                            f"({_file_kind(os.stat(path).st_mode)})")
         # O_NONBLOCK: were it swapped for a FIFO since, opening it does not wait.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -288,7 +288,7 @@ def _read_file(uri: str, options: Options, roots: tuple[str, ...]) -> Blob:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise UriError(ErrorKind.UNSUPPORTED,
+            raise UriError(ErrorKind.NOT_REGULAR,
                            f"{uri}: not a regular file ({_file_kind(st.st_mode)})")
         if st.st_size > cap:
             raise UriError(ErrorKind.TOO_LARGE, f"{uri}: larger than the size limit")
