@@ -8,7 +8,9 @@ documents from samples/docs (DOCX, RTF, HTML, CSV, a one-page PDF, a text file),
 request a PUT /v1/extract, by closed-loop client threads (each sends its next request
 when the last is answered):
 
-- load: as many clients as the service admits (workers + queue): requests/s, p50/p99;
+- load: as many clients as the service admits (workers + queue): requests/s, p50/p99,
+  and the server's CPU time per answered request (all its processes: on a shared
+  machine the steadier figure, as latency follows the CPU the server is given);
 - overload: 4x that many clients: how many are refused (503 + Retry-After), p50/p99 of the
   admitted ones (they should stay near the load figures: refused requests do not queue),
   whether the server is still up, and its memory (RSS of the server and its workers)
@@ -47,6 +49,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a process and all its descendants, the children it
+    has reaped included (Linux /proc): what serving cost, whatever else the machine ran."""
+    total, todo, tick = 0.0, [pid], os.sysconf("SC_CLK_TCK")
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15]) / tick
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
 
 
 def tree_rss(pid: int) -> int:
@@ -200,6 +220,7 @@ class Run:
     alive: bool
     rss0: int
     rss1: int
+    cpu_ms: float  # server CPU (all its processes) per answered request, load phase
 
 
 def bench_service(svc: Service, workers: int, seconds: float) -> Run:
@@ -221,8 +242,11 @@ def bench_service(svc: Service, workers: int, seconds: float) -> Run:
 
         load(send, 2 * workers, 2.0)  # warm-up: workers started, parsers loaded
         rss0 = tree_rss(proc.pid)
+        cpu0 = tree_cpu(proc.pid)
         res = load(send, capacity, seconds)
-        print(res.line(f"{svc.name} -j {workers} load x{capacity}"), flush=True)
+        cpu_ms = (tree_cpu(proc.pid) - cpu0) * 1000 / max(1, len(res.ok))
+        print(res.line(f"{svc.name} -j {workers} load x{capacity}")
+              + f"  CPU {cpu_ms:.2f} ms/req", flush=True)
         over = load(send, 4 * capacity, seconds)
         print(over.line(f"{svc.name} -j {workers} overload x{4 * capacity}"), flush=True)
         try:
@@ -232,7 +256,7 @@ def bench_service(svc: Service, workers: int, seconds: float) -> Run:
         rss1 = tree_rss(proc.pid)
         print(f"{'':<28} server up after overload: {alive}; RSS {rss0 / 2**20:.0f} MiB "
               f"before, {rss1 / 2**20:.0f} MiB after", flush=True)
-        return Run(res, over, alive, rss0, rss1)
+        return Run(res, over, alive, rss0, rss1, cpu_ms)
     finally:
         stop(proc)
 
@@ -245,7 +269,8 @@ def ratios(workers: int, ts: Run, peer: Run, name: str) -> None:
     print(f"  -j {workers}, textsieve vs {name} (above 1 = textsieve better): "
           f"load ok/s {rate(ts.load) / rate(peer.load):.2f}x, "
           f"p50 {peer.load.pct(50) / ts.load.pct(50):.2f}x, "
-          f"p99 {peer.load.pct(99) / ts.load.pct(99):.2f}x; "
+          f"p99 {peer.load.pct(99) / ts.load.pct(99):.2f}x, "
+          f"server CPU/request {peer.cpu_ms / ts.cpu_ms:.2f}x; "
           f"overload ok/s {rate(ts.over) / rate(peer.over):.2f}x, "
           f"admitted p50 {peer.over.pct(50) / ts.over.pct(50):.2f}x, "
           f"p99 {peer.over.pct(99) / ts.over.pct(99):.2f}x; "

@@ -74,7 +74,8 @@ def seaweed_fixture(tmp_path_factory):
          f"-master.port={ports['master']}", f"-volume.port={ports['volume']}",
          f"-filer.port={ports['filer']}", "-s3", f"-s3.port={ports['s3']}",
          "-master.volumeSizeLimitMB=16", "-volume.max=200",
-         "-s3.port.iceberg=0"],  # its Iceberg catalog: a fixed port (8181) two runs share
+         "-s3.port.iceberg=0",  # its Iceberg catalog: a fixed port (8181) two runs share
+         "-s3.port.lance=0"],  # its Lance namespace server (9101), likewise
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = Seaweed(f"http://127.0.0.1:{ports['s3']}")
     try:

@@ -223,3 +223,22 @@ def test_extract_cleans_only_what_goes_to_a_terminal(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     text = out.decode()
     assert "grey heron stands still" in text and "\x1b" not in text and "owned" not in text
+
+
+def test_ray_without_a_cluster_points_at_address_local(tmp_path: Path) -> None:
+    """`run --executor ray` where no cluster runs says how to get one for this machine
+    (it said only "no Ray cluster at auto")."""
+    pytest.importorskip("ray")
+    from ray._private.services import find_gcs_addresses
+
+    if find_gcs_addresses():
+        pytest.skip("a Ray cluster runs on this machine: `auto` would find it")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env.update(TMPDIR=str(tmp_path), RAY_TMPDIR=str(tmp_path))  # no address file there
+    r = subprocess.run([sys.executable, "-m", "textsieve", "run", "--executor", "ray",
+                        str(Path(__file__).parents[1] / "samples" / "docs" / "memo.rtf"),
+                        "--archive",
+                        str(tmp_path / "a.db"), "-q"], env=env, capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "no Ray cluster at auto" in r.stderr and "--address local" in r.stderr, r.stderr

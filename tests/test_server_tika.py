@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -84,3 +85,21 @@ def test_rmeta_container_first_and_xhtml(tika_client):
     assert html.headers["content-type"].startswith("text/html")
     assert "<body>" in html.text and "<script" not in html.text
     assert "Tika" in version.text
+
+
+
+def test_tika_client_buffer_keeps_members_apart(tika_client):
+    """from_buffer joins the member texts of /rmeta/text as they come: each must end with
+    its line break, or the last word of one is glued to the first of the next (it was
+    "waders.# Route")."""
+    call, server = tika_client
+    data = (SAMPLES / "count.eml").read_bytes()
+    with server.client() as c:
+        parts = [p["X-TIKA:content"] for p in c.put("/rmeta/text", content=data).json()]
+    texts = [t for t in parts if t.strip()]
+    assert len(texts) >= 2
+    assert all(t.endswith("\n") for t in texts)
+    content = call(SAMPLES / "count.eml")["buffer"]["content"]
+    for before, after in itertools.pairwise(texts):
+        glued = before.split()[-1] + after.split()[0]
+        assert glued not in content, glued

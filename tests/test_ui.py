@@ -2,10 +2,14 @@
 `textsieve run`: the bundled sample documents, a mailbox of links served from a local web
 site, and hostile items (script payloads in titles, texts, URLs, mail subjects, metadata).
 
-A user searches, opens a hit, follows its provenance to the mail, opens a child, sees the
-problems page and retries one; no payload ever runs (it would set ``window.__pwned``), the
-browser console has no error (a CSP violation is one), and each page is screenshot on a
-desktop and a phone-sized window (under the test's tmp folder, or $TEXTSIEVE_SHOTS).
+The reading room is driven twice: as users run it, `textsieve serve --archive FILE` (a
+real process; the pages under /ui, / leading there), and as the standalone app (uvicorn on
+`textsieve.ui.app(path)`). A user searches, opens a hit, follows its provenance to the
+mail, opens a child, follows every link of the navigation (the stylesheet applied on each
+page), sees the problems page and retries one; no payload ever runs (it would set
+``window.__pwned``), the browser console has no error (a CSP violation is one), and each
+page is screenshot on a desktop and a phone-sized window (under the test's tmp folder, or
+$TEXTSIEVE_SHOTS).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -130,11 +134,33 @@ def archive_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield db
 
 
-@pytest.fixture(scope="module")
-def server(archive_path: Path) -> Iterator[str]:
-    """The reading room on 127.0.0.1, served by uvicorn in this process."""
-    with _serving(archive_path, Options(allow_cidrs=("127.0.0.1/32",))) as url:
-        yield url
+class Room(str):
+    """The reading room's base URL (``/ui`` under serve), with the archive it serves."""
+
+    db: Path
+    root: str  # the server's own root URL
+
+
+@pytest.fixture(scope="module", params=["serve", "standalone"])
+def server(request: pytest.FixtureRequest, archive_path: Path) -> Iterator[Room]:
+    """The reading room on 127.0.0.1 over its own copy of the archive (a retry changes
+    it): ``textsieve serve --archive FILE`` as the README gives it, or the standalone app
+    served by uvicorn in this process."""
+    from server_proc import running_server
+
+    db = archive_path.with_name(f"{request.param}.db")
+    shutil.copyfile(archive_path, db)
+    if request.param == "serve":
+        with running_server("--archive", str(db), "--allow-cidr", "127.0.0.1/32",
+                            "-j", "1") as s:
+            room = Room(s.url + "/ui")
+            room.db, room.root = db, s.url
+            yield room
+    else:
+        with _serving(db, Options(allow_cidrs=("127.0.0.1/32",))) as url:
+            room = Room(url)
+            room.db, room.root = db, url
+            yield room
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +206,50 @@ def _ids(db: Path, sql: str, *args: object) -> list[int]:
 
 
 @needs_browser
-def test_reading_room_in_chromium(archive_path: Path, server: str, browser: webdriver.Chrome,
+def _styled(d: webdriver.Chrome) -> bool:
+    """The page's stylesheet is loaded and applied (the header's background is ours)."""
+    return d.execute_script(
+        "return getComputedStyle(document.querySelector('header')).backgroundColor"
+    ) == "rgb(243, 245, 247)"
+
+
+NAV = [("Search", "/search", "#search-form"), ("Reading list", "/reading", "h1"),
+       ("Problems", "/problems", "h1"), ("Topics", "/topics", "h1"),
+       ("Overview", "/overview", "svg.chart")]
+
+
+@needs_browser
+def test_every_page_is_styled_and_every_nav_link_works(server: Room,
+                                                        browser: webdriver.Chrome,
+                                                        shots: Path) -> None:
+    """Where the room is mounted (/ui under serve) its links, forms and stylesheet must
+    follow: root-relative ones were 404s and an unstyled page."""
+    d = browser
+    d.get_log("browser")  # what earlier tests left in the log is theirs
+    d.get(server.root + "/")  # the server's root leads to the reading room
+    WebDriverWait(d, 10).until(lambda _: d.current_url.startswith(f"{server}/search"))
+    assert _styled(d)
+    for label, path, marker in NAV:
+        d.find_element(By.LINK_TEXT, label).click()
+        WebDriverWait(d, 10).until(lambda _, p=path: d.current_url.split("?")[0]
+                                   == f"{server}{p}")
+        assert d.find_elements(By.CSS_SELECTOR, marker), label
+        assert "404" not in d.title and _styled(d), label
+        current = d.find_element(By.CSS_SELECTOR, "nav a[aria-current=page]").text
+        assert current == label
+    d.find_element(By.CSS_SELECTOR, "nav a.brand").click()
+    WebDriverWait(d, 10).until(lambda _: d.current_url == f"{server}/search")
+    _check(d, shots, f"nav-{server.db.stem}")
+    # errors are pages of the room, styled, with its navigation
+    for bad in ("/items/999999", "/items/not-a-number", "/no-such-page"):
+        d.get(server + bad)
+        assert d.find_element(By.TAG_NAME, "h1").text in ("404", "422"), bad
+        assert _styled(d) and d.find_elements(By.LINK_TEXT, "Search"), bad
+    d.get_log("browser")  # the errors' statuses are logged: they are meant
+
+
+@needs_browser
+def test_reading_room_in_chromium(archive_path: Path, server: Room, browser: webdriver.Chrome,
                                   shots: Path) -> None:
     d = browser
     # search as you type: the results follow the box without a submit
@@ -199,13 +268,14 @@ def test_reading_room_in_chromium(archive_path: Path, server: str, browser: webd
     hit = next(h for h in d.find_elements(By.CSS_SELECTOR, "#results .hit")
                if "heron-migration.html" in h.find_element(By.CLASS_NAME, "where").text)
     hit.find_element(By.CSS_SELECTOR, "a.title").click()
-    WebDriverWait(d, 10).until(lambda _: "/items/" in d.current_url)
+    WebDriverWait(d, 10).until(lambda _: d.current_url.startswith(f"{server}/items/"))
+    assert _styled(d)
     assert "most grey herons hardly migrate" in d.find_element(By.CSS_SELECTOR, ".text").text
     subjects = [a.text for a in d.find_elements(By.CSS_SELECTOR, ".provenance .mail a")]
     assert "read later: herons in winter" in subjects and len(subjects) == 3
     _check(d, shots, "item-web")
     d.find_element(By.LINK_TEXT, "read later: herons in winter").click()
-    WebDriverWait(d, 10).until(lambda _: "/mails/" in d.current_url)
+    WebDriverWait(d, 10).until(lambda _: d.current_url.startswith(f"{server}/mails/"))
     assert d.find_element(By.ID, "subject").text == "read later: herons in winter"
     named = [a.text for a in d.find_elements(By.CSS_SELECTOR, ".named a")]
     assert len(named) == 2  # the heron page and the ringing report
@@ -249,7 +319,7 @@ def test_reading_room_in_chromium(archive_path: Path, server: str, browser: webd
 
 
 @needs_browser
-def test_problems_page_retries_a_fixed_file(archive_path: Path, server: str,
+def test_problems_page_retries_a_fixed_file(archive_path: Path, server: Room,
                                             browser: webdriver.Chrome, shots: Path) -> None:
     """The corrupt PDF fails; mended on disk, "retry" on the problems page runs it again in
     the background and the page reports it ok."""
@@ -263,6 +333,7 @@ def test_problems_page_retries_a_fixed_file(archive_path: Path, server: str,
     shutil.copyfile(SAMPLES / "docs" / "field-notes.pdf", path)
     form = d.find_element(By.CSS_SELECTOR, f"form.inline input[name=item][value='{broken}']")
     form.find_element(By.XPATH, "..").find_element(By.TAG_NAME, "button").click()
+    WebDriverWait(d, 10).until(lambda _: d.current_url.startswith(f"{server}/jobs/"))
     WebDriverWait(d, 60).until(
         lambda _: d.find_element(By.ID, "state").text.startswith(("done", "failed")))
     assert d.find_element(By.ID, "state").text == "done"
@@ -284,7 +355,7 @@ def _key_path(db: Path, item_id: int) -> str:
 
 
 @needs_browser
-def test_hostile_items_stay_inert(archive_path: Path, server: str, browser: webdriver.Chrome,
+def test_hostile_items_stay_inert(archive_path: Path, server: Room, browser: webdriver.Chrome,
                                   shots: Path) -> None:
     """Payloads in a web page's title, text, author and URL, in a mail's subject and
     sender, and in a file name stay text on every page that shows them."""
@@ -309,7 +380,7 @@ def test_hostile_items_stay_inert(archive_path: Path, server: str, browser: webd
         assert d.execute_script("return window.__pwned") is None, page
 
 
-def test_headers_csrf_and_token(archive_path: Path, server: str) -> None:
+def test_headers_csrf_and_token(archive_path: Path, server: Room) -> None:
     """Every page carries the strict CSP; a POST without the form's token, or from another
     origin, changes nothing; with a token set, nothing is served without it."""
     r = httpx.get(f"{server}/search?q=heron")
@@ -318,7 +389,7 @@ def test_headers_csrf_and_token(archive_path: Path, server: str) -> None:
     assert "script-src 'self'" in csp and "default-src 'none'" in csp
     assert "unsafe-inline" not in csp and "<script>" not in r.text.split("</head>")[1]
     (broken,) = _ids(archive_path, "SELECT id FROM items WHERE key LIKE '%gone.html%'")
-    runs = _ids(archive_path, "SELECT count(*) FROM runs")
+    runs = _ids(server.db, "SELECT count(*) FROM runs")
     assert httpx.post(f"{server}/problems/retry", data={"item": broken}).status_code == 403
     assert httpx.post(f"{server}/problems/retry", data={"item": broken, "csrf_token": "x"}
                       ).status_code == 403
@@ -326,25 +397,87 @@ def test_headers_csrf_and_token(archive_path: Path, server: str) -> None:
     token = page.split('name="csrf_token" value="')[1].split('"')[0]
     assert httpx.post(f"{server}/problems/retry", data={"item": broken, "csrf_token": token},
                       headers={"Origin": "http://evil.example"}).status_code == 403
-    assert _ids(archive_path, "SELECT count(*) FROM runs") == runs
+    assert _ids(server.db, "SELECT count(*) FROM runs") == runs
     # a DNS-rebound name is refused when no token guards the server
     assert httpx.get(f"{server}/search", headers={"Host": "evil.example"}).status_code == 403
     # a bad query is a message, not a crash
     r = httpx.get(f"{server}/search", params={"q": 'heron "unclosed'})
     assert r.status_code == 400 and "not valid search syntax" in r.text
     assert httpx.get(f"{server}/items/999999").status_code == 404
+    # errors are pages here, never the API's JSON
+    for bad, status in (("/items/999999", 404), ("/items/x", 422), ("/nowhere", 404),
+                        ("/search?page_no=zz", 422)):
+        r = httpx.get(server + bad)
+        assert r.status_code == status and r.headers["content-type"].startswith(
+            "text/html"), (bad, r.status_code, r.headers["content-type"])
+        assert f'href="{urlsplit(server).path}/static/style.css"' in r.text, bad
+
+
+@needs_browser
+def test_one_login_for_pages_and_api_in_chromium(archive_path: Path,
+                                                 browser: webdriver.Chrome) -> None:
+    """With a token, `textsieve serve --archive FILE` shows its login form for any page;
+    the token typed once opens the page asked for, every other page, and the API's docs
+    (one auth for all); signing out closes them again."""
+    from server_proc import running_server
+
+    token = "reading-room-token-0123"
+    db = archive_path.with_name("login.db")
+    shutil.copyfile(archive_path, db)
+    d = browser
+    with running_server("--archive", str(db), "-j", "1",
+                        env={"TEXTSIEVE_TOKEN": token}) as s:
+        d.get(f"{s.url}/ui/search?q=herons")
+        assert d.find_element(By.TAG_NAME, "h1").text == "Sign in" and _styled(d)
+        d.find_element(By.ID, "token").send_keys("not-the-token-at-all")
+        d.find_element(By.CSS_SELECTOR, "form.login button").click()
+        WebDriverWait(d, 10).until(lambda _: d.find_elements(By.ID, "login-message"))
+        assert "not the token" in d.find_element(By.ID, "login-message").text
+        d.find_element(By.ID, "token").send_keys(token)
+        d.find_element(By.CSS_SELECTOR, "form.login button").click()
+        WebDriverWait(d, 10).until(lambda _: d.current_url == f"{s.url}/ui/search?q=herons")
+        assert d.find_elements(By.CSS_SELECTOR, "#results .hit")
+        d.find_element(By.LINK_TEXT, "Overview").click()
+        WebDriverWait(d, 10).until(lambda _: d.find_elements(By.CSS_SELECTOR, "svg.chart"))
+        d.get(f"{s.url}/openapi.json")
+        assert "/v1/extract" in d.find_element(By.TAG_NAME, "body").text
+        d.get(f"{s.url}/ui/search")
+        d.find_element(By.CSS_SELECTOR, "form.logout button").click()
+        WebDriverWait(d, 10).until(lambda _: d.find_elements(By.ID, "token"))
+        d.get(f"{s.url}/ui/overview")
+        assert d.find_element(By.TAG_NAME, "h1").text == "Sign in"
+    d.get_log("browser")  # the 401s of the login pages are logged: they are meant
 
 
 def test_token_guards_every_page(archive_path: Path) -> None:
     from fastapi.testclient import TestClient  # in-process: only the guard is under test
 
-    client = TestClient(app(archive_path, token="s3cret"), base_url="http://0.0.0.0")
+    token = "s3cret-s3cret-s3cret"
+    client = TestClient(app(archive_path, token=token), base_url="http://0.0.0.0")
     assert client.get("/search").status_code == 401
-    assert client.get("/static/style.css").status_code == 401
+    assert client.get("/items/1.json").status_code == 401
     assert client.get("/search", headers={"Authorization": "Bearer nope"}).status_code == 401
-    assert client.get("/search", headers={"Authorization": "Bearer s3cret"}).status_code == 200
-    r = client.get("/search?token=s3cret")  # a link with the token leaves a cookie
-    assert r.status_code == 200 and client.get("/overview").status_code == 200
+    assert client.get("/search", headers={"Authorization": f"Bearer {token}"}
+                      ).status_code == 200
+    assert client.get("/search?token=" + token).status_code == 401  # no tokens in URLs
+    # the login form: a wrong token is refused, the right one leaves a session cookie
+    form = client.get("/search?q=heron")
+    assert form.status_code == 401 and 'action="/login"' in form.text
+    csrf = form.text.split('name="csrf_token" value="')[1].split('"')[0]
+    origin = {"Origin": "http://0.0.0.0"}
+    bad = client.post("/login", data={"token": "wrong", "csrf_token": csrf}, headers=origin)
+    assert bad.status_code == 401 and "not the token" in bad.text
+    ok = client.post("/login", data={"token": token, "csrf_token": csrf,
+                                     "next": "/search?q=heron"},
+                     headers=origin, follow_redirects=False)
+    assert ok.status_code == 303 and ok.headers["location"] == "/search?q=heron"
+    assert token not in ok.headers["set-cookie"]  # a session derived from it, not it
+    assert client.get("/overview").status_code == 200
+    # a login never sends the browser to another site
+    away = client.post("/login", data={"token": token, "csrf_token": csrf,
+                                       "next": "//evil.example/x"},
+                       headers=origin, follow_redirects=False)
+    assert away.headers["location"] == "/search"
 
 
 def test_search_filters_sort_and_count(archive_path: Path) -> None:

@@ -382,7 +382,11 @@ def _fill_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--archive", default=None, metavar="FILE",
                    help="the archive for /v1/search, /v1/items, /v1/runs, /v1/stats")
     p.add_argument("--token-file", metavar="FILE",
-                   help="the bearer token clients must send (or TEXTSIEVE_TOKEN)")
+                   help="the bearer token clients must send (or TEXTSIEVE_TOKEN; at least "
+                   "16 visible characters), for the API and the reading room alike")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="a Host name answered besides loopback ones when there is no "
+                   "token (a proxy's name); repeat for more")
     p.add_argument("--max-upload", type=parse_size, default=100 * MiB, metavar="SIZE",
                    help="request bodies above this are refused (MiB, or 2GiB)")
     p.add_argument("--queue", type=int, default=None, metavar="N",
@@ -921,14 +925,23 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     except ImportError as exc:
         raise UsageError(f"serve needs the server extra: pip install 'textsieve[server]' "
                          f"({exc})") from exc
-    token = os.environ.get("TEXTSIEVE_TOKEN")
+    from .server.guard import check_token
+
+    # Checked as given (TEXTSIEVE_TOKEN=" " is an error, not a one-space token); a file
+    # loses its final line break only, and is checked the same way.
+    token = os.environ.get("TEXTSIEVE_TOKEN") or None
+    check_token(token, "TEXTSIEVE_TOKEN")
     if ns.token_file:
         try:
             with open(ns.token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        except OSError as exc:
+                raw = f.read()
+        except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--token-file: {exc}") from exc
-    config = ServerConfig(host=ns.host, port=ns.port, token=token or None, archive=ns.archive,
+        token = raw[:-1] if raw.endswith("\n") else raw
+        token = token[:-1] if token.endswith("\r") else token
+        check_token(token, f"the token in {ns.token_file}")
+    config = ServerConfig(host=ns.host, port=ns.port, token=token, archive=ns.archive,
+                          allowed_hosts=tuple(ns.allowed_host),
                           max_upload=ns.max_upload,
                           queue=None if ns.queue is None else max(0, ns.queue),
                           recycle_after=max(1, ns.recycle_after),

@@ -9,7 +9,8 @@ An event::
      "disable_ocr": false,
      "create_searchable_pdf": false,
      "searchable_pdf_uri": "...",                    # default <document_uri>.searchable.pdf
-     "page": 3}                                      # OCR just this page
+     "page": 3,                                      # OCR just this page
+     "overwrite": false}                             # replace file:// targets there
 
 A whole-document event writes the text to ``text_uri`` with ``missing_text_pages`` (pages
 left without text, a JSON list such as ``[2,5]``) in the object's metadata, and, when
@@ -20,14 +21,24 @@ event per page, and a ``merge`` event (``"merge": N`` pages) puts them together 
 The reply gives the status, the timings and the missing pages; a failure is a reply with
 a typed error, never an exception.
 
+What an event writes never replaces the document it reads (an event naming it as a target
+is a ``bad_event``; a ``file://`` target that is the same file under another name is
+refused), and a ``file://`` target that is there already is replaced only with
+``"overwrite": true`` (else ``exists``); see ``uris.write`` for how files are written.
+A merge lists what the page events left (one listing of the prefix on s3:// and file://)
+and reads those pages a few at a time, so 10,000 pages that never came back cost one
+listing, not 10,000 requests.
+
 How a document is extracted is the caller's: the service passes its isolated worker pool,
 the serverless handler extracts in an isolated process of its own.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -42,6 +53,8 @@ from .options import Options
 Runner = Callable[[bytes, str | None, Options, str], Any]
 
 MAX_PAGES = 10_000
+MERGE_READERS = 8  # page texts a merge reads at once
+_PAGE_NAME = re.compile(r"page-(\d{5,})\.txt")
 
 
 class EventError(UsageError):
@@ -58,6 +71,7 @@ class Event:
     create_searchable_pdf: bool = False
     page: int | None = None
     merge: int | None = None  # merge this many page texts from temp_uri_prefix
+    overwrite: bool = False  # file:// targets there already are replaced
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> Event:
@@ -95,14 +109,36 @@ class Event:
                     temp_uri_prefix=text("temp_uri_prefix", None),
                     disable_ocr=flag("disable_ocr"),
                     create_searchable_pdf=flag("create_searchable_pdf"),
-                    page=number("page"), merge=number("merge"))
+                    page=number("page"), merge=number("merge"),
+                    overwrite=flag("overwrite"))
         if (event.page or event.merge) and not event.temp_uri_prefix:
             raise EventError("page and merge events need temp_uri_prefix")
+        targets = [event.text_uri]
+        if event.create_searchable_pdf:
+            targets.append(event.searchable_pdf_uri)
+        if event.page:
+            targets = [event.page_uri(event.page)]
+        if not event.merge and _same(event.document_uri, targets):
+            raise EventError("a target URI names the document itself; it is never "
+                             "written over")
         return event
 
     def page_uri(self, number: int) -> str:
         assert self.temp_uri_prefix is not None
         return f"{self.temp_uri_prefix.rstrip('/')}/page-{number:05d}.txt"
+
+
+def _same(uri: str, others: list[str]) -> bool:
+    """Whether one of ``others`` names the same object as ``uri`` (as written, ``..``
+    and doubled slashes aside; a file reached by another name is ``uris.write``'s)."""
+    import posixpath
+
+    def norm(u: str) -> tuple[str, str, str]:
+        p = urlsplit(u)
+        return p.scheme.lower(), p.netloc.lower(), posixpath.normpath(p.path or "/")
+
+    mine = norm(uri)
+    return any(norm(o) == mine for o in others)
 
 
 def _name(uri: str) -> str | None:
@@ -139,6 +175,7 @@ def handle(raw: Mapping[str, Any], options: Options, runner: Runner, *,
             _check(doc)
             reply["text_uri"] = uri = event.page_uri(event.page)
             uris.write(uri, doc.text.encode(), opts, roots=roots,
+                       overwrite=event.overwrite, protect=blob.identity,
                        content_type="text/plain; charset=utf-8",
                        metadata={"missing_text_pages": _pages(
                            [] if doc.text.strip() else [event.page])})
@@ -151,6 +188,7 @@ def handle(raw: Mapping[str, Any], options: Options, runner: Runner, *,
         missing = [p.number for p in doc.pages if not p.text.strip()]
         t = time.perf_counter()
         uris.write(event.text_uri, doc.full_text().encode(), opts, roots=roots,
+                   overwrite=event.overwrite, protect=blob.identity,
                    content_type="text/plain; charset=utf-8",
                    metadata={"missing_text_pages": _pages(missing)})
         timings["write"] = time.perf_counter() - t
@@ -163,6 +201,7 @@ def handle(raw: Mapping[str, Any], options: Options, runner: Runner, *,
             pdf, report = made
             lost = list(report.get("missing_pages", []))
             uris.write(event.searchable_pdf_uri, pdf, opts, roots=roots,
+                       overwrite=event.overwrite, protect=blob.identity,
                        content_type="application/pdf",
                        metadata={"missing_searchable_pdf_pages": _pages(lost)})
             timings["searchable_pdf"] = time.perf_counter() - t
@@ -197,27 +236,62 @@ def _merge(event: Event, options: Options, reply: dict[str, Any],
     """Put the page texts of a fanned-out scan back together, in page order."""
     assert event.merge is not None
     t = time.perf_counter()
-    texts: list[str] = []
-    missing: list[int] = []
-    for n in range(1, event.merge + 1):
+    there = _pages_there(event, options, roots)
+    wanted = [n for n in range(1, event.merge + 1) if there is None or n in there]
+
+    def read(n: int) -> str | None:
         try:
-            blob = uris.read(event.page_uri(n), options, roots=roots)
+            return uris.read(event.page_uri(n), options, roots=roots).data.decode(
+                "utf-8", "replace")
         except uris.UriError as exc:
             if exc.kind is not ErrorKind.NOT_FOUND:
                 raise
+            return None
+
+    with ThreadPoolExecutor(max_workers=MERGE_READERS,
+                            thread_name_prefix="textsieve-merge") as pool:
+        got = dict(zip(wanted, pool.map(read, wanted), strict=True))
+    texts: list[str] = []
+    missing: list[int] = []
+    for n in range(1, event.merge + 1):
+        text = got.get(n)
+        if text is None or not text.strip():
             missing.append(n)
-            continue
-        text = blob.data.decode("utf-8", "replace")
-        if not text.strip():
-            missing.append(n)
-        texts.append(text.strip())
+        if text is not None:
+            texts.append(text.strip())
     uris.write(event.text_uri, "\n\n".join(t for t in texts if t).encode(), options,
-               roots=roots, content_type="text/plain; charset=utf-8",
+               roots=roots, overwrite=event.overwrite,
+               content_type="text/plain; charset=utf-8",
                metadata={"missing_text_pages": _pages(missing)})
     timings["merge"] = time.perf_counter() - t
     reply.update(status="ok" if len(missing) < event.merge else "empty",
                  page_count=event.merge, missing_text_pages=missing)
     return reply
+
+
+def _pages_there(event: Event, options: Options, roots: tuple[str, ...]) -> set[int] | None:
+    """The page numbers whose texts are under ``temp_uri_prefix``, by one listing (s3://,
+    file://); None where a store cannot list (http(s)://: each page is asked for)."""
+    assert event.temp_uri_prefix is not None
+    prefix = event.temp_uri_prefix.rstrip("/") + "/page-"
+    scheme = urlsplit(prefix).scheme.lower()
+    names: list[str] = []
+    if scheme == "s3":
+        names = [o.key.rsplit("/", 1)[-1] for o in uris.list_s3(prefix, options)]
+    elif scheme == "file":
+        import os
+
+        folder = uris.under_roots(prefix.rsplit("/", 1)[0], roots)
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            names = []
+        except OSError as exc:
+            raise uris.UriError(ErrorKind.NOT_FOUND, f"{event.temp_uri_prefix}: "
+                                f"{exc.strerror or exc}") from exc
+    else:
+        return None
+    return {int(m.group(1)) for n in names if (m := _PAGE_NAME.fullmatch(n))}
 
 
 def local_runner(data: bytes, name: str | None, options: Options, mode: str) -> Any:

@@ -72,6 +72,9 @@ class ErrorKind(StrEnum):
     BAD_URL = "bad_url"  # a URL that cannot be parsed (port 99999, broken IPv6 literal)
     BLOCKED_ADDRESS = "blocked_address"  # a loopback/private/metadata address (netpolicy)
     ROBOTS_DISALLOWED = "robots_disallowed"  # the site's robots.txt says no
+    # Events (extract this URI to that URI: jobs, textsieve.handler).
+    OUT_OF_RANGE = "out_of_range"  # a page number past the document's last page
+    EXISTS = "exists"  # a file:// target is there already (and overwrite was not asked)
 
 
 class ExtractionError(Exception):

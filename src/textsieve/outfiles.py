@@ -149,12 +149,17 @@ def _is_link(dir_fd: int, name: str) -> bool:
 
 
 def write_under(root: str | os.PathLike[str], parts: Sequence[str],
-                fill: Callable[[IO[bytes]], Any]) -> str:
+                fill: Callable[[IO[bytes]], Any], *, replace: bool = True,
+                check: Callable[[os.stat_result | None], None] | None = None) -> str:
     """Write ``root/parts...`` with ``fill(file)``, safely (see the module); returns the path.
 
     ``parts`` must already be safe (``safe_parts``); folders are created as needed. Raises
     ``OSError`` (``UnsafePath`` for a symlink or file in the way, ``IsADirectoryError``
     when the final name is a folder): the caller records it and goes on with the next item.
+    ``replace=False``: an existing final name is never replaced (``FileExistsError``,
+    decided atomically where the file system has hard links); ``check``: called with
+    what is at the final name now (``lstat``, None when nothing), before anything is
+    written, to refuse it by raising.
     """
     if not parts:
         raise ValueError("no file name")
@@ -167,14 +172,45 @@ def write_under(root: str | os.PathLike[str], parts: Sequence[str],
             sub = _open_dir(fd, folder, create=True)
             os.close(fd)
             fd = sub
-        _write_in(fd, parts[-1], fill)
+        if check is not None or not replace:
+            try:
+                there: os.stat_result | None = os.stat(parts[-1], dir_fd=fd,
+                                                       follow_symlinks=False)
+            except FileNotFoundError:
+                there = None
+            if check is not None:
+                check(there)
+            if there is not None and not replace:
+                raise FileExistsError(errno.EEXIST, "already there", parts[-1])
+        _write_in(fd, parts[-1], fill, replace=replace)
     finally:
         os.close(fd)
     return os.path.join(os.fspath(root), *parts)
 
 
-def _write_in(dir_fd: int, name: str, fill: Callable[[IO[bytes]], Any]) -> None:
-    """Fill a fresh temporary file in ``dir_fd``, then rename it to ``name``."""
+def lstat_under(root: str | os.PathLike[str], parts: Sequence[str]) -> os.stat_result | None:
+    """What is at ``root/parts...`` (not following a link at any step), or None."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for folder in parts[:-1]:
+            try:
+                sub = _open_dir(fd, folder, create=False)
+            except FileNotFoundError:
+                return None
+            os.close(fd)
+            fd = sub
+        try:
+            return os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+    finally:
+        os.close(fd)
+
+
+def _write_in(dir_fd: int, name: str, fill: Callable[[IO[bytes]], Any], *,
+              replace: bool = True) -> None:
+    """Fill a fresh temporary file in ``dir_fd``, then rename it to ``name`` (or, when it
+    must not replace anything, link it there: that fails if ``name`` appeared meanwhile)."""
     stem = _cut(name, 60)  # the temporary name must fit the limit too
     for _ in range(20):
         tmp = f".{stem}.{secrets.token_hex(6)}.partial"
@@ -188,7 +224,18 @@ def _write_in(dir_fd: int, name: str, fill: Callable[[IO[bytes]], Any]) -> None:
     try:
         with os.fdopen(tfd, "wb") as f:
             fill(f)
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if replace:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        else:
+            try:
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd,
+                        follow_symlinks=False)
+            except OSError as exc:  # no hard links here: checked just before, renamed
+                if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV):
+                    raise
+                os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            else:
+                os.unlink(tmp, dir_fd=dir_fd)
     except BaseException:
         with suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)

@@ -47,9 +47,10 @@ if TYPE_CHECKING:
 
 _PR_SET_PDEATHSIG = 1  # prctl(2), linux/prctl.h
 
-# Modules the forkserver imports once, before it forks any worker (parsers stay warm).
+# Modules the forkserver imports once, before it forks any worker (parsers stay warm;
+# run.warm loads every parser and what they import on first use).
 FORKSERVER_PRELOAD = ["textsieve", "textsieve.core", "textsieve.run.executor",
-                      "textsieve.server._job"]
+                      "textsieve.server._job", "textsieve.run.warm"]
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,14 @@ URI is untrusted input naming a place to read from or write to. Hence:
 - ``http(s)://`` is read through the ``Fetcher`` only, so the address policy (no loopback,
   private, link-local or metadata address, checked after DNS resolution and on every
   redirect) and the body cap apply; it is never written to.
-- ``file://`` is allowed only under configured roots (``roots``), after resolving ``..``
-  and symbolic links, for reading and writing alike; with no roots, never.
+- ``file://`` is allowed only under configured roots (``roots``); with no roots, never.
+  Reading resolves ``..`` and symbolic links first (a link out of the roots is refused)
+  and reads regular files only (a FIFO or a device is a ``not_regular`` error, never a
+  hang), capped at ``max_file_size`` and under ``fetch_timeout``. Writing walks from the
+  root one folder at a time without following any link (``outfiles``: ``O_NOFOLLOW``
+  relative to the folder above), writes a temporary file beside the target (removed on
+  failure) and renames it into place; a target that is there already is replaced only
+  when the caller asks (``overwrite``), and never when it is the document being read.
 - ``s3://bucket/key`` goes to any S3-compatible endpoint through obstore (the endpoint
   from ``Options.s3_endpoint``, else ``AWS_ENDPOINT_URL``/AWS; credentials from the usual
   AWS variables, see ``s3_store``). Object metadata is read and written with the object.
@@ -69,6 +75,7 @@ class Blob:
     metadata: dict[str, str] = field(default_factory=dict)
     etag: str | None = None
     content_type: str | None = None
+    identity: tuple[int, int] | None = None  # a local file's (device, inode)
 
 
 # S3's bucket names, with the legacy ones (upper case, "_", up to 255) and dots let in.
@@ -241,6 +248,78 @@ def under_roots(uri: str, roots: tuple[str, ...]) -> Path:
                    f"{uri}: file:// URIs are not allowed here (no --file-root)")
 
 
+def local_target(uri: str, roots: tuple[str, ...]) -> tuple[str, list[str]]:
+    """Where a ``file://`` URI is written: (a root, the path's parts below it), decided on
+    the path as written (``..`` collapsed), never by following a link: the writer walks
+    the parts from the root without following any (``outfiles.write_under``)."""
+    parts = urlsplit(uri)
+    if parts.netloc not in ("", "localhost"):
+        raise UriError(ErrorKind.BAD_URL, f"{uri}: file:// URIs name this machine only")
+    path = os.path.normpath(unquote(parts.path))
+    if not os.path.isabs(path) or "\x00" in path:
+        raise UriError(ErrorKind.BAD_URL, f"{uri}: not an absolute path")
+    for root in roots:
+        for base in dict.fromkeys((os.path.normpath(root), os.path.realpath(root))):
+            if path == base:
+                raise UriError(ErrorKind.BAD_URL, f"{uri}: names the folder --file-root "
+                               "itself, not a file in it")
+            if path.startswith(base.rstrip("/") + "/"):
+                return base, path[len(base.rstrip("/")) + 1:].split("/")
+    raise UriError(ErrorKind.BLOCKED_ADDRESS,
+                   f"{uri}: outside the allowed folders" if roots else
+                   f"{uri}: file:// URIs are not allowed here (no --file-root)")
+
+
+def _read_file(uri: str, options: Options, roots: tuple[str, ...]) -> Blob:
+    """A regular file under the roots, read whole under a cap and a deadline."""
+    import stat
+    import time
+
+    path = under_roots(uri, roots)
+    cap, deadline = options.max_file_size, time.monotonic() + options.fetch_timeout
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise UriError(ErrorKind.NOT_REGULAR, f"{uri}: not a regular file "
+                           f"({_file_kind(os.stat(path).st_mode)})")
+        # O_NONBLOCK: were it swapped for a FIFO since, opening it does not wait.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UriError(ErrorKind.NOT_FOUND, f"{uri}: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UriError(ErrorKind.NOT_REGULAR,
+                           f"{uri}: not a regular file ({_file_kind(st.st_mode)})")
+        if st.st_size > cap:
+            raise UriError(ErrorKind.TOO_LARGE, f"{uri}: larger than the size limit")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > cap:  # it grew while read
+                raise UriError(ErrorKind.TOO_LARGE, f"{uri}: larger than the size limit")
+            if time.monotonic() > deadline:
+                raise UriError(ErrorKind.TIMEOUT, f"{uri}: not read within "
+                               f"{options.fetch_timeout:g} s")
+            chunks.append(chunk)
+        return Blob(b"".join(chunks), identity=(st.st_dev, st.st_ino))
+    except OSError as exc:
+        raise UriError(ErrorKind.NOT_FOUND, f"{uri}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _file_kind(mode: int) -> str:
+    import stat
+
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
 def _s3_object(uri: str, options: Options) -> tuple[Any, Any, str]:
     """obstore, the store and the key of the one object ``s3://bucket/key`` names."""
     bucket, key = split_s3(uri)
@@ -279,21 +358,18 @@ def read(uri: str, options: Options, *, roots: tuple[str, ...] = ()) -> Blob:
             raise UriError(result.error.kind, f"{uri}: {result.error.message}")
         return Blob(result.content or b"", {}, result.etag, result.content_type)
     if scheme == "file":
-        path = under_roots(uri, roots)
-        try:
-            if path.stat().st_size > options.max_file_size:
-                raise UriError(ErrorKind.TOO_LARGE, f"{uri}: larger than the size limit")
-            return Blob(path.read_bytes())
-        except OSError as exc:
-            raise UriError(ErrorKind.NOT_FOUND, f"{uri}: {exc.strerror or exc}") from exc
+        return _read_file(uri, options, roots)
     raise UriError(ErrorKind.BAD_URL, f"unsupported URI scheme in {uri!r} "
                    "(s3://, http(s)://, file://)")
 
 
 def write(uri: str, data: bytes, options: Options, *, metadata: dict[str, str] | None = None,
-          content_type: str = "application/octet-stream", roots: tuple[str, ...] = ()) -> None:
+          content_type: str = "application/octet-stream", roots: tuple[str, ...] = (),
+          overwrite: bool = True, protect: tuple[int, int] | None = None) -> None:
     """Store ``data`` at ``uri`` (s3:// with object metadata, or file:// under ``roots``,
-    written whole or not at all); raises ``UriError``."""
+    written whole or not at all); raises ``UriError``. For file://: ``overwrite=False``
+    refuses a target that is there already (``exists``), and ``protect`` (a file's
+    device and inode: the document read) is never replaced, whatever the name."""
     scheme = urlsplit(uri).scheme.lower()
     meta = {k: str(v) for k, v in (metadata or {}).items()}
     if scheme == "s3":
@@ -306,17 +382,43 @@ def write(uri: str, data: bytes, options: Options, *, metadata: dict[str, str] |
             raise _s3_error(uri, exc) from exc
         return
     if scheme == "file":
-        path = under_roots(uri, roots)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".textsieve-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-            if meta:  # a file has no object metadata: a sidecar keeps it
-                import json
+        import json
 
-                path.with_name(path.name + ".meta.json").write_text(json.dumps(meta))
+        from .outfiles import UnsafePath, lstat_under, write_under
+
+        root, parts = local_target(uri, roots)
+
+        def check(there: os.stat_result | None) -> None:
+            if there is None:
+                return
+            if protect is not None and (there.st_dev, there.st_ino) == protect:
+                raise UriError(ErrorKind.BLOCKED_ADDRESS, f"{uri}: the document being "
+                               "read; it is never written over")
+            if not overwrite:
+                raise UriError(ErrorKind.EXISTS, f"{uri}: there already (the event's "
+                               "overwrite: true replaces it)")
+
+        # A file has no object metadata: a sidecar beside it keeps it.
+        files = [(parts, data)]
+        if meta:
+            files.append(([*parts[:-1], parts[-1] + ".meta.json"],
+                          json.dumps(meta).encode()))
+        try:
+            for where, _ in files:  # all refused before any is written
+                check(lstat_under(root, where))
+            for where, content in files:
+                write_under(root, where, lambda f, c=content: f.write(c),
+                            replace=overwrite, check=check)
+        except UriError:
+            raise
+        except UnsafePath as exc:
+            raise UriError(ErrorKind.BLOCKED_ADDRESS, f"{uri}: {exc.filename} on the way "
+                           "is a symbolic link; nothing is written through one") from exc
+        except FileExistsError as exc:
+            raise UriError(ErrorKind.EXISTS, f"{uri}: there already (the event's "
+                           "overwrite: true replaces it)") from exc
+        except ValueError as exc:
+            raise UriError(ErrorKind.BAD_URL, f"{uri}: {exc}") from exc
         except OSError as exc:
             raise UriError(ErrorKind.NOT_FOUND, f"{uri}: {exc.strerror or exc}") from exc
         return

@@ -154,8 +154,10 @@ class RayExecutor:
                 try:
                     ray.init(address=address, **kwargs)
                 except ConnectionError as exc:  # nobody there, or not answering
+                    hint = ("; to run on this machine alone, --address local starts a "
+                            "one-machine cluster for the run")
                     raise UnreachableError(f"no Ray cluster at {address}: "
-                                           f"{_first_line(exc)}") from exc
+                                           f"{_first_line(exc)}{hint}") from exc
                 except (ValueError, RuntimeError) as exc:  # a malformed address
                     raise UsageError(f"cannot use the Ray cluster at {address}: "
                                      f"{_first_line(exc)}") from exc

@@ -271,10 +271,16 @@ class ExtractionService:
         """Requests holding an admission now."""
         return self._admitted
 
+    def full(self) -> bool:
+        """Every admission is taken now (a hint: ``slot`` decides)."""
+        return self._closed or (self.capacity is not None
+                                and self._admitted >= self.capacity)
+
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
         """Hold one of the ``workers + queue`` admissions for a request, or raise ``Busy``
-        at once. Taken before the body is read, so a refused request costs nothing."""
+        at once. The service takes it once the body is read (a slow client holds a
+        connection, never a worker) and refuses at once when all are taken before."""
         with self._lock:
             if self._closed or (self.capacity is not None
                                 and self._admitted >= self.capacity):
@@ -314,10 +320,15 @@ class ExtractionService:
         if self._slots is not None:
             self._slots.acquire()
         limit = (options or self.options).timeout if timeout is None else timeout
+        if options is self.options:
+            options = None  # the workers have these: nothing to send with the task
         fut: Future[Any] = Future()
         self._queue.put((obj, name, fut, options, mode, time.monotonic() + limit))
-        with contextlib.suppress(BlockingIOError, OSError):
-            os.write(self._wake_w, b"\0")  # the driver may be waiting on its workers
+        # The driver may be waiting on its workers: wake it, unless every worker is busy
+        # (it looks at the queue again when one answers; read after the put, see pool).
+        if not getattr(self.executor, "all_busy", False):
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.write(self._wake_w, b"\0")
         return fut
 
     def close(self) -> None:

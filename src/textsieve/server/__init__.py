@@ -22,8 +22,9 @@ def serve(config: object, options: Options) -> None:
 
     assert isinstance(config, ServerConfig)
     app = create_app(config, options)
-    base = f"http://{config.host}:{config.port}"
-    room = f"; reading room {base}/ui/search" if any(
+    host = f"[{config.host}]" if ":" in config.host else config.host  # an IPv6 address
+    base = f"http://{host}:{config.port}"
+    room = f"; reading room {base}/ui/" if any(
         getattr(r, "path", "") == "/ui" for r in app.routes) else ""
     print(f"textsieve: serving on {base} (API docs {base}/docs{room})", file=sys.stderr,
           flush=True)

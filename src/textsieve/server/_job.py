@@ -41,6 +41,10 @@ def _page(src: Any, name: str | None, options: Options, number: int) -> Document
 
     with src:
         mime = detect(src).mime
+        count = _page_count(src, mime, options)
+        if count is not None and number > count:
+            return Document.failed(ErrorKind.OUT_OF_RANGE, f"page {number} is past the end: "
+                                   f"the document has {count} page(s)", name=name)
         result = ocr_pages(src, mime, [number], options)[0]
     if result.error:
         return Document.failed(ErrorKind.CORRUPT, f"page {number}: {result.error}", name=name)
@@ -48,6 +52,21 @@ def _page(src: Any, name: str | None, options: Options, number: int) -> Document
                    pages=[Page(number, result.text, ocr=True)])
     doc.status = Status.OK if result.text.strip() else Status.EMPTY
     return doc
+
+
+def _page_count(src: Any, mime: str, options: Options) -> int | None:
+    """How many pages (or frames) the OCR would see; None when it cannot tell (then the
+    OCR of the page says what is wrong)."""
+    from ..ocr import raster
+
+    try:
+        with raster.open_pages(src, mime, options) as pager:
+            pdf = getattr(pager, "pdf", None)
+            if pdf is not None:
+                return len(pdf)
+            return int(getattr(getattr(pager, "im", None), "n_frames", 1))
+    except Exception:
+        return None
 
 
 def _searchable(obj: bytes | str, options: Options) -> Any:

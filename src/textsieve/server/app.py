@@ -1,20 +1,23 @@
-"""The ASGI application of ``textsieve serve``: configuration, auth, limits, typed errors,
-metrics; the routes live in ``routes`` (the /v1 API) and ``tika`` (Tika-compatible).
+"""The ASGI application of ``textsieve serve``: configuration, limits, typed errors,
+metrics; the routes live in ``routes`` (the /v1 API), ``tika`` (Tika-compatible) and
+``archive_routes``; the reading room is mounted at ``/ui``.
 
-Safety is decided here, once for every route: a bearer token (required when the server
-listens beyond loopback), a body size cap read as the body streams in (a lying or missing
-Content-Length does not help), a bounded number of admitted requests (503 + Retry-After
-beyond it), and every error answered as ``{"error": {"kind", "message"}}`` JSON, never a
-traceback.
+Safety is decided here, once for every route: the request guard (``guard``: Host names,
+Origin, the token, for the API, Tika's routes, the docs and the reading room alike), a
+body size cap read as the body streams in (a lying or missing Content-Length does not
+help), uploads read whole (spooled to disk past ``SPOOL``) under a deadline *before* a
+worker slot is taken (a slow client holds a connection, never a worker), a bounded
+number of admitted requests (503 + Retry-After beyond it), and every error answered as
+``{"error": {"kind", "message"}}`` JSON, never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
-import ipaddress
+import contextlib
 import logging
 import os
+import tempfile
 import threading
 import time
 import uuid
@@ -24,10 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 try:
-    import anyio
-    from fastapi import Depends, FastAPI, Request
+    from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse, Response
+    from fastapi.responses import JSONResponse, RedirectResponse, Response
     from prometheus_client import (
         CONTENT_TYPE_LATEST,
         CollectorRegistry,
@@ -46,8 +48,11 @@ from ..errors import TextsieveError, UsageError
 from ..model import Document, ErrorKind
 from ..options import MiB, Options, OptionsError
 from ..run.steps import Busy, ExtractionService
+from .guard import Guard, Policy, check_token, is_loopback
 
 log = logging.getLogger(__name__)
+
+SPOOL = 1 * MiB  # an upload larger than this waits for its worker on disk, not in memory
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     token: str | None = None  # bearer token; required when host is not loopback
+    allowed_hosts: tuple[str, ...] = ()  # Host names answered besides loopback ones
     archive: str | None = None  # the archive of /v1/search, /v1/items, /v1/runs, /v1/stats
     max_upload: int = 100 * MiB  # request bodies above this are refused (413)
     queue: int | None = None  # requests admitted beyond the busy workers (None: 2 per worker)
@@ -65,19 +71,16 @@ class ServerConfig:
     file_roots: tuple[str, ...] = ()  # file:// URIs of jobs are allowed only under these
 
     def check(self) -> None:
-        """Refuse to start an open service: beyond loopback, a token is required."""
+        """Refuse to start an open service (beyond loopback, a token is required) or one
+        guarded by a weak token (``guard.check_token``)."""
+        check_token(self.token, "the token (TEXTSIEVE_TOKEN or --token-file)")
         if not self.token and not is_loopback(self.host):
             raise UsageError(f"serve: --host {self.host} is reachable from other machines: "
                              "set a bearer token (TEXTSIEVE_TOKEN or --token-file)")
 
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    @property
+    def policy(self) -> Policy:
+        return Policy(token=self.token, allowed_hosts=frozenset(self.allowed_hosts))
 
 
 class ApiError(Exception):
@@ -140,21 +143,28 @@ class Service:
                       lambda k=key: self.extractor.stats[k])
 
     def options_for(self, values: dict[str, Any]) -> Options:
-        """The server's options with a request's choices; a bad value is a 400."""
+        """The server's options with a request's choices; a bad value is a 400. A request
+        that chooses nothing gets the server's own object (the workers hold it already:
+        nothing of it travels with the job)."""
+        chosen = {k: v for k, v in values.items() if v is not None}
+        if not chosen:
+            return self.options
         try:
-            return Options.from_mapping({k: v for k, v in values.items() if v is not None},
-                                        base=self.options, origin="query")
+            return Options.from_mapping(chosen, base=self.options, origin="query")
         except OptionsError as exc:
             raise ApiError(400, "bad_option", str(exc)) from exc
 
-    async def extract(self, obj: bytes | str, name: str | None, options: Options, *,
+    async def extract(self, upload: Upload, name: str | None, options: Options, *,
                       detect_only: bool = False) -> Document:
-        """Extract in a worker, from the event loop (no thread held while it runs): the
-        request must already hold a slot (``admit``). The request's deadline
-        (``options.timeout``) counts its wait for a free worker."""
-        fut = self.extractor.submit(obj, name, options=options,
-                                    mode="detect" if detect_only else "extract")
-        doc: Document = await asyncio.wrap_future(fut)
+        """Extract an upload in a worker, from the event loop (no thread held while it
+        runs), once it holds an admission (503 when there is none). The request's
+        deadline (``options.timeout``) counts its wait for a free worker."""
+        with self.admit():
+            fut = self.extractor.submit(upload.input, name, options=options,
+                                        mode="detect" if detect_only else "extract")
+            doc: Document = await asyncio.wrap_future(fut)
+        if upload.path is not None and name is None:
+            doc.name = None  # the spooled file's name is nobody's business
         self.documents.labels(str(doc.status)).inc()
         return doc
 
@@ -167,28 +177,81 @@ class Service:
         """A context manager holding one admission; ``Busy`` becomes 503 + Retry-After."""
         return self.extractor.slot()
 
-    async def body(self, request: Request) -> bytes:
-        """The request body, refused with 413 as soon as it passes ``max_upload``, and with
-        408 when it has not all arrived by the request's deadline (``Options.timeout``)."""
+    def refuse_if_full(self) -> None:
+        """503 at once when every admission is taken, before a body is read (a refused
+        request then costs nothing); the admission itself is taken once it is read."""
+        if self.extractor.full():
+            raise Busy(1)
+
+    @asynccontextmanager
+    async def upload(self, request: Request) -> AsyncIterator[Upload]:
+        """The request body, read whole before the request takes a worker slot: refused
+        with 413 as soon as it passes ``max_upload``, with 408 when it has not all arrived
+        by the request's deadline (``Options.timeout``). Up to ``SPOOL`` bytes it is kept
+        in memory, beyond it in a file of its own (removed when the request ends)."""
+        self.refuse_if_full()
         cap = self.config.max_upload
         length = request.headers.get("content-length")
         if length and length.isdigit() and int(length) > cap:
             raise ApiError(413, "too_large", f"body larger than {cap} bytes")
+        upload = Upload()
         chunks: list[bytes] = []
         size = 0
-        limit = self.options.timeout  # the request's deadline covers its upload too
+        limit = self.options.timeout  # a slow client holds a connection, not a worker
         try:
-            with anyio.fail_after(limit):
-                async for chunk in request.stream():
-                    size += len(chunk)
-                    if size > cap:
-                        raise ApiError(413, "too_large", f"body larger than {cap} bytes")
-                    chunks.append(chunk)
-        except TimeoutError:
-            # A client trickling its body would hold an admission for ever (slowloris).
-            raise ApiError(408, "timeout", f"the body did not arrive within {limit:g} s"
-                           ) from None
-        return b"".join(chunks)
+            try:
+                async with asyncio.timeout(limit):
+                    async for chunk in request.stream():
+                        size += len(chunk)
+                        if size > cap:
+                            raise ApiError(413, "too_large", f"body larger than {cap} bytes")
+                        if upload.file is None and size > SPOOL:
+                            upload.spill(chunks)
+                            chunks = []
+                        if upload.file is not None:
+                            upload.file.write(chunk)
+                        else:
+                            chunks.append(chunk)
+            except TimeoutError:
+                raise ApiError(408, "timeout", f"the body did not arrive within "
+                               f"{limit:g} s") from None
+            upload.finish(chunks)
+            yield upload
+        finally:
+            upload.close()
+
+
+class Upload:
+    """A request's body: bytes in memory, or a spooled file (``path``) for big ones."""
+
+    def __init__(self) -> None:
+        self.data: bytes = b""
+        self.file: Any = None
+        self.path: str | None = None
+
+    def spill(self, chunks: list[bytes]) -> None:
+        self.file = tempfile.NamedTemporaryFile(prefix="textsieve-upload-", delete=False)  # noqa: SIM115
+        self.path = self.file.name
+        for c in chunks:
+            self.file.write(c)
+
+    def finish(self, chunks: list[bytes]) -> None:
+        if self.file is not None:
+            self.file.close()
+        else:
+            self.data = b"".join(chunks)
+
+    @property
+    def input(self) -> bytes | str:
+        """What a worker reads: the bytes, or the spooled file's path."""
+        return self.path if self.path is not None else self.data
+
+    def close(self) -> None:
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                self.file.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.file.name)
 
 
 class Jobs:
@@ -254,18 +317,6 @@ def service_of(request: Request) -> Service:
     return request.app.state.service
 
 
-def check_token(request: Request) -> None:
-    """A dependency of every route but /healthz and /version: the bearer token, compared
-    in constant time."""
-    token = service_of(request).config.token
-    if not token:
-        return
-    scheme, _, given = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode(), token.encode()):
-        raise ApiError(401, "unauthorized", "a valid bearer token is required",
-                       {"WWW-Authenticate": "Bearer"})
-
-
 def create_app(config: ServerConfig | None = None, options: Options | None = None) -> FastAPI:
     """The application; the worker pool starts with it and stops with it."""
     config = config or ServerConfig()
@@ -284,6 +335,12 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
 
     app = FastAPI(title="textsieve", version=__version__, lifespan=lifespan,
                   description="Clean, searchable text from documents; Tika-compatible.")
+    ui = None
+    if config.archive and os.path.exists(config.archive):
+        from ..ui import app as reading_room
+
+        ui = reading_room(config.archive, options=options, token=config.token,
+                          allowed_hosts=config.allowed_hosts, guarded=False)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -317,25 +374,19 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
         log.exception("internal error on %s", request.url.path)
         return error_response(500, "internal", f"internal error ({type(exc).__name__})")
 
-    @app.middleware("http")
-    async def _measure(request: Request, call_next: Any) -> Response:
-        t0 = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        service = getattr(request.app.state, "service", None)
-        if service is not None:
-            service.requests.labels(path, str(response.status_code)).inc()
-            service.latency.labels(path).observe(time.perf_counter() - t0)
-        return response
+    @app.get("/", include_in_schema=False)
+    async def home(request: Request) -> Response:
+        """The reading room when an archive is served, else the API's docs."""
+        root = request.scope.get("root_path", "").rstrip("/")
+        return RedirectResponse(f"{root}/ui/" if ui is not None else f"{root}/docs",
+                                status_code=307)
 
     @app.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, Any]:
-        """Liveness: answers while the event loop runs (no auth, no worker needed)."""
+        """Liveness: answers while the event loop runs (no token, no worker needed)."""
         return {"status": "ok", "version": __version__}
 
-    @app.get("/metrics", tags=["service"], response_class=Response,
-             dependencies=[_auth()])
+    @app.get("/metrics", tags=["service"], response_class=Response)
     async def metrics(request: Request) -> Response:
         """Prometheus metrics: requests by route and status, latency, documents by status,
         admitted requests, worker timeouts, crashes and recycling."""
@@ -344,20 +395,52 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
 
     from . import archive_routes, routes, tika
 
-    app.include_router(routes.router, dependencies=[_auth()])
-    app.include_router(archive_routes.router, dependencies=[_auth()])
-    app.include_router(tika.router, dependencies=[_auth()])
+    app.include_router(routes.router)
+    app.include_router(archive_routes.router)
+    app.include_router(tika.router)
     app.add_api_route("/version", tika.version, methods=["GET"], tags=["tika"],
                       response_class=Response)
-    if config.archive and os.path.exists(config.archive):
+    pages = {}
+    if ui is not None:
         # The reading room over the same archive, as a mounted app of its own: its HTML
-        # error pages and CSP stay there, the API keeps its typed JSON errors.
-        from ..ui import app as reading_room
-
-        app.mount("/ui", reading_room(config.archive, token=config.token, options=options))
+        # error pages and CSP stay there, the API keeps its typed JSON errors; the guard
+        # below is in front of both.
+        app.mount("/ui", ui)
+        pages["/ui"] = ui.state.refusal
+    # The guard before every route; the measure around it, so refusals are counted too.
+    app.add_middleware(Guard, policy=config.policy, pages=pages,
+                       public=("/", "/healthz", "/ui/login", "/ui/static/*"))
+    app.add_middleware(Measure)
     return app
 
 
-def _auth() -> Any:
-    return Depends(check_token)
+class Measure:
+    """Requests by route and status, and their latency (pure ASGI: no task per request,
+    unlike ``@app.middleware``)."""
 
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        status = [500]
+        outer = scope.get("app")  # a mounted app (the reading room) replaces it
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            service = getattr(getattr(outer, "state", None), "service", None)
+            if service is not None:
+                path = getattr(scope.get("route"), "path", "unmatched")
+                if scope.get("app") is not outer:
+                    path = "/ui"  # the reading room's pages, as one route
+                service.requests.labels(path, str(status[0])).inc()
+                service.latency.labels(path).observe(time.perf_counter() - t0)

@@ -94,7 +94,7 @@ def stats(request: Request) -> dict[str, Any]:
 
 
 class RunBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     sources: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(
         min_length=1, max_length=100)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 try:
-    from fastapi import APIRouter, Header, Path, Query, Request
+    from fastapi import APIRouter, Path, Request
     from fastapi.responses import JSONResponse, PlainTextResponse, Response
     from pydantic import BaseModel, ConfigDict, Field
 except ImportError as exc:  # the optional extra: say which, not just the module
@@ -13,7 +15,7 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       f"'textsieve[server]' ({exc})") from exc
 
 from ..model import Status
-from .app import document_error, service_of
+from .app import ApiError, document_error, service_of
 
 router = APIRouter(prefix="/v1")
 
@@ -22,26 +24,72 @@ RAW_BODY: dict[str, Any] = {"requestBody": {"required": True, "content": {
     "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}}
 
 
-@router.put("/extract", openapi_extra=RAW_BODY, tags=["extract"], response_model=None,
+@dataclass(frozen=True)
+class Param:
+    """A query or header parameter of an upload route, checked by hand: FastAPI's own
+    parameter machinery cost a third of the server's CPU per request (it re-inspects
+    every declared parameter's type on each call), on the service's hottest route."""
+
+    name: str
+    where: str = "query"  # or "header"
+    choices: tuple[str, ...] = ()
+    pattern: str | None = None
+    max_length: int = 4096
+    default: str | None = None
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "string", "maxLength": self.max_length}
+        if self.choices:
+            out = {"type": "string", "enum": list(self.choices)}
+        if self.pattern:
+            out["pattern"] = self.pattern
+        if self.default is not None:
+            out["default"] = self.default
+        return {"name": self.name, "in": self.where, "required": False, "schema": out}
+
+    def get(self, request: Request) -> str | None:
+        source = request.query_params if self.where == "query" else request.headers
+        value = source.get(self.name)
+        if value is None:
+            return self.default
+        where = f"{self.where}.{self.name}"
+        if self.choices and value not in self.choices:
+            raise ApiError(422, "invalid_request",
+                           f"{where}: one of {', '.join(self.choices)}")
+        if len(value) > self.max_length:
+            raise ApiError(422, "invalid_request",
+                           f"{where}: at most {self.max_length} characters")
+        if self.pattern and not re.fullmatch(self.pattern, value):
+            raise ApiError(422, "invalid_request", f"{where}: does not match {self.pattern}")
+        return value
+
+
+def params(*declared: Param) -> dict[str, Any]:
+    """``openapi_extra`` for a raw-body route with these parameters."""
+    return {**RAW_BODY, "parameters": [p.schema() for p in declared]}
+
+
+FORMAT = Param("format", choices=("text", "markdown", "json"), default="text")
+OCR = Param("ocr", choices=("auto", "always", "never"))
+LANG = Param("lang", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$", max_length=200)
+HTML = Param("html", choices=("auto", "main", "full", "sieve"))
+NAME = Param("name", max_length=255)
+PASSWORD = Param("x-textsieve-password", where="header")
+
+
+@router.put("/extract", tags=["extract"], response_model=None,
+            openapi_extra=params(FORMAT, OCR, LANG, HTML, NAME, PASSWORD),
             responses={200: {"content": {"text/plain": {}, "text/markdown": {}}}})
-async def extract(
-    request: Request,
-    format: Literal["text", "markdown", "json"] = "text",
-    ocr: Literal["auto", "always", "never"] | None = None,
-    lang: Annotated[str | None, Query(pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$",
-                                      max_length=200)] = None,
-    html: Literal["auto", "main", "full", "sieve"] | None = None,
-    name: Annotated[str | None, Query(max_length=255)] = None,
-    x_textsieve_password: Annotated[str | None, Header()] = None,
-) -> Response:
+async def extract(request: Request) -> Response:
     """Extract the document in the body. ``format=json`` answers the whole Document (a
     failure is its ``status``/``error``, with 200); text and markdown answer the text, or a
     typed error with the status its kind calls for (413, 415, 422, 504)."""
     service = service_of(request)
-    options = service.options_for({"ocr": ocr, "ocr_lang": lang, "html": html,
-                                   "password": x_textsieve_password})
-    with service.admit():
-        data = await service.body(request)
+    format, name = FORMAT.get(request), NAME.get(request)
+    options = service.options_for({"ocr": OCR.get(request), "ocr_lang": LANG.get(request),
+                                   "html": HTML.get(request),
+                                   "password": PASSWORD.get(request)})
+    async with service.upload(request) as data:
         doc = await service.extract(data, name, options)
     if format == "json":
         return JSONResponse(doc.to_dict())
@@ -52,13 +100,12 @@ async def extract(
     return PlainTextResponse(doc.full_text())
 
 
-@router.put("/detect", openapi_extra=RAW_BODY, tags=["extract"])
-async def detect(request: Request,
-                 name: Annotated[str | None, Query(max_length=255)] = None) -> dict[str, str]:
+@router.put("/detect", openapi_extra=params(NAME), tags=["extract"])
+async def detect(request: Request) -> dict[str, str]:
     """The MIME type of the body, decided by its content (``name`` is only a hint)."""
     service = service_of(request)
-    with service.admit():
-        data = await service.body(request)
+    name = NAME.get(request)
+    async with service.upload(request) as data:
         doc = await service.extract(data, name, service.options, detect_only=True)
     if doc.status is Status.ERROR:
         raise document_error(doc)
@@ -66,9 +113,10 @@ async def detect(request: Request,
 
 
 class EventBody(BaseModel):
-    """An "extract this URI to that URI" event (``textsieve.events``)."""
+    """An "extract this URI to that URI" event (``textsieve.events``). Strict: ``"page":
+    "2"`` or ``true`` is a 422, not page 2 or page 1."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     document_uri: str = Field(min_length=1, max_length=4096)
     text_uri: str | None = Field(None, max_length=4096)
@@ -78,6 +126,7 @@ class EventBody(BaseModel):
     searchable_pdf_uri: str | None = Field(None, max_length=4096)
     page: int | None = Field(None, ge=1, le=10_000)
     merge: int | None = Field(None, ge=1, le=10_000)
+    overwrite: bool = False  # replace file:// targets that are there already
 
 
 @router.post("/jobs", tags=["jobs"], status_code=202)

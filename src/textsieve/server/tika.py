@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Annotated, Any
+from typing import Any
 
 try:
-    from fastapi import APIRouter, Header, Request
+    from fastapi import APIRouter, Request
     from fastapi.responses import JSONResponse, PlainTextResponse, Response
 except ImportError as exc:  # the optional extra: say which, not just the module
     raise ImportError(f"textsieve serve needs the server extra: pip install "
@@ -25,7 +25,10 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 from .. import __version__
 from ..model import Document, Status
 from .app import document_error, service_of
-from .routes import RAW_BODY
+from .routes import Param, params
+
+ACCEPT = Param("accept", where="header")
+PASSWORD = Param("password", where="header")
 
 router = APIRouter(tags=["tika"])
 
@@ -85,21 +88,21 @@ def xhtml(doc: Document, text: str) -> str:
             f"{metas}{title}</head>\n<body>{paras}</body></html>")
 
 
-async def _extract(request: Request, password: str | None) -> Document:
+async def _extract(request: Request) -> Document:
     service = service_of(request)
-    options = service.options_for({"password": password})
+    options = service.options_for({"password": PASSWORD.get(request)})
     name = _filename(request.headers.get("content-disposition"))
-    with service.admit():
-        data = await service.body(request)
+    async with service.upload(request) as data:
         return await service.extract(data, name, options)
 
 
-@router.put("/tika", openapi_extra=RAW_BODY, response_class=PlainTextResponse,
+@router.put("/tika", openapi_extra=params(ACCEPT, PASSWORD),
+            response_class=PlainTextResponse,
             responses={200: {"content": {"text/plain": {}, "text/html": {}}}})
-async def tika(request: Request, accept: Annotated[str | None, Header()] = None,
-               password: Annotated[str | None, Header()] = None) -> Response:
+async def tika(request: Request) -> Response:
     """The text (with every embedded document's), or XHTML when ``Accept: text/html``."""
-    doc = await _extract(request, password)
+    accept = ACCEPT.get(request)
+    doc = await _extract(request)
     if doc.status is Status.ERROR:
         raise document_error(doc)
     text = doc.full_text()
@@ -108,24 +111,25 @@ async def tika(request: Request, accept: Annotated[str | None, Header()] = None,
     return PlainTextResponse(text)
 
 
-@router.put("/meta", openapi_extra=RAW_BODY)
-async def meta(request: Request,
-               password: Annotated[str | None, Header()] = None) -> dict[str, Any]:
+@router.put("/meta", openapi_extra=params(PASSWORD))
+async def meta(request: Request) -> dict[str, Any]:
     """The document's metadata under Tika's key names."""
-    doc = await _extract(request, password)
+    doc = await _extract(request)
     if doc.status is Status.ERROR:
         raise document_error(doc)
     return tika_metadata(doc)
 
 
-async def _rmeta(request: Request, password: str | None, handler: str) -> Response:
-    doc = await _extract(request, password)
+async def _rmeta(request: Request, handler: str) -> Response:
+    doc = await _extract(request)
     out: list[dict[str, Any]] = []
 
     def add(d: Document, path: str | None) -> None:
         entry = tika_metadata(d, path)
         if handler == "text":
-            entry["X-TIKA:content"] = d.text
+            # Each text ends with its line break, as Tika's: clients join them as they are.
+            entry["X-TIKA:content"] = d.text if not d.text or d.text.endswith("\n") \
+                else d.text + "\n"
         elif handler != "ignore":
             entry["X-TIKA:content"] = xhtml(d, d.text)
         out.append(entry)
@@ -136,32 +140,29 @@ async def _rmeta(request: Request, password: str | None, handler: str) -> Respon
     return JSONResponse(out)
 
 
-@router.put("/rmeta", openapi_extra=RAW_BODY)
-async def rmeta(request: Request,
-                password: Annotated[str | None, Header()] = None) -> Response:
+@router.put("/rmeta", openapi_extra=params(PASSWORD))
+async def rmeta(request: Request) -> Response:
     """The container first, then each embedded document: metadata and XHTML content."""
-    return await _rmeta(request, password, "xml")
+    return await _rmeta(request, "xml")
 
 
-@router.put("/rmeta/{handler}", openapi_extra=RAW_BODY)
-async def rmeta_handler(request: Request, handler: str,
-                        password: Annotated[str | None, Header()] = None) -> Response:
+@router.put("/rmeta/{handler}", openapi_extra=params(PASSWORD))
+async def rmeta_handler(request: Request, handler: str) -> Response:
     """Like /rmeta; ``text`` gives plain text content, ``ignore`` none, ``xml``/``html``
     XHTML."""
     if handler not in ("text", "xml", "html", "ignore"):
         return JSONResponse({"error": {"kind": "not_found",
                                        "message": f"no content handler {handler!r}"}},
                             status_code=404)
-    return await _rmeta(request, password, handler)
+    return await _rmeta(request, handler)
 
 
-@router.put("/detect/stream", openapi_extra=RAW_BODY, response_class=PlainTextResponse)
+@router.put("/detect/stream", openapi_extra=params(), response_class=PlainTextResponse)
 async def detect_stream(request: Request) -> Response:
     """The MIME type, as text/plain."""
     service = service_of(request)
     name = _filename(request.headers.get("content-disposition"))
-    with service.admit():
-        data = await service.body(request)
+    async with service.upload(request) as data:
         doc = await service.extract(data, name, service.options, detect_only=True)
     if doc.status is Status.ERROR:
         raise document_error(doc)

@@ -4,10 +4,13 @@ list, problems with retry, overview), as one FastAPI router the service mounts.
 Everything shown comes from hostile documents, pages and mails, so: Jinja2 autoescapes
 every value, Markdown is sanitised (render.py), every response carries a strict
 Content-Security-Policy (scripts and styles from this server only, nothing inline, no
-other host), changes are POSTs with a CSRF token and a same-origin check, and with a
-``token`` set every request must carry it (bearer header, or the cookie a ``?token=``
-link sets). Without a token, only loopback Host names are answered, so a web page that
-rebinds its DNS name to 127.0.0.1 cannot read the archive.
+other host), and changes are POSTs with a CSRF token. Who may be answered is the one
+request guard's (``server.guard``: loopback names only without a token, the same token
+as the API with one, given once in the login form, which leaves a session cookie).
+
+The pages work wherever they are mounted: every link, form, redirect and the stylesheet
+are made from the request's root path (``/ui`` under ``textsieve serve``, a proxy's
+prefix), never from ``/``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from urllib.parse import urlencode, urlsplit
 
 try:
     import jinja2
-    from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
+    from fastapi import APIRouter, FastAPI, Form, HTTPException, Request
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import (
         FileResponse,
         HTMLResponse,
@@ -54,6 +58,7 @@ from ..archive.search import (
 from ..archive.store import Archive, ArchiveError
 from ..enrich.items import list_topics, topic_months
 from ..options import Options
+from ..server.guard import SESSION_COOKIE, Guard, Policy
 from . import render
 
 logger = logging.getLogger(__name__)
@@ -64,20 +69,19 @@ HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
            "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY",
            "Cross-Origin-Opener-Policy": "same-origin"}
 PER_PAGE = 20
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 STATIC = {"style.css": "text/css; charset=utf-8",
           "search.js": "text/javascript; charset=utf-8", "icon.svg": "image/svg+xml"}
-TOKEN_COOKIE = "textsieve_token"
 FACETS_TTL = 30.0  # s: the filter lists are a full scan; a minute-old list is fine
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What the reading room needs: the archive, the token (None: loopback only, shared
-    with the REST API), the options a retry runs with, and a CSRF secret per process."""
+    """What the reading room needs: the archive, who may be answered (the guard's policy:
+    the token shared with the REST API, the host names), the options a retry runs with,
+    and a CSRF secret per process."""
 
     archive: Path
-    token: str | None = None
+    policy: Policy = field(default_factory=Policy)
     options: Options = field(default_factory=Options)
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
@@ -151,28 +155,17 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
             reader.archive = Archive(settings.archive, readonly=True, check=False)
         return reader.archive
 
-    def guard(request: Request) -> None:
-        host = (request.url.hostname or "").lower()
-        if settings.token is None:
-            if host not in LOOPBACK:
-                raise HTTPException(403, "this server answers loopback names only; "
-                                    "set a token to serve beyond this machine")
-            return
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() \
-            or request.cookies.get(TOKEN_COOKIE) or request.query_params.get("token") or ""
-        if not hmac.compare_digest(given.encode(), settings.token.encode()):
-            raise HTTPException(401, "a valid token is needed")
+    r = APIRouter(prefix=prefix)
 
-    r = APIRouter(prefix=prefix, dependencies=[Depends(guard)])
+    def base_of(request: Request) -> str:
+        """Where the pages are: the mount's root path (``/ui`` under serve) + prefix."""
+        return request.scope.get("root_path", "").rstrip("/") + prefix
 
     def page(request: Request, name: str, status: int = 200, **ctx: Any) -> Response:
         body = env.get_template(name).render(
-            base=prefix, csrf=csrf, path=request.url.path, **ctx)
-        resp = HTMLResponse(body, status_code=status, headers=HEADERS)
-        token = request.query_params.get("token")
-        if settings.token and token:  # a ?token= link: remembered, so links keep working
-            resp.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
-        return resp
+            base=base_of(request), csrf=csrf, path=request.url.path,
+            signed_in=SESSION_COOKIE in request.cookies, **ctx)
+        return HTMLResponse(body, status_code=status, headers=HEADERS)
 
     def facets() -> dict[str, Any]:
         now = time.monotonic()
@@ -181,17 +174,46 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
         return facet_cache[1]
 
     def check_post(request: Request, token: str) -> None:
-        # Referrer-Policy same-origin: a browser names our own origin on our forms' POSTs
-        # (with no-referrer it would send "null", refused here like any other origin).
-        origin = request.headers.get("origin")
-        if origin and urlsplit(origin).netloc != request.headers.get("host"):
-            raise HTTPException(403, "cross-site request refused")
+        # The guard refused a foreign Origin already (Referrer-Policy same-origin: a
+        # browser names our own origin on our forms' POSTs); the form's token besides.
         if not hmac.compare_digest(token.encode(), csrf.encode()):
             raise HTTPException(403, "the form has expired; reload the page")
 
     @r.get("/", include_in_schema=False)
-    def home() -> Response:
-        return RedirectResponse(f"{prefix}/search", status_code=303, headers=HEADERS)
+    def home(request: Request) -> Response:
+        return RedirectResponse(f"{base_of(request)}/search", status_code=303,
+                                headers=HEADERS)
+
+    @r.get("/login", response_class=HTMLResponse)
+    def login_page(request: Request, next: str = "") -> Response:
+        return page(request, "login.html", next=_local(next, base_of(request)),
+                    message="")
+
+    @r.post("/login")
+    def login(request: Request, csrf_token: Annotated[str, Form()] = "",
+              token: Annotated[str, Form(max_length=4096)] = "",
+              next: Annotated[str, Form(max_length=4096)] = "") -> Response:
+        check_post(request, csrf_token)
+        base = base_of(request)
+        target = _local(next, base)
+        policy = settings.policy
+        if policy.token is None:
+            return RedirectResponse(target, status_code=303, headers=HEADERS)
+        if not policy.token_matches(token):
+            return page(request, "login.html", status=401, next=target,
+                        message="That is not the token this server was started with.")
+        resp = RedirectResponse(target, status_code=303, headers=HEADERS)
+        resp.set_cookie(SESSION_COOKIE, policy.session, httponly=True, samesite="strict",
+                        path="/", secure=request.url.scheme == "https")
+        return resp
+
+    @r.post("/logout")
+    def logout(request: Request, csrf_token: Annotated[str, Form()] = "") -> Response:
+        check_post(request, csrf_token)
+        resp = RedirectResponse(f"{base_of(request)}/login", status_code=303,
+                                headers=HEADERS)
+        resp.delete_cookie(SESSION_COOKIE, path="/")
+        return resp
 
     @r.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> Response:
@@ -219,7 +241,7 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
         except QueryError:
             error = ("This query is not valid search syntax. Use words, \"a phrase\", "
                      "OR, NOT, NEAR(a b), prefix*.")
-        args = {k: v for k, v in request.query_params.items() if k not in ("page_no", "token")}
+        args = {k: v for k, v in request.query_params.items() if k != "page_no"}
         shown = min(total, RANK_WINDOW if q.strip() and sort == "relevance" else COUNT_CAP)
         pages = max(1, math.ceil(shown / PER_PAGE))
         return page(request, "search.html", status=400 if error else 200, q=q, hits=hits,
@@ -305,7 +327,8 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
             jobs[job.id] = job
         threading.Thread(target=_retry, args=(settings, job), daemon=True,
                          name=f"retry-{job.id}").start()
-        return RedirectResponse(f"{prefix}/jobs/{job.id}", status_code=303, headers=HEADERS)
+        return RedirectResponse(f"{base_of(request)}/jobs/{job.id}", status_code=303,
+                                headers=HEADERS)
 
     @r.get("/jobs/{job_id}", response_class=HTMLResponse)
     def job_page(request: Request, job_id: int) -> Response:
@@ -331,9 +354,34 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
                   for name, pairs in o["by"].items()}
         return page(request, "overview.html", charts=charts, runs=o["runs"])
 
-    r.error_page = lambda request, status, message: page(  # type: ignore[attr-defined]
-        request, "error.html", status=status, code=status, message=message)
+    def error_page(request: Request, status: int, message: str,
+                   login: bool = False) -> Response:
+        if login:
+            here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            return page(request, "login.html", status=status, next=here, message=message)
+        return page(request, "error.html", status=status, code=status, message=message)
+
+    def refusal(scope: dict[str, Any], base: str, status: int, message: str,
+                login: bool) -> Response:
+        """The guard's refusal as a page (its login form for a missing token)."""
+        request = Request({**scope, "root_path": base})
+        resp = error_page(request, status, message, login)
+        if status == 401:
+            resp.headers["WWW-Authenticate"] = "Bearer"
+        return resp
+
+    r.error_page = error_page  # type: ignore[attr-defined]
+    r.refusal = refusal  # type: ignore[attr-defined]
     return r
+
+
+def _local(target: str, base: str) -> str:
+    """Where a login may send the browser next: a path of the reading room, never another
+    site (``//evil.example``, ``https://...``, a backslash trick)."""
+    if target.startswith(base + "/") and not target.startswith("//") \
+            and "\\" not in target and not urlsplit(target).netloc:
+        return target
+    return f"{base}/search"
 
 
 def _day(value: str) -> str | None:
@@ -382,14 +430,28 @@ def searchable_copy(doc: Any, options: Options) -> str | None:
 
 
 def app(archive_path: str | os.PathLike[str], *, token: str | None = None,
-        options: Options | None = None) -> FastAPI:
-    """A standalone app serving only the reading room (tests, and `serve` can reuse it)."""
-    settings = Settings(Path(archive_path), token=token, options=options or Options())
+        options: Options | None = None, allowed_hosts: tuple[str, ...] = (),
+        guarded: bool = True) -> FastAPI:
+    """The reading room as an app of its own: served alone (``uvicorn`` on
+    ``textsieve.ui.app(path)``), or mounted by ``textsieve serve`` at ``/ui`` (then
+    ``guarded=False``: the service's guard is in front of it already). ``token``: the
+    same rules as the service's (16+ visible characters); without one only loopback
+    names (and ``allowed_hosts``) are answered."""
+    policy = Policy(token=token, allowed_hosts=frozenset(allowed_hosts))
+    settings = Settings(Path(archive_path), policy=policy, options=options or Options())
     application = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     rt = router(settings)
     application.include_router(rt)
     install_error_pages(application, rt)
+    application.state.refusal = rt.refusal  # type: ignore[attr-defined]
+    if guarded:
+        application.add_middleware(Guard, policy=policy, public=PUBLIC,
+                                   pages={"": rt.refusal})  # type: ignore[attr-defined]
     return application
+
+
+# What the reading room shows without the token: the login form and its stylesheet.
+PUBLIC = ("/login", "/static/*")
 
 
 def install_error_pages(application: FastAPI, rt: APIRouter) -> None:
@@ -403,7 +465,21 @@ def install_error_pages(application: FastAPI, rt: APIRouter) -> None:
             resp.headers["WWW-Authenticate"] = "Bearer"
         return resp
 
+    @application.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
+        where = "; ".join(f"{e.get('loc', ('?',))[-1]}: {e.get('msg')}"
+                          for e in exc.errors())
+        return rt.error_page(request, 422,  # type: ignore[attr-defined]
+                             f"This address asks for something that is not there "
+                             f"({where or 'invalid request'}).")
+
     @application.exception_handler(ArchiveError)
     async def archive_error(request: Request, exc: ArchiveError) -> Response:
         return rt.error_page(request, 500, str(exc))  # type: ignore[attr-defined]
+
+    @application.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception) -> Response:
+        logger.exception("internal error on %s", request.url.path)
+        return rt.error_page(request, 500,  # type: ignore[attr-defined]
+                             f"internal error ({type(exc).__name__}); please report it")
 
