@@ -7,6 +7,7 @@ pages), so nothing is written to disk and nothing is re-decoded.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import warnings
@@ -27,9 +28,12 @@ if TYPE_CHECKING:
 # OCR needs ~12 bytes per pixel in all, so this bounds one page's OCR to ~450 MB where an
 # 81-megapixel poster scan took 640 MB. (25 megapixels lost the small print of that poster.)
 MAX_PAGE_PIXELS = 36_000_000
-MIN_IMAGE_SIDE = 1200  # images smaller than this (and of unknown or low dpi) are upscaled
+# The resolution Tesseract is told for an image page once its text is at the height it
+# reads best (prep.TARGET_GLYPH_PX): that of body text scanned at 300 dpi.
+HINT_DPI = 300
 TRUST_OSD = 5.0  # tesseract's orientation confidence above which we take its word
 _WORD = re.compile(r"[^\W\d_]{2,}")
+log = logging.getLogger(__name__)
 
 
 class _PdfPages:
@@ -153,7 +157,7 @@ class _ImagePages:
         except (OSError, SyntaxError, ValueError) as exc:
             raise ExtractionError(ErrorKind.CORRUPT, f"unreadable image: {exc}") from exc
 
-    def image(self, number: int) -> tuple[Image.Image, int]:
+    def image(self, number: int) -> tuple[Image.Image, int | None]:
         Image = self._Image
         try:
             with warnings.catch_warnings():
@@ -166,29 +170,13 @@ class _ImagePages:
             raise ExtractionError(ErrorKind.TOO_LARGE, f"image too large: {exc}") from exc
         except (OSError, SyntaxError, ValueError) as exc:
             raise ExtractionError(ErrorKind.CORRUPT, f"unreadable image: {exc}") from exc
-        frame = _flatten(frame)
-        dpi = _dpi(self.im.info.get("dpi"))
-        scale = 1.0
-        if dpi and dpi < 200:
-            scale = min(4.0, 300 / dpi)
-        elif not dpi and max(frame.size) < MIN_IMAGE_SIDE:
-            scale = min(4.0, MIN_IMAGE_SIDE / max(frame.size))
-        if scale > 1.05:  # small text reads far better upscaled (tesseract wants ~30 px caps)
-            size = (round(frame.width * scale), round(frame.height * scale))
-            frame = frame.resize(size, Image.Resampling.LANCZOS)
-            dpi = round((dpi or 300 / scale) * scale)
-        return frame, int(dpi or 300)
+        # No scaling here, whatever the image's resolution tag says (most real page
+        # images say 72 or 96 dpi whatever their size): the scale is chosen from the
+        # height of the text itself (prep.prepare).
+        return _flatten(frame), None
 
     def close(self) -> None:
         self.im.close()
-
-
-def _dpi(value: Any) -> float | None:
-    try:
-        x = float(value[0])
-    except (TypeError, ValueError, IndexError):
-        return None
-    return x if 50 <= x <= 5000 else None
 
 
 def _flatten(img: Image.Image) -> Image.Image:
@@ -216,6 +204,29 @@ def open_pages(src: Source, mime: str, options: Options) -> Iterator[_PdfPages |
         yield pager
     finally:
         pager.close()
+
+
+def read_page(pager: _PdfPages | _ImagePages, number: int, lang: str, *,
+              want_pdf: bool = False) -> PageOcr:
+    """Read one page: its pixels made ready (``prep.prepare``: scale from the height of
+    its text, background evened, clutter erased), then recognised the right way up."""
+    from . import prep
+
+    img, dpi = pager.image(number)
+    ready = prep.prepare(img)
+    # An image is read at its own pixels whatever its resolution tag says, a PDF page at
+    # the resolution it was rendered at, each then scaled for its text.
+    hint = HINT_DPI if dpi is None else max(50, round(dpi * ready.scale))
+    log.debug("page %s: glyphs %s px, scale %.3f, inverted %s, flattened %s, erased %s",
+              number, ready.glyph_px, ready.scale, ready.inverted, ready.flattened,
+              ready.erased)
+    result = read_upright(ready.image, lang, hint, want_pdf=want_pdf)
+    if dpi is None:
+        result.scale = ready.scale
+    else:
+        result.dpi = hint
+        result.scale = hint / 72
+    return result
 
 
 def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = False) -> PageOcr:

@@ -1,0 +1,343 @@
+"""Pixels made ready for tesseract: dark text on white, at the scale the text asks for.
+
+Real page images lie about their size: most carry a 96 or 72 dpi tag whatever their
+pixels, so a resolution tag says nothing about how large the type is. What Tesseract's
+recogniser cares about is the height of the glyphs in pixels; this module measures it on
+the page itself (the connected components of a binarised copy: most of them are letters)
+and scales the page so that its body text has the height Tesseract reads best at. The
+same pass finds what Tesseract reads as letters though they are none (dotted leaders,
+dotted and dashed box edges, ruled lines) and erases it, and evens out pages that are not
+black on white: light-on-dark regions are inverted, and tinted, textured or unevenly lit
+backgrounds are divided out, region by region, so Tesseract's global threshold sees one
+white paper everywhere.
+
+All of it is numpy and scipy.ndimage on the page's own pixels, a few tenths of a second
+for a 3,000-pixel page: far less than what reading a page at the wrong scale costs.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from PIL import Image
+
+log = logging.getLogger(__name__)
+
+# Median height of the glyph components (letters, digits) Tesseract reads best at, in
+# pixels: its LSTM lines are scaled to a fixed height anyway, so larger glyphs buy no
+# accuracy, only time in layout analysis; smaller ones lose strokes. Calibrated on
+# bench/ocr_devset.py pages (see bench/bench_ocr.py --only real).
+TARGET_GLYPH_PX = 26.0
+MIN_SCALE, MAX_SCALE = 0.25, 4.0
+KEEP = (0.8, 1.3)  # scales this close to 1 are not worth resampling the page for
+MAX_PIXELS = 36_000_000  # never make a page larger than this (memory, see raster.py)
+DARK_BACKGROUND = 105  # a region whose paper is darker than this holds light text
+CELL = 16  # background cells, in pixels of the input
+
+
+@dataclass
+class Prepared:
+    """A page ready to read, and what was measured and done to get it."""
+
+    image: Image.Image  # grey, dark text on white
+    scale: float  # pixels of ``image`` per pixel of the input
+    glyph_px: float | None  # median glyph height measured in the input, None: no text
+    inverted: bool = False  # light-on-dark regions were inverted
+    flattened: bool = False  # the background was divided out
+    erased: int = 0  # leader dots, dotted or dashed edges and rules taken out
+
+
+def prepare(img: Image.Image, *, scale: float | None = None) -> Prepared:
+    """``img`` (grey) made ready for Tesseract; ``scale`` forces the scale (a PDF page
+    already rendered at the resolution its text asks for), otherwise it is chosen from
+    the text."""
+    import numpy as np
+    from PIL import Image
+
+    a = np.asarray(img.convert("L") if img.mode != "L" else img)
+    flat, inverted, flattened = _even_background(a)
+    ink = flat < _threshold(flat)
+    glyph_px, erase = _components(ink)
+    if scale is None:
+        scale = choose_scale(glyph_px, a.shape[1], a.shape[0])
+    erased = 0
+    if erase is not None and erase.any():
+        flat = flat.copy() if flat is a else flat
+        flat[erase] = 255
+        erased = int(erase.sum())
+    out = Image.fromarray(flat) if (flat is not a) else img.convert("L")
+    if abs(scale - 1.0) > 1e-3:
+        size = (max(1, round(out.width * scale)), max(1, round(out.height * scale)))
+        out = out.resize(size, Image.Resampling.LANCZOS if scale > 1 else
+                         Image.Resampling.BOX, reducing_gap=None if scale > 1 else 2.0)
+    return Prepared(out, scale, glyph_px, inverted, flattened, erased)
+
+
+def choose_scale(glyph_px: float | None, width: int, height: int) -> float:
+    """The scale that brings the measured glyphs to ``TARGET_GLYPH_PX``: 1 when close
+    enough (or nothing was measured), bounded, and never above ``MAX_PIXELS``."""
+    if not glyph_px:
+        return 1.0
+    s = TARGET_GLYPH_PX / glyph_px
+    if KEEP[0] <= s <= KEEP[1]:
+        return 1.0
+    s = min(MAX_SCALE, max(MIN_SCALE, s))
+    s = min(s, math.sqrt(MAX_PIXELS / max(1, width * height)))
+    return round(s, 3)
+
+
+def measure(img: Image.Image) -> float | None:
+    """Median glyph height of ``img`` in pixels (None: no text found)."""
+    import numpy as np
+
+    a = np.asarray(img.convert("L") if img.mode != "L" else img)
+    flat, _, _ = _even_background(a)
+    return _components(flat < _threshold(flat), want_erase=False)[0]
+
+
+# -- background --------------------------------------------------------------------------
+
+def _even_background(a: np.ndarray) -> tuple[np.ndarray, bool, bool]:
+    """The page with its paper made white and its text dark: (pixels, inverted anything,
+    divided the background out). A page that is already dark text on even white paper is
+    returned as it is (the common case costs one coarse look).
+
+    Regions are the parts of the page whose paper has one shade (a slide's background, a
+    table's dark header row, a shaded box): on a coarse copy of the page, the median of a
+    few cells is the paper (text is the minority), and neighbouring cells of a similar
+    paper make a region. Each region votes: if what departs from its paper is mostly
+    lighter than it, its text is light and the region is turned over. Then the paper is
+    estimated again (a local maximum: the lightest the page gets nearby) and divided out,
+    which whitens tints, gradients, uneven light and most of a texture."""
+    import numpy as np
+    from PIL import Image
+    from scipy import ndimage
+
+    h, w = a.shape
+    red = max(2, min(h, w) // 320)
+    if min(h, w) < 8 * red:
+        return a, False, False
+    small = np.asarray(Image.fromarray(a).reduce(red)).astype(np.int16)
+    # Separable 5x5 median (rows, then columns): four times cheaper than the square one
+    # and as good at telling paper from the text on it.
+    paper = ndimage.median_filter(ndimage.median_filter(small, size=(1, 5), mode="nearest"),
+                                  size=(5, 1), mode="nearest")
+    levels = paper // 48
+    invert = np.zeros(small.shape, bool)
+    regions = np.zeros(small.shape, np.int32)
+    n = 0
+    for lev in np.unique(levels):  # one region per shade of paper and place
+        lab, k = ndimage.label(levels == lev)
+        regions[lab > 0] = lab[lab > 0] + n
+        n += k
+    dev = small - paper
+    lighter = ndimage.sum_labels(np.maximum(dev - 8, 0), regions, np.arange(1, n + 1))
+    darker = ndimage.sum_labels(np.maximum(-dev - 8, 0), regions, np.arange(1, n + 1))
+    size = ndimage.sum_labels(np.ones_like(dev), regions, np.arange(1, n + 1))
+    # Only regions large enough to hold a line of text vote. A smaller one is the inside
+    # of a bold letter, the paper between the letters of a large line, a speck of a
+    # picture: it goes with the nearest large region (the slide or band around it).
+    large = size >= max(150, 0.002 * small.size)
+    flip = np.concatenate(([False], (lighter > 1.3 * darker) & large))
+    if flip.any():
+        is_large = np.concatenate(([False], large))[regions]
+        if is_large.all():
+            invert = flip[regions]
+        elif is_large.any():
+            iy, ix = ndimage.distance_transform_edt(~is_large, return_distances=False,
+                                                    return_indices=True)
+            invert = flip[regions[iy, ix]]
+    main = int(np.argmax(size)) if n else 0
+    if not invert.any() and n and size[main] >= 0.97 * small.size and \
+            paper.min() >= 190 and int(paper.max()) - int(paper.min()) <= 40:
+        return a, False, False  # white, evenly lit paper: Tesseract needs no help
+    fixed_small = np.where(invert, 255 - small, small).astype(np.uint8)
+    lightest = ndimage.maximum_filter(fixed_small, size=5, mode="nearest")
+    lightest = ndimage.uniform_filter(lightest, size=5, mode="nearest")
+    big_paper = np.asarray(Image.fromarray(np.maximum(lightest, 24)).resize(
+        (w, h), Image.Resampling.BILINEAR))
+    x = a
+    if invert.any():
+        big_inv = np.asarray(Image.fromarray(invert.astype(np.uint8) * 255).resize(
+            (w, h), Image.Resampling.NEAREST)) > 127
+        x = np.where(big_inv, 255 - a, a)
+    out = np.minimum(x.astype(np.uint16) * 255 // big_paper, 255).astype(np.uint8)
+    return out, bool(invert.any()), True
+
+
+def _threshold(a: np.ndarray) -> int:
+    """Otsu's threshold of the page (on a subsample: the histogram is all it needs)."""
+    import numpy as np
+
+    sample = a[::4, ::4]
+    hist = np.bincount(sample.ravel(), minlength=256).astype(np.float64)
+    total = hist.sum()
+    if total == 0:
+        return 128
+    levels = np.arange(256)
+    w0 = np.cumsum(hist)
+    m0 = np.cumsum(hist * levels)
+    w1 = total - w0
+    mean_all = m0[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = (mean_all * w0 / total - m0) ** 2 / (w0 * w1)
+    between[~np.isfinite(between)] = 0
+    t = int(np.argmax(between))
+    return max(t, 1)
+
+
+# -- components ---------------------------------------------------------------------------
+
+def _components(ink: np.ndarray, want_erase: bool = True
+                ) -> tuple[float | None, np.ndarray | None]:
+    """Median glyph height, and the pixels to erase (leaders, dotted/dashed lines, rules).
+
+    Glyphs: components neither tiny (specks) nor huge (pictures, frames), not much wider
+    than tall, with some ink in their box, and not part of a run of dots (a dotted table
+    has thousands of them, and they would drag the median down to their size). The
+    median height of the glyphs sits near the x-height of the body text (a little
+    above), whatever the typeface."""
+    import numpy as np
+    from scipy import ndimage
+
+    labels, n = ndimage.label(ink, structure=np.ones((3, 3), bool))
+    if n == 0:
+        return None, None
+    boxes = ndimage.find_objects(labels)
+    hs = np.fromiter((s[0].stop - s[0].start for s in boxes), np.int32, n)
+    ws = np.fromiter((s[1].stop - s[1].start for s in boxes), np.int32, n)
+    ys = np.fromiter((s[0].start + s[0].stop for s in boxes), np.float32, n) / 2
+    xs = np.fromiter((s[1].start + s[1].stop for s in boxes), np.float32, n) / 2
+    area = np.bincount(labels.ravel(), minlength=n + 1)[1:]
+    fill = area / (hs * ws)
+    comps = _Comps(hs, ws, ys, xs, fill)
+    # Solid dots and dashes in even runs, whatever the text size (a gap of up to six
+    # times their own size): leaders, dotted rules, dotted boxes.
+    solid = np.flatnonzero((fill >= 0.45) & (hs <= 2.2 * ws) & (hs <= 48) & (area >= 2))
+    dots = np.zeros(n, bool)
+    if len(solid) >= RUN:
+        gap = 6.0 * np.maximum(hs, ws)
+        dots[_runs(comps, solid, gap, across_y=True)] = True
+        dots[_runs(comps, solid, gap, across_y=False)] = True
+    page_h = ink.shape[0]
+    glyph = (hs >= 5) & (hs <= page_h / 6) & (ws <= 3 * hs) & (ws >= 2) & (fill >= 0.12) \
+        & ~dots
+    glyph_px = None if glyph.sum() < 20 else float(np.median(hs[glyph]))
+    if not want_erase or glyph_px is None:
+        return glyph_px, None
+    return glyph_px, _clutter(labels, boxes, comps, area, dots, glyph_px)
+
+
+@dataclass
+class _Comps:
+    """The connected components of a page: box heights and widths, centres, ink fill."""
+
+    hs: np.ndarray
+    ws: np.ndarray
+    ys: np.ndarray
+    xs: np.ndarray
+    fill: np.ndarray
+
+
+def _clutter(labels: np.ndarray, boxes: list, c: _Comps, area: np.ndarray,
+             dots: np.ndarray, glyph_px: float) -> np.ndarray | None:
+    """What Tesseract would read as letters though it is none: runs of dots or dashes
+    (leaders, dotted or dashed rules and box edges), long thin rules and the lines of
+    table grids and frames.
+
+    A dot or dash: a small, solid component well below the glyph height. It is clutter
+    when at least ``RUN`` of the same size sit evenly spaced in a row or a column: a
+    period, an ``i``'s dot or the letters of small print never do (their sizes and
+    spacing vary, and letters are not solid). A rule: a component far longer than a glyph
+    and a stroke or two thick. A frame: a large, mostly empty component; only its long
+    straight runs are erased, so text that touches a grid line keeps its letters."""
+    import numpy as np
+
+    hs, ws = c.hs, c.ws
+    erase_ids: list[int] = []
+    small = np.flatnonzero(dots & (hs <= 0.45 * glyph_px) & (ws <= 1.6 * glyph_px))
+    if len(small) >= RUN:
+        erase_ids += _runs(c, small, np.full(len(hs), 1.6 * glyph_px), across_y=True)
+        erase_ids += _runs(c, small, np.full(len(hs), 1.0 * glyph_px), across_y=False)
+    thin = max(2.0, 0.3 * glyph_px)
+    long_ = 6 * glyph_px
+    erase_ids += np.flatnonzero(((ws >= long_) & (hs <= thin))
+                                | ((hs >= long_) & (ws <= thin))).tolist()
+    mask = None
+    if erase_ids:
+        keep = np.zeros(len(hs) + 1, bool)
+        keep[np.asarray(erase_ids) + 1] = True
+        mask = keep[labels]
+    frames = np.flatnonzero((ws >= long_) & (hs >= long_) & (c.fill < 0.08))
+    for i in frames.tolist():
+        sl = boxes[i]
+        comp = labels[sl] == i + 1
+        lines = np.zeros_like(comp)
+        lines[comp.sum(axis=1) >= 0.5 * comp.shape[1], :] = True
+        lines[:, comp.sum(axis=0) >= 0.5 * comp.shape[0]] = True
+        lines &= comp
+        if lines.any():
+            if mask is None:
+                mask = np.zeros(labels.shape, bool)
+            mask[sl] |= lines
+    return mask
+
+
+RUN = 5  # dots or dashes in a row that make a leader or a dotted line
+
+
+def _runs(c: _Comps, idx: np.ndarray, max_gap: np.ndarray, *, across_y: bool) -> list[int]:
+    """The components of ``idx`` that form runs of ``RUN`` or more along a row
+    (``across_y``: centres at one height) or a column: alike in size, evenly spaced, no
+    gap above ``max_gap`` of the run's first member."""
+    import numpy as np
+
+    across, along = (c.ys, c.xs) if across_y else (c.xs, c.ys)
+    size_across, size_along = (c.hs, c.ws) if across_y else (c.ws, c.hs)
+    sub_across = across[idx]
+    tol = np.maximum(1.5, 0.5 * size_across[idx])
+    order = idx[np.lexsort((along[idx], np.round(sub_across / 2.0)))]
+    out: list[int] = []
+    i, n = 0, len(order)
+    while i < n:
+        first = order[i]
+        band = [int(first)]
+        j = i + 1
+        while j < n and abs(across[order[j]] - across[first]) <= tol.max():
+            band.append(int(order[j]))
+            j += 1
+        band.sort(key=lambda k: along[k])
+        run: list[int] = []
+        for k in band:
+            if run and _continues(run, k, across, along, size_across, size_along, max_gap):
+                run.append(k)
+                continue
+            if len(run) >= RUN:
+                out += run
+            run = [k]
+        if len(run) >= RUN:
+            out += run
+        i = j
+    return out
+
+
+def _continues(run: list[int], k: int, across: np.ndarray, along: np.ndarray,
+               size_across: np.ndarray, size_along: np.ndarray, max_gap: np.ndarray) -> bool:
+    first = run[0]
+    for sizes in (size_across, size_along):
+        if abs(int(sizes[k]) - int(sizes[first])) > max(1, 0.3 * sizes[first]):
+            return False
+    if abs(across[k] - across[run[-1]]) > max(1.5, 0.5 * size_across[first]):
+        return False
+    gap = along[k] - along[run[-1]]
+    if not 0 < gap <= max_gap[first]:
+        return False
+    if len(run) >= 2:
+        prev = along[run[-1]] - along[run[-2]]
+        return abs(gap - prev) <= 0.25 * prev + 1
+    return True
