@@ -388,8 +388,13 @@ def dev_pages(split: str) -> list[tuple[Path, str, str]]:
             for e in json.loads((folder / "index.json").read_text())]
 
 
-def real_world(split: str, limit: int | None = None, verbose: bool = False) -> None:
+def real_world(split: str, limit: int | None = None, verbose: bool = False,
+               cached_peer: bool = False, kinds: str | None = None) -> None:
     pages = dev_pages(split)[:limit]
+    if kinds:
+        pages = [p for p in pages if p[1].split("-")[0] in kinds.split(",")]
+    cache_path = DEVSET / split / "tesseract-cache.json"
+    cache = json.loads(cache_path.read_text()) if cached_peer and cache_path.exists() else {}
     if not pages:
         print(f"  no pages: make them with bench/ocr_devset.py --split {split} (docstring)")
         return
@@ -397,7 +402,12 @@ def real_world(split: str, limit: int | None = None, verbose: bool = False) -> N
     totals = {"tesseract": [0, 0, 0, 0.0], "textsieve": [0, 0, 0, 0.0]}
     by_kind: dict[str, dict[str, list[float]]] = {}
     for path, kind, truth in pages:
-        t_text, t_cpu = plain_tesseract(path)
+        if path.name in cache:  # --cached-peer: while tuning, not for reported figures
+            t_text, t_cpu = cache[path.name]
+        else:
+            t_text, t_cpu = plain_tesseract(path)
+            cache[path.name] = [t_text, t_cpu]
+            cache_path.write_text(json.dumps(cache))
         s_text, s_cpu, extra = textsieve_image(path)
         row = []
         for name, text, sec in (("tesseract", t_text, t_cpu), ("textsieve", s_text, s_cpu)):
@@ -446,11 +456,27 @@ def main() -> None:
                     help="the real-world pages: the development split or the one held aside")
     ap.add_argument("--limit", type=int, help="score only the first N real-world pages")
     ap.add_argument("-v", "--verbose", action="store_true", help="a line per real page")
+    ap.add_argument("--kinds", help="only these page kinds, comma-separated (slide,table...)")
+    ap.add_argument("--cached-peer", action="store_true",
+                    help="reuse plain tesseract's last readings of the real pages (tuning "
+                         "only: reported figures run it side by side)")
+    ap.add_argument("--target", type=float,
+                    help="tuning: the glyph height in pixels pages are scaled to")
+    ap.add_argument("--no-second-look", action="store_true",
+                    help="ablation: textsieve without its second look at weak lines")
     args = ap.parse_args()
+    if args.target:
+        from textsieve.ocr import prep
+
+        prep.TARGET_GLYPH_PX = args.target
+    if args.no_second_look:
+        from textsieve.ocr import reread
+
+        reread.LOW_CONF = -1.0
     if args.only != "synthetic":
         print(f"== real-world page kinds (bench/ocr_devset.py, split {args.split!r}): "
               "plain tesseract vs textsieve, one page after the other")
-        real_world(args.split, args.limit, args.verbose)
+        real_world(args.split, args.limit, args.verbose, args.cached_peer, args.kinds)
         if args.only == "real":
             return
         print()

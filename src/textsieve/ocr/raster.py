@@ -19,7 +19,8 @@ from .. import detection as d
 from ..model import ErrorKind, ExtractionError
 from ..options import Options
 from ..source import Source
-from . import PageOcr, engine
+from . import PageOcr, engine, reread
+from .layout import tables as layout_tables
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -245,17 +246,57 @@ def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = Fals
         sparse = engine.recognize(img, lang, dpi=dpi, want_pdf=want_pdf, psm=engine.PSM_SPARSE)
         if _score(sparse) > _score(first):
             first = sparse
-    if _reads_well(first):
-        return PageOcr(0, text=first.text, confidence=first.confidence, pdf=first.pdf)
-    angle = _orientation(img, lang, dpi)
-    best, best_angle = first, 0
-    if angle:
-        turned = engine.recognize(img.rotate(angle, expand=True), lang, dpi=dpi,
-                                  want_pdf=want_pdf)
-        if _score(turned) > _score(first):
-            best, best_angle = turned, angle
+    best, best_angle, best_img = first, 0, img
+    if not _reads_well(first):
+        angle = _orientation(img, lang, dpi)
+        if angle:
+            turned_img = img.rotate(angle, expand=True)
+            turned = engine.recognize(turned_img, lang, dpi=dpi, want_pdf=want_pdf)
+            if _score(turned) > _score(first):
+                best, best_angle, best_img = turned, angle, turned_img
+    try:
+        best = _tables_as_blocks(best_img, best, lang, dpi)
+        best, _ = reread.second_look(best_img, best, lang, dpi)
+    except Exception:  # a second look only ever improves a reading: never lose the first
+        log.warning("second look at weak lines failed", exc_info=True)
     return PageOcr(0, text=best.text, confidence=best.confidence, rotation=best_angle,
                    pdf=best.pdf)
+
+
+def _tables_as_blocks(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int
+                      ) -> engine.Recognized:
+    """The page segmentation chosen per region: where the automatic one found a table
+    (``layout.tables``), the table is read again as one uniform block of text
+    (``--psm 6``). Each reading misses what the other gets: the automatic one cuts the
+    cells into columns and drops what falls between (a lone page number, the first
+    digit of right-aligned prices); the block one keeps every row but stumbles on a
+    number far from its label. So the two are merged word by word (``layout.fuse``):
+    where they overlap the more confident word is kept, where only one read something
+    its word is taken, and the table comes out row by row."""
+    from .layout import fuse, text_of
+
+    if not rec.lines:
+        return rec
+    lines = list(rec.lines)
+    changed = False
+    # Last table first, so that the line indices of the others still hold.
+    for box, ids in sorted(layout_tables(lines), key=lambda t: -min(t[1])):
+        h = max(1, min(lines[i].box[3] - lines[i].box[1] for i in ids))
+        x0, y0 = max(0, box[0] - h), max(0, box[1] - h // 2)
+        x1, y1 = min(img.width, box[2] + h), min(img.height, box[3] + h // 2)
+        again = engine.recognize(img.crop((x0, y0, x1, y1)), lang, dpi=dpi,
+                                 psm=engine.PSM_BLOCK)
+        if not again.lines:
+            continue
+        rows = fuse([lines[i] for i in ids], again.lines, (x0, y0), lines[ids[0]].block)
+        keep = [ln for i, ln in enumerate(lines) if i not in set(ids)]
+        at = min(ids)
+        lines = keep[:at] + rows + keep[at:]
+        changed = True
+    if changed:
+        rec.lines = lines
+        rec.text = text_of(lines)
+    return rec
 
 
 def _reads_well(rec: engine.Recognized) -> bool:
