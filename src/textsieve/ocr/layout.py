@@ -5,14 +5,14 @@ the other. On an article that is right: each column is a block. On a table, a fo
 receipt or a line-numbered court filing it is wrong: the labels come out as one block and
 the values as another, the line numbers apart from their lines, and a reader (or a search
 for "Total 194.92") gets the words in an order that no longer says anything. Segmenting
-such pages as one block instead (``--psm 4/6``) reads them in rows but runs columns of an
-article together; and which kind of page it is, is known only after the layout is found.
+such pages as one block instead (``--psm 6``) reads them in rows but runs the columns of
+an article together; and which kind of page it is, is known only once its layout is.
 
-So the page is read once, with automatic segmentation, and its words are ordered here:
-blocks that sit side by side on the same rows, where at least one of them is narrow (a
-column of cells, labels, prices, line numbers: lines of a few words), are read together,
-row by row; every other block keeps Tesseract's order. Columns of an article (wide lines
-on both sides) are never merged.
+So the page is read with automatic segmentation and its words are kept with their boxes.
+When many of its lines are rows of cells (a short line beside a line of another block on
+the same row: a label and its value, an item and its price, a number and its line), the
+blocks holding them are read together, row by row; every other block keeps Tesseract's
+order. Two columns of an article (long lines on both sides) are never merged.
 """
 
 from __future__ import annotations
@@ -61,8 +61,7 @@ class _Block:
                 max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
-NARROW_WORDS = 3  # a block whose lines have at most this many words (median) is a column
-ROWS_SHARED = 2  # lines on the same rows that tie two blocks into one table
+NARROW_WORDS = 3  # a line of at most this many words beside another is a row of cells
 
 
 def text_of(lines: list[Line]) -> str:
@@ -72,7 +71,7 @@ def text_of(lines: list[Line]) -> str:
     blocks: dict[int, _Block] = {}
     for ln in lines:
         blocks.setdefault(ln.block, _Block(ln.block)).lines.append(ln)
-    groups = _tables(list(blocks.values()))
+    groups = _groups(list(blocks.values()), _table_blocks(lines))
     out: list[str] = []
     for group in groups:
         if len(group) == 1:
@@ -90,21 +89,49 @@ def text_of(lines: list[Line]) -> str:
 
 
 def tables(lines: list[Line]) -> list[tuple[tuple[int, int, int, int], list[int]]]:
-    """The regions of a page that are tables (blocks side by side on common rows, one of
-    them narrow): each its box and the indices in ``lines`` of the lines it holds."""
-    blocks: dict[int, _Block] = {}
-    for ln in lines:
-        blocks.setdefault(ln.block, _Block(ln.block)).lines.append(ln)
-    out = []
-    for group in _tables(list(blocks.values())):
-        if len(group) < 2:
-            continue
-        ids = {b.index for b in group}
-        boxes = [b.box for b in group]
-        box = (min(b[0] for b in boxes), min(b[1] for b in boxes),
-               max(b[2] for b in boxes), max(b[3] for b in boxes))
-        out.append((box, [i for i, ln in enumerate(lines) if ln.block in ids]))
-    return out
+    """The table of a page, if it has one: its box and the indices in ``lines`` of the
+    lines it holds (every line of the blocks that hold its cells)."""
+    blocks = _table_blocks(lines)
+    if not blocks:
+        return []
+    ids = [i for i, ln in enumerate(lines) if ln.block in blocks]
+    boxes = [lines[i].box for i in ids]
+    box = (min(b[0] for b in boxes), min(b[1] for b in boxes),
+           max(b[2] for b in boxes), max(b[3] for b in boxes))
+    return [(box, ids)]
+
+
+def _table_blocks(lines: list[Line]) -> set[int]:
+    """The blocks that hold a table's cells: a line is a row of cells when a line of
+    another block stands beside it on the same row and one of the two is short (a label
+    and its value, an item and its price, a line number and its line, a title and its
+    page number). Two columns of an article stand side by side too, but with long lines
+    on both sides; a heading beside a column is one row among many. A page is a table
+    (in part) when at least ``TABLE_SHARE`` of its lines are such rows."""
+    cells: set[int] = set()
+    blocks: set[int] = set()
+    order = sorted(range(len(lines)), key=lambda i: lines[i].box[1])
+    for pos, i in enumerate(order):
+        a = lines[i]
+        ay0, ay1 = a.box[1], a.box[3]
+        for j in order[pos + 1:]:
+            b = lines[j]
+            by0, by1 = b.box[1], b.box[3]
+            if by0 >= ay1:
+                break
+            if a.block == b.block or (a.box[0] < b.box[2] and b.box[0] < a.box[2]):
+                continue
+            if min(ay1, by1) - max(ay0, by0) <= 0.5 * min(ay1 - ay0, by1 - by0):
+                continue
+            if min(len(a.words), len(b.words)) <= NARROW_WORDS:
+                cells.update((i, j))
+                blocks.update((a.block, b.block))
+    if len(cells) < max(3, TABLE_SHARE * len(lines)):
+        return set()
+    return blocks
+
+
+TABLE_SHARE = 0.4
 
 
 def fuse(first: list[Line], second: list[Line], offset: tuple[int, int], block: int
@@ -147,52 +174,19 @@ def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> int:
     return w * h if w > 0 and h > 0 else 0
 
 
-def _tables(blocks: list[_Block]) -> list[list[_Block]]:
-    """Blocks grouped: those that share rows with a narrow neighbour go together (in
-    the order of the first of them), every other block alone."""
-    parent = list(range(len(blocks)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    narrow = [_narrow(b) for b in blocks]
-    for i in range(len(blocks)):
-        for j in range(i + 1, len(blocks)):
-            if (narrow[i] or narrow[j]) and _side_by_side(blocks[i], blocks[j]):
-                parent[find(j)] = find(i)
-    groups: dict[int, list[_Block]] = {}
-    for i, b in enumerate(blocks):
-        groups.setdefault(find(i), []).append(b)
-    return sorted(groups.values(), key=lambda g: min(b.index for b in g))
-
-
-def _narrow(b: _Block) -> bool:
-    counts = sorted(len(ln.words) for ln in b.lines)
-    return counts[len(counts) // 2] <= NARROW_WORDS
-
-
-def _side_by_side(a: _Block, b: _Block) -> bool:
-    """Two blocks apart horizontally with at least ``ROWS_SHARED`` lines on common rows
-    (or all their lines, for a block of one)."""
-    ab, bb = a.box, b.box
-    if ab[0] < bb[2] and bb[0] < ab[2]:  # they overlap horizontally: one above the other
-        return False
-    need = min(ROWS_SHARED, len(a.lines), len(b.lines))
-    shared = 0
-    for la in a.lines:
-        ya0, ya1 = la.box[1], la.box[3]
-        for lb in b.lines:
-            yb0, yb1 = lb.box[1], lb.box[3]
-            overlap = min(ya1, yb1) - max(ya0, yb0)
-            if overlap > 0.5 * min(ya1 - ya0, yb1 - yb0):
-                shared += 1
-                break
-        if shared >= need:
-            return True
-    return False
+def _groups(blocks: list[_Block], table: set[int]) -> list[list[_Block]]:
+    """The blocks in reading order: the table's blocks together (where its first block
+    was), every other block alone."""
+    groups: list[list[_Block]] = []
+    together: list[_Block] = []
+    for b in blocks:
+        if b.index in table:
+            if not together:
+                groups.append(together)
+            together.append(b)
+        else:
+            groups.append([b])
+    return groups
 
 
 def _rows(lines: list[Line]) -> list[list[Word]]:

@@ -46,16 +46,20 @@ class _PdfPages:
         self._cm = open_document(src, options.password)
         self.pdf: Any = self._cm.__enter__()
         self.dpi = options.ocr_dpi
+        self.rendered = True
         self._pdfium = pdfium
 
-    def image(self, number: int) -> tuple[Image.Image, int]:
+    def image(self, number: int, dpi: float | None = None) -> tuple[Image.Image, int]:
+        """The page in grey: a scan's own pixels, or rendered (at ``dpi``, or at the
+        scan's resolution, or at the configured one). ``rendered``: which it was."""
         page = self.pdf[number - 1]
         try:
             w, h = page.get_size()  # points, after /Rotate
-            native = _native_scan(page, w, h)
+            native = _native_scan(page, w, h) if dpi is None else None
+            self.rendered = native is None
             if native is not None:
                 return native
-            dpi: float = _scan_dpi(page, w, h) or self.dpi
+            dpi = dpi or _scan_dpi(page, w, h) or self.dpi
             pixels = (w / 72 * dpi) * (h / 72 * dpi)
             if pixels > MAX_PAGE_PIXELS:
                 dpi = int(dpi * math.sqrt(MAX_PAGE_PIXELS / pixels))
@@ -215,13 +219,18 @@ def read_page(pager: _PdfPages | _ImagePages, number: int, lang: str, *,
 
     img, dpi = pager.image(number)
     ready = prep.prepare(img)
+    if isinstance(pager, _PdfPages) and pager.rendered and ready.scale > 1:
+        # Small print on a rendered page: rendered again at the resolution its text asks
+        # for, which draws vector text sharper than enlarging the bitmap would.
+        img, dpi = pager.image(number, dpi=dpi * ready.scale)
+        ready = prep.prepare(img, scale=1.0)
     # An image is read at its own pixels whatever its resolution tag says, a PDF page at
     # the resolution it was rendered at, each then scaled for its text.
     hint = HINT_DPI if dpi is None else max(50, round(dpi * ready.scale))
     log.debug("page %s: glyphs %s px, scale %.3f, inverted %s, flattened %s, erased %s",
               number, ready.glyph_px, ready.scale, ready.inverted, ready.flattened,
               ready.erased)
-    result = read_upright(ready.image, lang, hint, want_pdf=want_pdf)
+    result = read_upright(ready.image, lang, hint, want_pdf=want_pdf, glyphs=ready.glyphs)
     if dpi is None:
         result.scale = ready.scale
     else:
@@ -230,7 +239,8 @@ def read_page(pager: _PdfPages | _ImagePages, number: int, lang: str, *,
     return result
 
 
-def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = False) -> PageOcr:
+def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = False,
+                 glyphs: Any = None) -> PageOcr:
     """Recognise a page whatever way up it was scanned, paying for orientation only when
     the page does not read well as it lies.
 
@@ -255,7 +265,8 @@ def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = Fals
             if _score(turned) > _score(first):
                 best, best_angle, best_img = turned, angle, turned_img
     try:
-        best = _tables_as_blocks(best_img, best, lang, dpi)
+        best = _tables_as_blocks(best_img, best, lang, dpi,
+                                 glyphs if best_angle == 0 else None)
         best, _ = reread.second_look(best_img, best, lang, dpi)
     except Exception:  # a second look only ever improves a reading: never lose the first
         log.warning("second look at weak lines failed", exc_info=True)
@@ -263,17 +274,19 @@ def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = Fals
                    pdf=best.pdf)
 
 
-def _tables_as_blocks(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int
-                      ) -> engine.Recognized:
-    """The page segmentation chosen per region: where the automatic one found a table
-    (``layout.tables``), the table is read again as one uniform block of text
-    (``--psm 6``). Each reading misses what the other gets: the automatic one cuts the
-    cells into columns and drops what falls between (a lone page number, the first
-    digit of right-aligned prices); the block one keeps every row but stumbles on a
-    number far from its label. So the two are merged word by word (``layout.fuse``):
-    where they overlap the more confident word is kept, where only one read something
-    its word is taken, and the table comes out row by row."""
-    from .layout import fuse, text_of
+def _tables_as_blocks(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int,
+                      glyphs: Any = None) -> engine.Recognized:
+    """Tables read in rows, each row again where the first reading fell short.
+
+    Automatic page segmentation cuts a table into columns and drops what falls between
+    them (a lone page number, the first digit of right-aligned prices), or reads a column
+    of digits as vertical text. Where it found a table (``layout.tables``), the table's
+    words are put in rows, and a row with ink no word covers (``glyphs``, from
+    prep.prepare) or a word read with little confidence is read again as one line across
+    the whole table (``--psm 7``). The two readings of the row are merged word by word
+    (``layout.fuse``): where they overlap the more confident word is kept, where only one
+    read something its word is taken. Rows that read well cost nothing more."""
+    from .layout import Line, fuse, text_of
 
     if not rec.lines:
         return rec
@@ -281,14 +294,22 @@ def _tables_as_blocks(img: Image.Image, rec: engine.Recognized, lang: str, dpi: 
     changed = False
     # Last table first, so that the line indices of the others still hold.
     for box, ids in sorted(layout_tables(lines), key=lambda t: -min(t[1])):
-        h = max(1, min(lines[i].box[3] - lines[i].box[1] for i in ids))
-        x0, y0 = max(0, box[0] - h), max(0, box[1] - h // 2)
-        x1, y1 = min(img.width, box[2] + h), min(img.height, box[3] + h // 2)
-        again = engine.recognize(img.crop((x0, y0, x1, y1)), lang, dpi=dpi,
-                                 psm=engine.PSM_BLOCK)
-        if not again.lines:
-            continue
-        rows = fuse([lines[i] for i in ids], again.lines, (x0, y0), lines[ids[0]].block)
+        block = lines[ids[0]].block
+        rows: list[Line] = []
+        for row in fuse([lines[i] for i in ids], [], (0, 0), block):
+            _x0, y0, _x1, y1 = row.box
+            band = (box[0], y0, box[2], y1)
+            weak = min(w.conf for w in row.words) < SURE or glyphs is None or \
+                _missed(glyphs, [row], band) > 0
+            if weak:
+                h = max(1, y1 - y0)
+                crop = (max(0, box[0] - h), max(0, y0 - h // 2), min(img.width, box[2] + h),
+                        min(img.height, y1 + h // 2))
+                words = engine.read_line(img.crop(crop), lang, dpi=dpi)
+                if words:
+                    rows += fuse([row], [Line(words, block, -1)], crop[:2], block)
+                    continue
+            rows.append(row)
         keep = [ln for i, ln in enumerate(lines) if i not in set(ids)]
         at = min(ids)
         lines = keep[:at] + rows + keep[at:]
@@ -297,6 +318,29 @@ def _tables_as_blocks(img: Image.Image, rec: engine.Recognized, lang: str, dpi: 
         rec.lines = lines
         rec.text = text_of(lines)
     return rec
+
+
+SURE = 70.0  # a word read with this confidence needs no second reading of its table
+
+
+def _missed(glyphs: Any, lines: list, box: tuple[int, int, int, int]) -> int:
+    """How many of the glyphs inside ``box`` no word of ``lines`` covers (what the
+    reading dropped: a lone page number, a price's first digit)."""
+    import numpy as np
+
+    cx = (glyphs[:, 0] + glyphs[:, 2]) // 2
+    cy = (glyphs[:, 1] + glyphs[:, 3]) // 2
+    inside = (cx >= box[0]) & (cx < box[2]) & (cy >= box[1]) & (cy < box[3])
+    if not inside.any():
+        return 0
+    cx, cy = cx[inside] - box[0], cy[inside] - box[1]
+    grid = np.zeros(((box[3] - box[1]) // 4 + 2, (box[2] - box[0]) // 4 + 2), bool)
+    for ln in lines:
+        for w in ln.words:
+            x0, y0, x1, y1 = w.box
+            grid[max(0, y0 - box[1] - 3) // 4:(y1 - box[1] + 3) // 4 + 1,
+                 max(0, x0 - box[0] - 3) // 4:(x1 - box[0] + 3) // 4 + 1] = True
+    return int((~grid[cy // 4, cx // 4]).sum())
 
 
 def _reads_well(rec: engine.Recognized) -> bool:
