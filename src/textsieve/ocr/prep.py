@@ -18,7 +18,6 @@ for a 3,000-pixel page: far less than what reading a page at the wrong scale cos
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,7 +33,10 @@ log = logging.getLogger(__name__)
 # bench/ocr_devset.py pages (see bench/bench_ocr.py --only real).
 TARGET_GLYPH_PX = 22.0
 MIN_SCALE, MAX_SCALE = 0.25, 4.0
-KEEP = (0.8, 1.3)  # scales this close to 1 are not worth resampling the page for
+# Scales in this range are not worth resampling the page for. Upwards the range is wide:
+# glyphs of 12 pixels read as well as larger ones, and resampling a scan by an uneven
+# factor blurs and shifts its strokes (more character errors on 200-dpi scans).
+KEEP = (0.8, 1.8)
 MAX_PIXELS = 36_000_000  # never make a page larger than this (memory, see raster.py)
 DARK_BACKGROUND = 105  # a region whose paper is darker than this holds light text
 CELL = 16  # background cells, in pixels of the input
@@ -95,9 +97,12 @@ def choose_scale(glyph_px: float | None, width: int, height: int) -> float:
     s = TARGET_GLYPH_PX / glyph_px
     if KEEP[0] <= s <= KEEP[1]:
         return 1.0
-    s = min(MAX_SCALE, max(MIN_SCALE, s))
-    s = min(s, math.sqrt(MAX_PIXELS / max(1, width * height)))
-    return round(s, 3)
+    if s > 1:  # enlarged by a whole factor: each pixel becomes an even block of pixels
+        s = float(min(MAX_SCALE, round(s)))
+        while s > 1 and s * s * width * height > MAX_PIXELS:
+            s -= 1
+        return max(1.0, s)
+    return round(max(MIN_SCALE, s), 3)
 
 
 def measure(img: Image.Image) -> float | None:

@@ -46,7 +46,8 @@ class _PdfPages:
         self._cm = open_document(src, options.password)
         self.pdf: Any = self._cm.__enter__()
         self.dpi = options.ocr_dpi
-        self.rendered = True
+        self.rendered = True  # the last page was rendered (not a scan's own pixels)
+        self.scan = False  # the last page is a scan (rendered at its own resolution or not)
         self._pdfium = pdfium
 
     def image(self, number: int, dpi: float | None = None) -> tuple[Image.Image, int]:
@@ -58,8 +59,12 @@ class _PdfPages:
             native = _native_scan(page, w, h) if dpi is None else None
             self.rendered = native is None
             if native is not None:
+                self.scan = True
                 return native
-            dpi = dpi or _scan_dpi(page, w, h) or self.dpi
+            if dpi is None:
+                scan = _scan_dpi(page, w, h)
+                self.scan = scan is not None
+                dpi = scan or self.dpi
             pixels = (w / 72 * dpi) * (h / 72 * dpi)
             if pixels > MAX_PAGE_PIXELS:
                 dpi = int(dpi * math.sqrt(MAX_PAGE_PIXELS / pixels))
@@ -219,6 +224,13 @@ def read_page(pager: _PdfPages | _ImagePages, number: int, lang: str, *,
 
     img, dpi = pager.image(number)
     ready = prep.prepare(img)
+    if isinstance(pager, _PdfPages) and pager.scan and ready.scale < 1:
+        # A scan read smaller: at a whole fraction of its resolution (600 -> 300 dpi), so
+        # its pixels are averaged evenly, not resampled.
+        whole = 1 / max(1, round(1 / ready.scale))
+        if whole < 1:
+            img, dpi = pager.image(number, dpi=dpi * whole)
+        ready = prep.prepare(img, scale=1.0)
     if isinstance(pager, _PdfPages) and pager.rendered and ready.scale > 1:
         # Small print on a rendered page: rendered again at the resolution its text asks
         # for, which draws vector text sharper than enlarging the bitmap would.
