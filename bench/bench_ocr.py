@@ -1,6 +1,19 @@
 """OCR throughput and accuracy, side by side in one run, on the same generated scans.
 
-Run by hand: ``.venv/bin/python bench/bench_ocr.py [--pages 10] [--cores N] [--held-out]``.
+Run by hand: ``.venv/bin/python bench/bench_ocr.py [--pages 10] [--cores N] [--held-out]``
+(both parts below), ``--only real [--split aside] [-v]`` or ``--only synthetic``.
+
+Part one, real-world page kinds: the pages of bench/ocr_devset.py (articles, tables,
+leaders, forms, charts, slides, receipts, court filings, letters, screenshots; wrong DPI
+tags; made once with that script, into bench/out/ocr-dev/) and, in the dev split, the
+dev corpus's real scans transcribed in bench/ocr_truth/. Each page is read by plain
+``tesseract IMAGE -`` (the command line, default settings and environment; and again
+with OMP_THREAD_LIMIT=1 for its CPU without OpenMP's spinning threads) and by textsieve
+(in this process, engine warm, as a worker has it), one page after the other; CPU is
+process CPU time (the child's rusage for tesseract). Word accuracy is defined below
+(``word_accuracy``), summed over all words of the split.
+
+Part two, synthetic scans:
 
 Inputs: ``--pages`` pages of prose with numbers and punctuation, rendered with DejaVu Serif
 11 pt at 300 dpi, each slightly skewed, blurred, noisy and stored as JPEG in one PDF
