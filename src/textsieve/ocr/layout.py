@@ -110,6 +110,13 @@ def _table_blocks(lines: list[Line]) -> set[int]:
     (in part) when at least ``TABLE_SHARE`` of its lines are such rows."""
     cells: set[int] = set()
     blocks: set[int] = set()
+    per_block: dict[int, list[int]] = {}
+    for ln in lines:
+        per_block.setdefault(ln.block, []).append(len(ln.words))
+    # A block of cells: most of its lines short. (The narrow columns of an article have
+    # short lines too, at the ends of paragraphs, but most of theirs are longer.)
+    narrow = {b for b, counts in per_block.items()
+              if sorted(counts)[len(counts) // 2] <= NARROW_WORDS}
     order = sorted(range(len(lines)), key=lambda i: lines[i].box[1])
     for pos, i in enumerate(order):
         a = lines[i]
@@ -123,7 +130,8 @@ def _table_blocks(lines: list[Line]) -> set[int]:
                 continue
             if min(ay1, by1) - max(ay0, by0) <= 0.5 * min(ay1 - ay0, by1 - by0):
                 continue
-            if min(len(a.words), len(b.words)) <= NARROW_WORDS:
+            if (a.block in narrow or b.block in narrow) and \
+                    min(len(a.words), len(b.words)) <= NARROW_WORDS:
                 cells.update((i, j))
                 blocks.update((a.block, b.block))
     if len(cells) < max(3, TABLE_SHARE * len(lines)):

@@ -67,8 +67,7 @@ def prepare(img: Image.Image, *, scale: float | None = None) -> Prepared:
 
     a = np.asarray(img.convert("L") if img.mode != "L" else img)
     flat, inverted, flattened = _even_background(a)
-    ink = flat < _threshold(flat)
-    glyph_px, erase, glyphs = _components(ink)
+    glyph_px, erase, glyphs = _measure(flat)
     if scale is None:
         scale = choose_scale(glyph_px, a.shape[1], a.shape[0])
     erased = 0
@@ -88,6 +87,34 @@ def prepare(img: Image.Image, *, scale: float | None = None) -> Prepared:
     if glyphs is not None and abs(scale - 1.0) > 1e-3:
         glyphs = np.round(glyphs * scale).astype(np.int32)
     return Prepared(out, scale, glyph_px, inverted, flattened, erased, glyphs)
+
+
+HALF = 6_000_000  # pages of more pixels than this are measured at half size first
+
+
+def _measure(flat: np.ndarray) -> tuple[float | None, list[Patch], np.ndarray | None]:
+    """``_components`` of the page, on a half-size copy when the page is large and its
+    glyphs are large enough to measure there (four times fewer pixels to label), the
+    boxes found there doubled back to the page's pixels."""
+    import numpy as np
+    from PIL import Image
+
+    t = _threshold(flat)
+    if flat.size >= HALF:
+        half = np.asarray(Image.fromarray(flat).reduce(2))
+        glyph_px, erase, glyphs = _components(half < t)
+        if glyph_px is not None and glyph_px >= 10:
+            h, w = flat.shape
+            full: list[Patch] = []
+            for (ys, xs), mask in erase:
+                box = (slice(ys.start * 2, min(h, ys.stop * 2)),
+                       slice(xs.start * 2, min(w, xs.stop * 2)))
+                if mask is not None:
+                    mask = mask.repeat(2, axis=0).repeat(2, axis=1)[
+                        :box[0].stop - box[0].start, :box[1].stop - box[1].start]
+                full.append((box, mask))
+            return glyph_px * 2, full, None if glyphs is None else glyphs * 2
+    return _components(flat < t)
 
 
 def choose_scale(glyph_px: float | None, width: int, height: int) -> float:
@@ -133,6 +160,10 @@ def _even_background(a: np.ndarray) -> tuple[np.ndarray, bool, bool]:
     # good at telling paper from the text on it, for text lines up to ~4 cells tall.
     paper = ndimage.median_filter(ndimage.median_filter(small, size=(1, 9), mode="nearest"),
                                   size=(9, 1), mode="nearest")
+    # White, evenly lit paper (a few cells of dense text aside): Tesseract needs no help.
+    low, high = np.percentile(paper, (0.5, 99.5))
+    if low >= 185 and high - low <= 45:
+        return a, False, False
     levels = paper // 48
     invert = np.zeros(small.shape, bool)
     regions = np.zeros(small.shape, np.int32)
@@ -163,10 +194,6 @@ def _even_background(a: np.ndarray) -> tuple[np.ndarray, bool, bool]:
             iy, ix = ndimage.distance_transform_edt(~known, return_distances=False,
                                                     return_indices=True)
             invert = flip[regions[iy, ix]]
-    main = int(np.argmax(size)) if n else 0
-    if not invert.any() and n and size[main] >= 0.97 * small.size and \
-            paper.min() >= 190 and int(paper.max()) - int(paper.min()) <= 40:
-        return a, False, False  # white, evenly lit paper: Tesseract needs no help
     fixed_small = np.where(invert, 255 - small, small).astype(np.uint8)
     lightest = ndimage.maximum_filter(fixed_small, size=5, mode="nearest")
     lightest = ndimage.uniform_filter(lightest, size=5, mode="nearest")
@@ -362,16 +389,29 @@ def _runs(c: _Comps, idx: np.ndarray, max_gap: np.ndarray, *, across_y: bool) ->
     if len(idx) < RUN:
         return []
     across, along = (c.ys, c.xs) if across_y else (c.xs, c.ys)
+    # Bands as wide as a dot, twice, the second shifted by half a band: a row of dots
+    # whose centres straddle a band's edge is whole in one of the two.
+    q = max(2.0, float(np.median((c.hs if across_y else c.ws)[idx])))
+    out: set[int] = set()
+    for shift in (0.0, 0.5):
+        out.update(_runs_in(c, idx, max_gap, across, along, across_y,
+                            np.floor(across[idx] / q + shift)))
+    return sorted(out)
+
+
+def _runs_in(c: _Comps, idx: np.ndarray, max_gap: np.ndarray, across: np.ndarray,
+             along: np.ndarray, across_y: bool, band: np.ndarray) -> list[int]:
+    import numpy as np
+
     size_across, size_along = (c.hs, c.ws) if across_y else (c.ws, c.hs)
-    band = np.round(across[idx] / 2.0)  # 2-pixel bands: a row of dots shares one or two
     order = idx[np.lexsort((along[idx], band))]
     a0, a1 = order[:-1], order[1:]
     sa0, sa1 = size_across[a0].astype(np.float32), size_across[a1].astype(np.float32)
     sl0, sl1 = size_along[a0].astype(np.float32), size_along[a1].astype(np.float32)
     gap = along[a1] - along[a0]
     link = ((np.abs(across[a1] - across[a0]) <= np.maximum(1.5, 0.5 * sa0))
-            & (np.abs(sa1 - sa0) <= np.maximum(1, 0.3 * sa0))
-            & (np.abs(sl1 - sl0) <= np.maximum(1, 0.3 * sl0))
+            & (np.abs(sa1 - sa0) <= np.maximum(2, 0.3 * sa0))
+            & (np.abs(sl1 - sl0) <= np.maximum(2, 0.3 * sl0))
             & (gap > 0) & (gap <= max_gap[a0]))
     # Evenness: a link counts when its gap matches the gap of the link before or after.
     prev_even = np.zeros_like(link)
