@@ -89,32 +89,11 @@ def prepare(img: Image.Image, *, scale: float | None = None) -> Prepared:
     return Prepared(out, scale, glyph_px, inverted, flattened, erased, glyphs)
 
 
-HALF = 6_000_000  # pages of more pixels than this are measured at half size first
-
-
 def _measure(flat: np.ndarray) -> tuple[float | None, list[Patch], np.ndarray | None]:
-    """``_components`` of the page, on a half-size copy when the page is large and its
-    glyphs are large enough to measure there (four times fewer pixels to label), the
-    boxes found there doubled back to the page's pixels."""
-    import numpy as np
-    from PIL import Image
-
-    t = _threshold(flat)
-    if flat.size >= HALF:
-        half = np.asarray(Image.fromarray(flat).reduce(2))
-        glyph_px, erase, glyphs = _components(half < t)
-        if glyph_px is not None and glyph_px >= 10:
-            h, w = flat.shape
-            full: list[Patch] = []
-            for (ys, xs), mask in erase:
-                box = (slice(ys.start * 2, min(h, ys.stop * 2)),
-                       slice(xs.start * 2, min(w, xs.stop * 2)))
-                if mask is not None:
-                    mask = mask.repeat(2, axis=0).repeat(2, axis=1)[
-                        :box[0].stop - box[0].start, :box[1].stop - box[1].start]
-                full.append((box, mask))
-            return glyph_px * 2, full, None if glyphs is None else glyphs * 2
-    return _components(flat < t)
+    """``_components`` of the page's ink. (Measuring a half-size copy of large pages
+    would label a quarter of the pixels, but it loses the dots of dotted rules, which
+    then come out in pieces Tesseract reads as letters.)"""
+    return _components(flat < _threshold(flat))
 
 
 def choose_scale(glyph_px: float | None, width: int, height: int) -> float:
