@@ -1,6 +1,19 @@
 """OCR throughput and accuracy, side by side in one run, on the same generated scans.
 
-Run by hand: ``.venv/bin/python bench/bench_ocr.py [--pages 10] [--cores N] [--held-out]``.
+Run by hand: ``.venv/bin/python bench/bench_ocr.py [--pages 10] [--cores N] [--held-out]``
+(both parts below), ``--only real [--split aside] [-v]`` or ``--only synthetic``.
+
+Part one, real-world page kinds: the pages of bench/ocr_devset.py (articles, tables,
+leaders, forms, charts, slides, receipts, court filings, letters, screenshots; wrong DPI
+tags; made once with that script, into bench/out/ocr-dev/) and, in the dev split, the
+dev corpus's real scans transcribed in bench/ocr_truth/. Each page is read by plain
+``tesseract IMAGE -`` (the command line, default settings and environment; and again
+with OMP_THREAD_LIMIT=1 for its CPU without OpenMP's spinning threads) and by textsieve
+(in this process, engine warm, as a worker has it), one page after the other; CPU is
+process CPU time (the child's rusage for tesseract). Word accuracy is defined below
+(``word_accuracy``), summed over all words of the split.
+
+Part two, synthetic scans:
 
 Inputs: ``--pages`` pages of prose with numbers and punctuation, rendered with DejaVu Serif
 11 pt at 300 dpi, each slightly skewed, blurred, noisy and stored as JPEG in one PDF
@@ -201,6 +214,51 @@ def cer(truth: list[str], got: list[str]) -> float:
     return sum(edits(norm(t), norm(g)) for t, g in zip(truth, got, strict=True)) / total
 
 
+# -- word accuracy (real-world page kinds) -------------------------------------------------
+#
+# Word accuracy = the number of words of the true text that the OCR text has in the same
+# order (the length of the longest common subsequence of the two word sequences) over the
+# number of words of the true text. Words: the text NFKC-normalised, typographic quotes,
+# dashes and ligatures folded to ASCII, split at whitespace, then stripped of the
+# punctuation at their ends; what is left empty (leaders, bullets, rules read as "|") is
+# no word. Comparison is exact and case-sensitive. Words the OCR adds (garbage from dotted
+# leaders, a chart's gridlines) cost nothing by themselves but break the words they run
+# into; they are counted apart as "extra".
+
+_EDGE = re.compile(r"^[^\w]+|[^\w]+$")
+
+
+def words(text: str) -> list[str]:
+    out = []
+    for tok in norm(text).split():
+        tok = _EDGE.sub("", tok)
+        if tok:
+            out.append(tok)
+    return out
+
+
+def lcs(a: list[str], b: list[str]) -> int:
+    """Length of the longest common subsequence, exact (Hyyrö's bit-vector algorithm:
+    one big-integer step per word of ``b``)."""
+    if not a or not b:
+        return 0
+    masks: dict[str, int] = {}
+    for i, tok in enumerate(a):
+        masks[tok] = masks.get(tok, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    v = full
+    for tok in b:
+        u = v & masks.get(tok, 0)
+        v = ((v + u) | (v - u)) & full
+    return len(a) - bin(v).count("1")
+
+
+def word_accuracy(truth: str, got: str) -> tuple[int, int, int]:
+    """(words of the truth, of them read in order, words the OCR text has in all)."""
+    t, g = words(truth), words(got)
+    return len(t), lcs(t, g), len(g)
+
+
 # -- contenders --------------------------------------------------------------------------
 
 def peer_env(omp_one: bool = False) -> dict[str, str]:
@@ -304,6 +362,119 @@ def timed(fn: Callable[[], list[str]], repeat: int) -> tuple[list[str], float]:
     return texts, best
 
 
+# -- real-world page kinds ----------------------------------------------------------------
+
+DEVSET = OUT / "ocr-dev"
+
+
+def child_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def plain_tesseract(path: Path, omp_one: bool = False) -> tuple[str, float]:
+    """``tesseract IMAGE -``, default settings and environment (its OpenMP threads
+    included; ``omp_one``: OMP_THREAD_LIMIT=1, no threads to spin): (text, CPU s)."""
+    c0 = child_cpu()
+    proc = subprocess.run(["tesseract", str(path), "-"], capture_output=True, text=True,
+                          env=peer_env(omp_one), check=False)
+    return proc.stdout, child_cpu() - c0
+
+
+def textsieve_image(path: Path) -> tuple[str, float, dict]:
+    """textsieve's OCR of one image in this process (engine warm): (text, CPU s, extra)."""
+    import textsieve
+
+    c0 = time.process_time()
+    doc = textsieve.extract(str(path))
+    return doc.text, time.process_time() - c0, doc.metadata.extra
+
+
+CORPUS = ROOT.parent / "shared" / "data" / "dev-corpus"
+TRUTH = ROOT / "bench" / "ocr_truth"
+
+
+def dev_pages(split: str) -> list[tuple[Path, str, str]]:
+    """(image, kind, true text) of the generated pages of ``split`` (bench/ocr_devset.py)
+    and, in the dev split, the real scans of the shared dev corpus that have a transcript
+    in bench/ocr_truth/ (kind "corpus")."""
+    folder = DEVSET / split
+    pages = []
+    if (folder / "index.json").exists():
+        pages = [(folder / e["file"], e["kind"] + ("-lowres" if e["low_res"] else ""),
+                  (folder / e["file"]).with_suffix(".txt").read_text())
+                 for e in json.loads((folder / "index.json").read_text())]
+    if split == "dev":
+        for truth in sorted(TRUTH.glob("*.txt")):
+            found = list(CORPUS.glob(f"*/{truth.stem}"))
+            if found:
+                pages.append((found[0], "corpus", truth.read_text()))
+    return pages
+
+
+def real_world(split: str, limit: int | None = None, verbose: bool = False,
+               cached_peer: bool = False, kinds: str | None = None) -> None:
+    pages = dev_pages(split)[:limit]
+    if kinds:
+        pages = [p for p in pages if p[1].split("-")[0] in kinds.split(",")]
+    cache_path = DEVSET / split / "tesseract-cache.json"
+    cache = json.loads(cache_path.read_text()) if cached_peer and cache_path.exists() else {}
+    if not pages:
+        print(f"  no pages: make them with bench/ocr_devset.py --split {split} (docstring)")
+        return
+    textsieve_image(pages[0][0])  # load the engine once, as a worker has it loaded
+    totals = {"tesseract": [0, 0, 0, 0.0], "textsieve": [0, 0, 0, 0.0]}
+    omp1_cpu = 0.0
+    by_kind: dict[str, dict[str, list[float]]] = {}
+    for path, kind, truth in pages:
+        if path.name in cache:  # --cached-peer: while tuning, not for reported figures
+            t_text, t_cpu = cache[path.name]
+            omp1_cpu += cache.get("omp1:" + path.name, [None, t_cpu])[1]
+        else:
+            t_text, t_cpu = plain_tesseract(path)
+            _, cpu1 = plain_tesseract(path, omp_one=True)  # the same text, its CPU
+            omp1_cpu += cpu1
+            cache[path.name] = [t_text, t_cpu]
+            cache["omp1:" + path.name] = [None, cpu1]
+            cache_path.write_text(json.dumps(cache))
+        s_text, s_cpu, extra = textsieve_image(path)
+        row = []
+        for name, text, sec in (("tesseract", t_text, t_cpu), ("textsieve", s_text, s_cpu)):
+            n, ok, got = word_accuracy(truth, text)
+            acc = totals[name]
+            acc[0] += n
+            acc[1] += ok
+            acc[2] += got - ok
+            acc[3] += sec
+            k = by_kind.setdefault(kind.split("-")[0], {}).setdefault(name, [0, 0])
+            k[0] += n
+            k[1] += ok
+            row.append(f"{ok / max(n, 1):6.1%} {sec:5.2f}s")
+        if verbose:
+            scale = extra.get("ocr_scale", {})
+            print(f"  {path.name:30s} tesseract {row[0]}   textsieve {row[1]}   "
+                  f"scale {scale}", flush=True)
+    n = len(pages)
+    print("\n  by kind (word accuracy, tesseract -> textsieve):")
+    for kind, d in sorted(by_kind.items()):
+        t, s = d["tesseract"], d["textsieve"]
+        print(f"    {kind:12s} {t[1] / max(t[0], 1):6.1%} -> {s[1] / max(s[0], 1):6.1%}")
+    print(f"\n  {n} pages of split {split!r}, {totals['tesseract'][0]:,} words")
+    for name, label in (("tesseract", "plain `tesseract IMAGE -`"),
+                        ("textsieve", "textsieve (in process, engine warm)")):
+        words_n, ok, extra_words, sec = totals[name]
+        print(f"  {label:40s} word accuracy {ok / words_n:6.2%}  extra words "
+              f"{extra_words / words_n:5.1%}  CPU {sec / n:5.2f} s/page")
+    print(f"  {'the same tesseract, OMP_THREAD_LIMIT=1':40s} {'':32s} CPU "
+          f"{omp1_cpu / n:5.2f} s/page")
+    t, s = totals["tesseract"], totals["textsieve"]
+    print(f"  textsieve - tesseract: {100 * (s[1] / s[0] - t[1] / t[0]):+.1f} points of word "
+          f"accuracy; CPU {s[3] / t[3]:.2f}x tesseract's, {s[3] / max(omp1_cpu, 1e-9):.2f}x "
+          "with OMP_THREAD_LIMIT=1")
+
+
 # -- main --------------------------------------------------------------------------------
 
 def main() -> None:
@@ -313,7 +484,36 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="best of N runs per contender")
     ap.add_argument("--held-out", action="store_true",
                     help="the held-out scans: 200-600 dpi, three typefaces, a text stamp")
+    ap.add_argument("--only", choices=("synthetic", "real"),
+                    help="only the synthetic scans, or only the real-world page kinds")
+    ap.add_argument("--split", choices=("dev", "aside"), default="dev",
+                    help="the real-world pages: the development split or the one held aside")
+    ap.add_argument("--limit", type=int, help="score only the first N real-world pages")
+    ap.add_argument("-v", "--verbose", action="store_true", help="a line per real page")
+    ap.add_argument("--kinds", help="only these page kinds, comma-separated (slide,table...)")
+    ap.add_argument("--cached-peer", action="store_true",
+                    help="reuse plain tesseract's last readings of the real pages (tuning "
+                         "only: reported figures run it side by side)")
+    ap.add_argument("--target", type=float,
+                    help="tuning: the glyph height in pixels pages are scaled to")
+    ap.add_argument("--no-second-look", action="store_true",
+                    help="ablation: textsieve without its second look at weak lines")
     args = ap.parse_args()
+    if args.target:
+        from textsieve.ocr import prep
+
+        prep.TARGET_GLYPH_PX = args.target
+    if args.no_second_look:
+        from textsieve.ocr import reread
+
+        reread.LOW_CONF = -1.0
+    if args.only != "synthetic":
+        print(f"== real-world page kinds (bench/ocr_devset.py, split {args.split!r}): "
+              "plain tesseract vs textsieve, one page after the other")
+        real_world(args.split, args.limit, args.verbose, args.cached_peer, args.kinds)
+        if args.only == "real":
+            return
+        print()
     cores = args.cores
     pdf, truth = make_scans(args.pages, args.held_out)
     n = len(truth)

@@ -227,7 +227,10 @@ def test_ocr_always_reads_the_pictures_of_a_document_with_text(corpus: Path) -> 
     assert not any(c.name.startswith("picture") for c in textsieve.extract(path).children)
     doc = textsieve.extract(path, ocr="always")
     pictures = [c for c in doc.children if c.name.startswith("picture")]
-    assert pictures and pictures[0].status == "ok"
+    # The picture (a 100x75 photo of an astronaut) is OCRed; it holds no text, so it may
+    # come out empty (reading it enlarged 3x because it says 96 dpi made up "aN 7S GD").
+    assert pictures and pictures[0].status in ("ok", "empty")
+    assert pictures[0].metadata.extra["ocr_pages"] == [1]
     assert pictures[0].metadata.extra["width"] == 100
 
 

@@ -21,7 +21,7 @@ from . import Context
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("PIL.ImageOps", "PIL.TiffImagePlugin", "PIL.BmpImagePlugin", "PIL.GifImagePlugin",
         "PIL.JpegImagePlugin", "PIL.PngImagePlugin", "PIL.PpmImagePlugin", "PIL.ImageChops",
-        "PIL.ImageSequence")
+        "PIL.ImageSequence", "numpy", "scipy.ndimage", "textsieve.ocr.prep")
 
 # Output version (archives re-extract items made by an older one): 2 = OCR of pages/images.
 VERSION = 2

@@ -31,6 +31,9 @@ from ..render import Builder, md_escape
 from ..source import Source
 from . import Context
 
+# Imported on the first scanned page (OCR: prep.prepare), so preload() loads them ahead.
+LAZY = ("numpy", "scipy.ndimage", "textsieve.ocr.prep")
+
 # Output version (archives re-extract items made by an older one): 2 = OCR of pages/images;
 # 3 = text of FreeText annotations (and notes with --comments); 4 = right-to-left
 # ligatures in logical order, a space where the script changes; 5 = a rights-management

@@ -24,6 +24,8 @@ class PageOcr:
     text: str = ""
     confidence: float = 0.0
     rotation: int = 0  # degrees (counter-clockwise) the page was turned to read it
+    scale: float = 1.0  # image pages: pixels read per pixel of the image
+    dpi: int | None = None  # PDF pages: the resolution the page was read at
     pdf: bytes | None = None  # text-only PDF page, for searchable PDFs
     seconds: float = 0.0
     error: str | None = None  # why this page has no text (it is then a "missing page")
@@ -40,8 +42,7 @@ def ocr_pages(src: Source, mime: str, pages: list[int], options: Options, *,
         for number in pages:
             t0 = time.perf_counter()
             try:
-                img, dpi = pager.image(number)
-                result = raster.read_upright(img, options.ocr_lang, dpi, want_pdf=want_pdf)
+                result = raster.read_page(pager, number, options.ocr_lang, want_pdf=want_pdf)
                 result.number = number
             except ExtractionError as exc:
                 if exc.kind in (ErrorKind.MISSING_TOOL, ErrorKind.TOO_LARGE) and len(pages) == 1:
@@ -98,6 +99,15 @@ def merge(doc: Document, results: list[PageOcr]) -> None:
         rotated = {r.number: r.rotation for r in results if r.rotation}
         if rotated:
             extra["ocr_rotated"] = rotated
+        # The scale each page was read at, chosen from the height of its text: image
+        # pages as a factor over their pixels, PDF pages as a resolution.
+        good = [r for r in results if r.error is None]
+        scales = {r.number: r.scale for r in good if r.dpi is None}
+        if scales:
+            extra["ocr_scale"] = scales
+        dpis = {r.number: r.dpi for r in good if r.dpi is not None}
+        if dpis:
+            extra["ocr_dpi"] = dpis
     if missing:
         extra["missing_pages"] = missing
         reasons = {r.number: r.error for r in results if r.error}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..model import ErrorKind, ExtractionError
+from .layout import Line, Word, text_of
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -35,6 +36,12 @@ class Recognized:
     text: str
     confidence: float  # mean word confidence, 0-100
     pdf: bytes | None = None  # tesseract's text-only PDF of the page, when asked for
+    lines: list[Line] | None = None  # the words with their boxes, line by line
+
+    def __post_init__(self) -> None:
+        # Tesseract's block order, fixed where blocks are the columns of a table.
+        if self.lines is not None:
+            self.text = text_of(self.lines)
 
 
 def tessdata_dir() -> str | None:
@@ -83,13 +90,14 @@ def _binding() -> Any:
     return _binding_mod
 
 
-_engines: dict[tuple[str, int], Any] = {}
+_engines: dict[tuple[str, int, int], Any] = {}
 _lock = threading.Lock()
 
 
-def _api(lang: str, psm: int) -> Any:
-    """A warm tesserocr engine for these languages and page-segmentation mode."""
-    key = (lang, psm)
+def _api(lang: str, psm: int, threshold: int = 0) -> Any:
+    """A warm tesserocr engine for these languages, page-segmentation mode and
+    binarisation (Tesseract's ``thresholding_method``: 0 Otsu, 2 Sauvola)."""
+    key = (lang, psm, threshold)
     api = _engines.get(key)
     if api is None:
         tesserocr = _binding()
@@ -99,11 +107,37 @@ def _api(lang: str, psm: int) -> Any:
         except RuntimeError as exc:
             raise ExtractionError(ErrorKind.MISSING_TOOL,
                                   f"tesseract cannot load languages {lang!r}: {exc}") from exc
+        if threshold:
+            api.SetVariable("thresholding_method", str(threshold))
         _engines[key] = api
     return api
 
 
+PSM_LINE = 7  # the image is one line of text
+SAUVOLA = 2
+
+
+def read_line(img: Image.Image, lang: str, *, dpi: int = 300, threshold: int = 0
+              ) -> list[Word] | None:
+    """The words of an image of one line (a second look at a line read badly), with
+    boxes in ``img``'s pixels; None without the binding (the command line would cost a
+    process per line: no second look then)."""
+    if _binding() is None:
+        return None
+    with _lock:
+        api = _api(lang, PSM_LINE, threshold)
+        api.SetImage(img)
+        api.SetSourceResolution(dpi)
+        try:
+            api.Recognize()
+            lines = _lines(api)
+        except RuntimeError:  # nothing Tesseract could make a line of
+            return None
+    return [w for ln in lines for w in ln.words]
+
+
 PSM_AUTO = 3  # fully automatic page segmentation, no OSD
+PSM_BLOCK = 6  # one uniform block of text: a table read row by row
 PSM_SPARSE = 11  # as much text as possible, in no particular order (labels, logos)
 PSM_OSD_ONLY = 0
 
@@ -119,7 +153,7 @@ def recognize(img: Image.Image, lang: str, *, dpi: int = 300, want_pdf: bool = F
             api.SetImage(img)
             api.SetSourceResolution(dpi)
             text = api.GetUTF8Text()
-            return Recognized(text, float(api.MeanTextConf()))
+            return Recognized(text, float(api.MeanTextConf()), lines=_lines(api))
         # One recognition pass gives both the text and tesseract's own text-only PDF (its
         # GlyphLessFont maps every glyph to Unicode, any script): ProcessPages wants a file.
         with tempfile.TemporaryDirectory(prefix="textsieve-ocr-") as tmp:
@@ -137,7 +171,36 @@ def recognize(img: Image.Image, lang: str, *, dpi: int = 300, want_pdf: bool = F
                 raise ExtractionError(ErrorKind.CORRUPT, "tesseract could not process the page")
             text = api.GetUTF8Text()
             conf = float(api.MeanTextConf())
-            return Recognized(text, conf, Path(base + ".pdf").read_bytes())
+            return Recognized(text, conf, Path(base + ".pdf").read_bytes(), _lines(api))
+
+
+def _lines(api: Any) -> list[Line]:
+    """The words of the last recognition, with their boxes and confidences, by line."""
+    from tesserocr import RIL, iterate_level
+
+    lines: list[Line] = []
+    block = para = 0
+    it = api.GetIterator()
+    if it is None:
+        return lines
+    for w in iterate_level(it, RIL.WORD):
+        try:
+            text = (w.GetUTF8Text(RIL.WORD) or "").strip()
+        except RuntimeError:  # tesserocr's "No text returned": an empty word
+            text = ""
+        box = w.BoundingBox(RIL.WORD)
+        if w.IsAtBeginningOf(RIL.BLOCK):
+            block += 1
+        if w.IsAtBeginningOf(RIL.PARA):
+            para += 1
+        if not text or box is None:
+            continue
+        word = Word(text, float(w.Confidence(RIL.WORD)), tuple(box))
+        if w.IsAtBeginningOf(RIL.TEXTLINE) or not lines or lines[-1].para != para:
+            lines.append(Line([word], block, para))
+        else:
+            lines[-1].words.append(word)
+    return lines
 
 
 def orientation(img: Image.Image) -> tuple[int, float] | None:
@@ -198,7 +261,35 @@ def _recognize_cli(img: Image.Image, lang: str, *, dpi: int, want_pdf: bool,
                                   + proc.stderr.decode("utf-8", "replace").strip()[:200])
         text = Path(base + ".txt").read_text("utf-8", errors="replace")
         pdf = Path(base + ".pdf").read_bytes() if want_pdf else None
-        return Recognized(text, _tsv_confidence(Path(base + ".tsv")), pdf)
+        tsv = Path(base + ".tsv")
+        return Recognized(text, _tsv_confidence(tsv), pdf, _tsv_lines(tsv))
+
+
+def _tsv_lines(path: Path) -> list[Line] | None:
+    """The words of tesseract's TSV output by line (what ``_lines`` gets from the API)."""
+    lines: list[Line] = []
+    key = None
+    try:
+        rows = path.read_text("utf-8", errors="replace").splitlines()[1:]
+    except OSError:
+        return None
+    for row in rows:
+        cols = row.split("\t")
+        if len(cols) < 12 or cols[0] != "5" or not cols[11].strip():
+            continue
+        try:
+            block, para, line = int(cols[2]), int(cols[3]), int(cols[4])
+            left, top, width, height = (int(c) for c in cols[6:10])
+            conf = float(cols[10])
+        except ValueError:
+            return None
+        word = Word(cols[11].strip(), conf, (left, top, left + width, top + height))
+        if (block, para, line) != key:
+            lines.append(Line([word], block, block * 10_000 + para))
+            key = (block, para, line)
+        else:
+            lines[-1].words.append(word)
+    return lines
 
 
 def _tsv_confidence(path: Path) -> float:

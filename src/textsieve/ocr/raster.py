@@ -7,6 +7,7 @@ pages), so nothing is written to disk and nothing is re-decoded.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import warnings
@@ -18,7 +19,8 @@ from .. import detection as d
 from ..model import ErrorKind, ExtractionError
 from ..options import Options
 from ..source import Source
-from . import PageOcr, engine
+from . import PageOcr, engine, reread
+from .layout import tables as layout_tables
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -27,9 +29,12 @@ if TYPE_CHECKING:
 # OCR needs ~12 bytes per pixel in all, so this bounds one page's OCR to ~450 MB where an
 # 81-megapixel poster scan took 640 MB. (25 megapixels lost the small print of that poster.)
 MAX_PAGE_PIXELS = 36_000_000
-MIN_IMAGE_SIDE = 1200  # images smaller than this (and of unknown or low dpi) are upscaled
+# The resolution Tesseract is told for an image page once its text is at the height it
+# reads best (prep.TARGET_GLYPH_PX): that of body text scanned at 300 dpi.
+HINT_DPI = 300
 TRUST_OSD = 5.0  # tesseract's orientation confidence above which we take its word
 _WORD = re.compile(r"[^\W\d_]{2,}")
+log = logging.getLogger(__name__)
 
 
 class _PdfPages:
@@ -41,16 +46,25 @@ class _PdfPages:
         self._cm = open_document(src, options.password)
         self.pdf: Any = self._cm.__enter__()
         self.dpi = options.ocr_dpi
+        self.rendered = True  # the last page was rendered (not a scan's own pixels)
+        self.scan = False  # the last page is a scan (rendered at its own resolution or not)
         self._pdfium = pdfium
 
-    def image(self, number: int) -> tuple[Image.Image, int]:
+    def image(self, number: int, dpi: float | None = None) -> tuple[Image.Image, int]:
+        """The page in grey: a scan's own pixels, or rendered (at ``dpi``, or at the
+        scan's resolution, or at the configured one). ``rendered``: which it was."""
         page = self.pdf[number - 1]
         try:
             w, h = page.get_size()  # points, after /Rotate
-            native = _native_scan(page, w, h)
+            native = _native_scan(page, w, h) if dpi is None else None
+            self.rendered = native is None
             if native is not None:
+                self.scan = True
                 return native
-            dpi: float = _scan_dpi(page, w, h) or self.dpi
+            if dpi is None:
+                scan = _scan_dpi(page, w, h)
+                self.scan = scan is not None
+                dpi = scan or self.dpi
             pixels = (w / 72 * dpi) * (h / 72 * dpi)
             if pixels > MAX_PAGE_PIXELS:
                 dpi = int(dpi * math.sqrt(MAX_PAGE_PIXELS / pixels))
@@ -153,7 +167,7 @@ class _ImagePages:
         except (OSError, SyntaxError, ValueError) as exc:
             raise ExtractionError(ErrorKind.CORRUPT, f"unreadable image: {exc}") from exc
 
-    def image(self, number: int) -> tuple[Image.Image, int]:
+    def image(self, number: int) -> tuple[Image.Image, int | None]:
         Image = self._Image
         try:
             with warnings.catch_warnings():
@@ -166,29 +180,13 @@ class _ImagePages:
             raise ExtractionError(ErrorKind.TOO_LARGE, f"image too large: {exc}") from exc
         except (OSError, SyntaxError, ValueError) as exc:
             raise ExtractionError(ErrorKind.CORRUPT, f"unreadable image: {exc}") from exc
-        frame = _flatten(frame)
-        dpi = _dpi(self.im.info.get("dpi"))
-        scale = 1.0
-        if dpi and dpi < 200:
-            scale = min(4.0, 300 / dpi)
-        elif not dpi and max(frame.size) < MIN_IMAGE_SIDE:
-            scale = min(4.0, MIN_IMAGE_SIDE / max(frame.size))
-        if scale > 1.05:  # small text reads far better upscaled (tesseract wants ~30 px caps)
-            size = (round(frame.width * scale), round(frame.height * scale))
-            frame = frame.resize(size, Image.Resampling.LANCZOS)
-            dpi = round((dpi or 300 / scale) * scale)
-        return frame, int(dpi or 300)
+        # No scaling here, whatever the image's resolution tag says (most real page
+        # images say 72 or 96 dpi whatever their size): the scale is chosen from the
+        # height of the text itself (prep.prepare).
+        return _flatten(frame), None
 
     def close(self) -> None:
         self.im.close()
-
-
-def _dpi(value: Any) -> float | None:
-    try:
-        x = float(value[0])
-    except (TypeError, ValueError, IndexError):
-        return None
-    return x if 50 <= x <= 5000 else None
 
 
 def _flatten(img: Image.Image) -> Image.Image:
@@ -218,7 +216,43 @@ def open_pages(src: Source, mime: str, options: Options) -> Iterator[_PdfPages |
         pager.close()
 
 
-def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = False) -> PageOcr:
+def read_page(pager: _PdfPages | _ImagePages, number: int, lang: str, *,
+              want_pdf: bool = False) -> PageOcr:
+    """Read one page: its pixels made ready (``prep.prepare``: scale from the height of
+    its text, background evened, clutter erased), then recognised the right way up."""
+    from . import prep
+
+    img, dpi = pager.image(number)
+    ready = prep.prepare(img)
+    if isinstance(pager, _PdfPages) and pager.scan and ready.scale < 1:
+        # A scan read smaller: at a whole fraction of its resolution (600 -> 300 dpi), so
+        # its pixels are averaged evenly, not resampled.
+        whole = 1 / max(1, round(1 / ready.scale))
+        if whole < 1:
+            img, dpi = pager.image(number, dpi=dpi * whole)
+        ready = prep.prepare(img, scale=1.0)
+    if isinstance(pager, _PdfPages) and pager.rendered and ready.scale > 1:
+        # Small print on a rendered page: rendered again at the resolution its text asks
+        # for, which draws vector text sharper than enlarging the bitmap would.
+        img, dpi = pager.image(number, dpi=dpi * ready.scale)
+        ready = prep.prepare(img, scale=1.0)
+    # An image is read at its own pixels whatever its resolution tag says, a PDF page at
+    # the resolution it was rendered at, each then scaled for its text.
+    hint = HINT_DPI if dpi is None else max(50, round(dpi * ready.scale))
+    log.debug("page %s: glyphs %s px, scale %.3f, inverted %s, flattened %s, erased %s",
+              number, ready.glyph_px, ready.scale, ready.inverted, ready.flattened,
+              ready.erased)
+    result = read_upright(ready.image, lang, hint, want_pdf=want_pdf, glyphs=ready.glyphs)
+    if dpi is None:
+        result.scale = ready.scale
+    else:
+        result.dpi = hint
+        result.scale = hint / 72
+    return result
+
+
+def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = False,
+                 glyphs: Any = None) -> PageOcr:
     """Recognise a page whatever way up it was scanned, paying for orientation only when
     the page does not read well as it lies.
 
@@ -234,17 +268,91 @@ def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = Fals
         sparse = engine.recognize(img, lang, dpi=dpi, want_pdf=want_pdf, psm=engine.PSM_SPARSE)
         if _score(sparse) > _score(first):
             first = sparse
-    if _reads_well(first):
-        return PageOcr(0, text=first.text, confidence=first.confidence, pdf=first.pdf)
-    angle = _orientation(img, lang, dpi)
-    best, best_angle = first, 0
-    if angle:
-        turned = engine.recognize(img.rotate(angle, expand=True), lang, dpi=dpi,
-                                  want_pdf=want_pdf)
-        if _score(turned) > _score(first):
-            best, best_angle = turned, angle
+    best, best_angle, best_img = first, 0, img
+    if not _reads_well(first):
+        angle = _orientation(img, lang, dpi)
+        if angle:
+            turned_img = img.rotate(angle, expand=True)
+            turned = engine.recognize(turned_img, lang, dpi=dpi, want_pdf=want_pdf)
+            if _score(turned) > _score(first):
+                best, best_angle, best_img = turned, angle, turned_img
+    try:
+        best = _tables_as_blocks(best_img, best, lang, dpi,
+                                 glyphs if best_angle == 0 else None)
+        best, _ = reread.second_look(best_img, best, lang, dpi)
+    except Exception:  # a second look only ever improves a reading: never lose the first
+        log.warning("second look at weak lines failed", exc_info=True)
     return PageOcr(0, text=best.text, confidence=best.confidence, rotation=best_angle,
                    pdf=best.pdf)
+
+
+def _tables_as_blocks(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int,
+                      glyphs: Any = None) -> engine.Recognized:
+    """Tables read in rows, each row again where the first reading fell short.
+
+    Automatic page segmentation cuts a table into columns and drops what falls between
+    them (a lone page number, the first digit of right-aligned prices), or reads a column
+    of digits as vertical text. Where it found a table (``layout.tables``), the table's
+    words are put in rows, and a row with ink no word covers (``glyphs``, from
+    prep.prepare) or a word read with little confidence is read again as one line across
+    the whole table (``--psm 7``). The two readings of the row are merged word by word
+    (``layout.fuse``): where they overlap the more confident word is kept, where only one
+    read something its word is taken. Rows that read well cost nothing more."""
+    from .layout import Line, fuse, text_of
+
+    if not rec.lines:
+        return rec
+    lines = list(rec.lines)
+    changed = False
+    # Last table first, so that the line indices of the others still hold.
+    for box, ids in sorted(layout_tables(lines), key=lambda t: -min(t[1])):
+        block = lines[ids[0]].block
+        rows: list[Line] = []
+        for row in fuse([lines[i] for i in ids], [], (0, 0), block):
+            _x0, y0, _x1, y1 = row.box
+            band = (box[0], y0, box[2], y1)
+            weak = min(w.conf for w in row.words) < SURE or glyphs is None or \
+                _missed(glyphs, [row], band) > 0
+            if weak:
+                h = max(1, y1 - y0)
+                crop = (max(0, box[0] - h), max(0, y0 - h // 2), min(img.width, box[2] + h),
+                        min(img.height, y1 + h // 2))
+                words = engine.read_line(img.crop(crop), lang, dpi=dpi)
+                if words:
+                    rows += fuse([row], [Line(words, block, -1)], crop[:2], block)
+                    continue
+            rows.append(row)
+        keep = [ln for i, ln in enumerate(lines) if i not in set(ids)]
+        at = min(ids)
+        lines = keep[:at] + rows + keep[at:]
+        changed = True
+    if changed:
+        rec.lines = lines
+        rec.text = text_of(lines)
+    return rec
+
+
+SURE = 70.0  # a word read with this confidence needs no second reading of its table
+
+
+def _missed(glyphs: Any, lines: list, box: tuple[int, int, int, int]) -> int:
+    """How many of the glyphs inside ``box`` no word of ``lines`` covers (what the
+    reading dropped: a lone page number, a price's first digit)."""
+    import numpy as np
+
+    cx = (glyphs[:, 0] + glyphs[:, 2]) // 2
+    cy = (glyphs[:, 1] + glyphs[:, 3]) // 2
+    inside = (cx >= box[0]) & (cx < box[2]) & (cy >= box[1]) & (cy < box[3])
+    if not inside.any():
+        return 0
+    cx, cy = cx[inside] - box[0], cy[inside] - box[1]
+    grid = np.zeros(((box[3] - box[1]) // 4 + 2, (box[2] - box[0]) // 4 + 2), bool)
+    for ln in lines:
+        for w in ln.words:
+            x0, y0, x1, y1 = w.box
+            grid[max(0, y0 - box[1] - 3) // 4:(y1 - box[1] + 3) // 4 + 1,
+                 max(0, x0 - box[0] - 3) // 4:(x1 - box[0] + 3) // 4 + 1] = True
+    return int((~grid[cy // 4, cx // 4]).sum())
 
 
 def _reads_well(rec: engine.Recognized) -> bool:
