@@ -20,12 +20,19 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from ..kernels.xml import (
+    local,
+    open_zip,
+    parse_xml,
+    read_member,
+    read_xml,
+    read_xml_lenient,
+)
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context, wants_pictures
 from ._math import omml_text
-from ._xml import local, open_zip, parse_xml, read_member, read_xml, read_xml_lenient
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.

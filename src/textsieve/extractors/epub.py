@@ -17,11 +17,11 @@ from urllib.parse import unquote
 
 from lxml import etree
 
+from ..kernels.xml import local, open_zip, parse_xml, read_member, read_xml
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
 from . import Context
-from ._xml import local, open_zip, parse_xml, read_member, read_xml
 
 # Output version (archives re-extract what an older one made): 2 = list numbers in the text.
 VERSION = 2

@@ -24,10 +24,10 @@ from typing import Any
 
 from lxml import etree
 
+from ..kernels.xml import open_zip, read_member
 from ..model import Document, ErrorKind, ExtractionError
 from ..source import Source
 from . import Context
-from ._xml import open_zip, read_member
 
 _M = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"
 _AES_CBC = "http://www.w3.org/2001/04/xmlenc#aes256-cbc"

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from ..kernels.xml import local, open_zip, read_xml_lenient
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
 from ..source import Source
 from . import Context
-from ._xml import local, open_zip, read_xml_lenient
 from .docx import (
     _natural,
     chart_content,

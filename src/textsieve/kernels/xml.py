@@ -12,15 +12,25 @@ import copy
 import re
 import zipfile
 import zlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lxml import etree
 
 from ..model import ErrorKind, ExtractionError
 
 if TYPE_CHECKING:
+    from ..options import Options
     from ..source import Source
-    from . import Context
+
+
+class Context(Protocol):
+    """What a member read is charged to: an extractor's ``Context`` (the caps of its
+    options, the unpack budget of the whole document tree), seen from below."""
+
+    @property
+    def options(self) -> Options: ...
+
+    def account(self, nbytes: int, what: str = ...) -> None: ...
 
 _OPTS = dict(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
              remove_comments=True, remove_pis=True, dtd_validation=False)
