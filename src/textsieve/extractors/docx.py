@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from ..kernels.equations import omml_text
 from ..kernels.xml import (
     local,
     open_zip,
@@ -32,7 +33,6 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text, render_text
 from ..source import Source
 from . import Context, wants_pictures
-from ._math import omml_text
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.

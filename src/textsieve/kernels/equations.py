@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from ..kernels.xml import local
+from .xml import local
 
 _MAX_DEPTH = 64  # nesting deeper than any real equation: a hostile file stops here
 
