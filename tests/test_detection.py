@@ -55,7 +55,7 @@ def test_wordperfect_named_doc_is_not_fed_to_a_word_parser(tmp_path: Path) -> No
 def test_wordperfect_inside_ole2_is_read(tmp_path: Path) -> None:
     """WordPerfect 8+ may store the document as the PerfectOffice_MAIN stream of an
     OLE2 file: that is WordPerfect, not an unknown (or damaged) OLE2 container."""
-    from textsieve.extractors._olewrite import pack
+    from textsieve.kernels.ole import pack
 
     p = tmp_path / "report.doc"
     p.write_bytes(pack({("PerfectOffice_MAIN",): _wp5([b"Kestrel nesting report"])}))

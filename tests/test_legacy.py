@@ -215,7 +215,7 @@ def test_irm_protected_doc_is_encrypted_not_its_placeholder(corpus: Path) -> Non
     (MS-OFFCRYPTO 2.2.10). Built from a real DOC plus those storages."""
     import olefile
 
-    from textsieve.extractors._olewrite import pack
+    from textsieve.kernels.ole import pack
 
     ole = olefile.OleFileIO(str(corpus / "doc/poi__SampleDoc.doc"))
     tree: dict[tuple[str, ...], bytes | None] = {

@@ -225,7 +225,7 @@ def _msg_with_bcc(original: Path, name: str, address: str) -> bytes:
     PidTagRecipientType = 3, the display name and the SMTP address as UTF-16 strings)."""
     import olefile
 
-    from textsieve.extractors._olewrite import pack
+    from textsieve.kernels.ole import pack
 
     ole = olefile.OleFileIO(str(original))
     tree: dict[tuple[str, ...], bytes | None] = {}

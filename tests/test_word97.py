@@ -133,7 +133,7 @@ def test_embedded_documents_become_children(corpus: Path) -> None:
 def test_a_storage_written_out_reads_back_stream_for_stream(corpus: Path, name: str) -> None:
     import olefile
 
-    from textsieve.extractors._olewrite import pack_storage
+    from textsieve.kernels.ole import pack_storage
 
     with olefile.OleFileIO(str(corpus / name)) as ole:
         want = {"/".join(e): ole.openstream(e).read() for e in ole.listdir()}
@@ -157,7 +157,7 @@ def test_a_spent_unpack_budget_keeps_the_text(corpus: Path) -> None:
 def test_embedded_objects_are_capped_at_max_members(corpus: Path) -> None:
     import olefile
 
-    from textsieve.extractors._olewrite import pack
+    from textsieve.kernels.ole import pack
 
     # quick.doc with 3,000 packaged objects (CONTENTS streams) in its ObjectPool
     with olefile.OleFileIO(str(corpus / "doc" / "poi__quick.doc")) as ole:
@@ -187,7 +187,7 @@ def _png_of(words: str) -> bytes:
 def test_a_word_file_of_pictures_only_is_read_by_ocr(corpus: Path) -> None:
     import olefile
 
-    from textsieve.extractors._olewrite import pack
+    from textsieve.kernels.ole import pack
 
     # quick.doc with its one sentence blanked out and a scanned line in its Data stream
     with olefile.OleFileIO(str(corpus / "doc" / "poi__quick.doc")) as ole:

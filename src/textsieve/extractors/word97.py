@@ -23,11 +23,11 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from ..kernels.ole import pack_storage
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
 from ..source import Source
 from . import Context, wants_pictures
-from ._olewrite import pack_storage
 from .legacy import _doc_check, _ole
 
 # Output version (archives re-extract what an older one made).

@@ -8,7 +8,7 @@ import struct
 
 import olefile
 
-from textsieve.extractors._olewrite import pack
+from textsieve.kernels.ole import pack
 
 
 def _read_back(data: bytes) -> dict[str, bytes]:
