@@ -137,7 +137,7 @@ def test_damaged_property_set_does_not_spin(corpus: Path) -> None:
 
 
 def test_property_set_reader_checks_every_offset() -> None:
-    from textsieve.extractors.legacy import property_set
+    from textsieve.kernels.ole import property_set
 
     header = struct.pack("<HHI16sI", 0xFFFE, 0, 0, bytes(16), 1) + bytes(16)
     body = struct.pack("<II", 0, 3)  # size (unused), three properties

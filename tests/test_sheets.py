@@ -199,7 +199,7 @@ def test_workbook_stream_head_is_the_streams_start(corpus: Path, name: str) -> N
     (its sector chain) and a small one (the mini stream) alike."""
     import olefile
 
-    from textsieve.extractors.legacy import stream_head
+    from textsieve.kernels.ole import stream_head
 
     with olefile.OleFileIO(str(corpus / "xls" / name)) as ole:
         whole = ole.openstream("Workbook").read()

@@ -258,7 +258,7 @@ def test_the_fib_check_reads_the_start_of_the_word_stream(corpus: Path, name: st
     # The encryption check reads only the FIB's sectors; the reader loads the stream once.
     import olefile
 
-    from textsieve.extractors.legacy import stream_head
+    from textsieve.kernels.ole import stream_head
 
     with olefile.OleFileIO(str(corpus / "doc" / name)) as ole:
         whole = ole.openstream("WordDocument").read()

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from ..kernels.equations import omml_text
+from ..kernels.ole import unwrap_package
 from ..kernels.xml import (
     local,
     open_zip,
@@ -141,7 +142,7 @@ def embedded_children(zf: zipfile.ZipFile, folder: str, ctx: Context, doc: Docum
             doc.warnings.append(exc.message)
             continue
         name = posixpath.basename(info.filename)
-        data, name = unwrap_ole_package(data, name)
+        data, name = unwrap_package(data, name)
         doc.children.append(ctx.child(data, name))
 
 
@@ -177,42 +178,6 @@ def image_children(zf: zipfile.ZipFile, folders: tuple[str, ...], ctx: Context,
         names = [i.filename for i in zf.infolist() if i.filename.startswith(folders)
                  and i.filename.lower().endswith(_RASTER) and not i.is_dir()]
         pictures_to_children(names, lambda name: read_member(zf, name, ctx), ctx, doc)
-
-
-def unwrap_ole_package(data: bytes, name: str) -> tuple[bytes, str]:
-    """An oleObject*.bin usually wraps the real file (Ole10Native 'Package', an OOXML
-    'Package' stream or a PDF 'CONTENTS'): hand the inner file on, not the wrapper."""
-    if not data.startswith(b"\xd0\xcf\x11\xe0"):
-        return data, name
-    try:
-        import olefile
-
-        with olefile.OleFileIO(data) as ole:
-            if ole.exists("\x01Ole10Native"):
-                return _ole10native(ole.openstream("\x01Ole10Native").read(), name)
-            for stream in ("Package", "CONTENTS"):
-                if ole.exists(stream):
-                    return ole.openstream(stream).read(), name
-    except Exception:  # a damaged wrapper: pass the bytes on as they are
-        pass
-    return data, name
-
-
-def _ole10native(raw: bytes, name: str) -> tuple[bytes, str]:
-    try:
-        pos = 6
-        label_end = raw.index(b"\0", pos)
-        label = raw[pos:label_end].decode("latin-1")
-        pos = raw.index(b"\0", label_end + 1) + 1 + 4  # original path, then 4 flag bytes
-        tlen = int.from_bytes(raw[pos:pos + 4], "little")
-        pos += 4 + tlen
-        size = int.from_bytes(raw[pos:pos + 4], "little")
-        payload = raw[pos + 4:pos + 4 + size]
-        if len(payload) == size and size:
-            return payload, label or name
-    except ValueError:
-        pass
-    return raw[4:], name
 
 
 def chart_content(root: etree._Element) -> tuple[list[str], list[list[str]]]:

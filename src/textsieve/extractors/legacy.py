@@ -15,14 +15,14 @@ import os
 import re
 import struct
 from collections.abc import Iterator
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..kernels.ole import opened, stream_head, summary_metadata
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
-from ..textcodec import decode, normalize_charset
+from ..textcodec import decode
 from . import Context
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
@@ -33,134 +33,6 @@ LAZY = ("olefile", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97",
 # encrypted DOC/PPT opened with the default password; 3 = DOC read by word97 first (its
 # items made here by antiword are re-read).
 VERSION = 3
-
-# --------------------------------------------------------------------------------------
-# OLE helpers
-# --------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _ole(src: Source, what: str) -> Iterator[Any]:
-    """The file's OLE2 container for the with-block (parsed once per source, by detection
-    already); any parser error in the block is the file's damage (``corrupt``), not a bug."""
-    try:
-        ole = src.ole()
-    except Exception as exc:  # olefile raises many error types on damaged files
-        raise ExtractionError(ErrorKind.CORRUPT, f"damaged OLE2 container: {exc}") from exc
-    try:
-        yield ole
-    except ExtractionError:
-        raise
-    except Exception as exc:
-        raise ExtractionError(ErrorKind.CORRUPT, f"damaged {what} file: {exc}") from exc
-
-
-def _iso(value: Any) -> str | None:
-    if isinstance(value, datetime) and value.year > 1601:
-        return value.replace(microsecond=0).isoformat()
-    return None
-
-
-def _meta_str(value: Any, codepage: Any = None) -> str | None:
-    """A property string; 8-bit ones are in the property set's code page (cp1251, cp932)."""
-    if isinstance(value, bytes):
-        enc = normalize_charset(f"cp{codepage}" if isinstance(codepage, int) else None)
-        value = value.decode(enc or "cp1252", "replace")
-    if isinstance(value, str):
-        value = value.replace("\x00", "").strip()
-        return value or None
-    return None
-
-
-# SummaryInformation property ids (MS-OLEPS): code page, title, subject, author, keywords,
-# created, last saved, pages; DocumentSummaryInformation: slides.
-_PID_CODEPAGE, _PID_TITLE, _PID_SUBJECT, _PID_AUTHOR, _PID_KEYWORDS = 1, 2, 3, 4, 5
-_PID_CREATED, _PID_SAVED, _PID_PAGES, _PID_SLIDES = 12, 13, 14, 7
-_VT_I2, _VT_I4, _VT_LPSTR, _VT_LPWSTR, _VT_FILETIME = 2, 3, 0x1E, 0x1F, 0x40
-
-
-def ole_metadata(ole: Any, doc: Document, *, pages_attr: str = "num_pages") -> None:
-    """Title, author, dates and page/slide count from SummaryInformation (cheap, reliable).
-
-    Read by ``property_set``, not olefile's ``get_metadata``: that one trusts the element
-    counts of vector properties, and a damaged count sent it round a Python loop four
-    billion times.
-    """
-    summary = property_set(_stream(ole, "\x05SummaryInformation"))
-    extra = property_set(_stream(ole, "\x05DocumentSummaryInformation"))
-    cp = summary.get(_PID_CODEPAGE)
-    doc.title = doc.title or _meta_str(summary.get(_PID_TITLE), cp)
-    m = doc.metadata
-    m.author = m.author or _meta_str(summary.get(_PID_AUTHOR), cp)
-    m.subject = m.subject or _meta_str(summary.get(_PID_SUBJECT), cp)
-    m.keywords = m.keywords or _meta_str(summary.get(_PID_KEYWORDS), cp)
-    m.created = m.created or _iso(summary.get(_PID_CREATED))
-    m.modified = m.modified or _iso(summary.get(_PID_SAVED))
-    count = extra.get(_PID_SLIDES) if pages_attr == "slides" else summary.get(_PID_PAGES)
-    if isinstance(count, int) and 0 < count < 1_000_000:
-        m.page_count = count
-
-
-def stream_head(ole: Any, name: str, size: int) -> bytes:
-    """The first ``size`` bytes of a stream (a FIB, a workbook's first records): olefile's
-    ``openstream`` reads all of a stream, sector by sector, to give any of it."""
-    entry = ole.direntries[ole._find(name)]
-    size = max(size, ole.minisectorcutoff)  # below the cutoff a stream is a mini stream
-    if entry.size <= size:
-        return ole.openstream(name).read()
-    return ole._open(entry.isectStart, size).read()  # a FAT stream: only its first sectors
-
-
-def _stream(ole: Any, name: str) -> bytes:
-    try:
-        return ole.openstream(name).read(1 << 20) if ole.exists(name) else b""
-    except Exception:  # a broken property set must not lose the text
-        return b""
-
-
-def property_set(data: bytes) -> dict[int, Any]:
-    """The scalar properties of the first property set in an OLE property set stream
-    (MS-OLEPS 2.21): every offset and length is checked against the data, so damage
-    costs at most one pass over a bounded number of entries."""
-    if len(data) < 48:
-        return {}
-    start = struct.unpack_from("<I", data, 44)[0]
-    if start + 8 > len(data):
-        return {}
-    count = min(struct.unpack_from("<I", data, start + 4)[0], 4096,
-                (len(data) - start - 8) // 8)
-    out: dict[int, Any] = {}
-    for i in range(count):
-        pid, rel = struct.unpack_from("<II", data, start + 8 + 8 * i)
-        pos = start + rel
-        if pos + 8 > len(data):
-            continue
-        vtype = struct.unpack_from("<H", data, pos)[0]
-        body = pos + 4
-        if vtype == _VT_I2:
-            value: Any = struct.unpack_from("<h", data, body)[0]
-            if pid == _PID_CODEPAGE:
-                value &= 0xFFFF  # 65001 (UTF-8) is stored as -535
-        elif vtype == _VT_I4:
-            value = struct.unpack_from("<i", data, body)[0]
-        elif vtype == _VT_LPSTR:
-            n = struct.unpack_from("<I", data, body)[0]
-            value = data[body + 4:body + 4 + min(n, 1 << 16)].split(b"\x00", 1)[0]
-        elif vtype == _VT_LPWSTR:
-            n = struct.unpack_from("<I", data, body)[0]
-            raw = data[body + 4:body + 4 + 2 * min(n, 1 << 15)]
-            value = raw.decode("utf-16-le", "replace").split("\x00", 1)[0]
-        elif vtype == _VT_FILETIME and body + 8 <= len(data):
-            ticks = struct.unpack_from("<Q", data, body)[0]  # 100 ns since 1601-01-01
-            try:
-                value = datetime(1601, 1, 1) + timedelta(microseconds=ticks // 10)
-            except OverflowError:
-                continue
-        else:
-            continue
-        out[pid] = value
-    return out
-
 
 @contextlib.contextmanager
 def _as_path(src: Source) -> Iterator[str]:
@@ -209,8 +81,8 @@ def _tool_failure(tool: str, proc: Any) -> ExtractionError:
 def _doc_check(src: Source, ctx: Context, doc: Document) -> Source:
     """Metadata, and the file to read: decrypted when the FIB says it is encrypted
     (fEncrypted, bit 0 of byte 0x0B); ``encrypted`` when no password opens it."""
-    with _ole(src, "Word") as ole:
-        ole_metadata(ole, doc)
+    with opened(src, "Word") as ole:
+        summary_metadata(ole, doc)
         if not ole.exists("WordDocument"):
             raise ExtractionError(ErrorKind.CORRUPT, "no WordDocument stream")
         fib = stream_head(ole, "WordDocument", 64)[:64]  # the reader loads the rest
@@ -483,11 +355,11 @@ _MASTER_PROMPT = re.compile(r"^Click to edit (the )?Master .*", re.I)
 
 def extract_ppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """PowerPoint 97-2003 from its records: one page per slide, in presentation order."""
-    with _ole(src, "PowerPoint") as ole:
+    with opened(src, "PowerPoint") as ole:
         current = _ppt_current_user(ole)
         plain = _ppt_decrypted(ole, current, src, ctx, doc)
         if plain is None:
-            ole_metadata(ole, doc, pages_attr="slides")
+            summary_metadata(ole, doc, pages_attr="slides")
             if ole.exists("Text_Content") and ole.exists("Header"):
                 _ppt95(ole.openstream("Text_Content").read(), out)
                 return
@@ -523,10 +395,10 @@ def _ppt95(data: bytes, out: Builder) -> None:
 
 def extract_ppt_catppt(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     """catppt as a second opinion when the record parser finds nothing."""
-    with _ole(src, "PowerPoint") as ole:
+    with opened(src, "PowerPoint") as ole:
         plain = _ppt_decrypted(ole, _ppt_current_user(ole), src, ctx, doc)
         if plain is None:
-            ole_metadata(ole, doc, pages_attr="slides")
+            summary_metadata(ole, doc, pages_attr="slides")
     if plain is not None:
         extract_ppt_catppt(plain, ctx, doc, out)
         return

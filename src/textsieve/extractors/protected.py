@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import struct
 
+from ..kernels.ole import summary_metadata
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
 from . import Context
-from .legacy import ole_metadata
 
 VERSION = 2  # 2: PFILEs
 
@@ -34,7 +34,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                               f"Management (PFILE): {what} is encrypted for licensed users; "
                               "the readable text is only the placeholder")
     try:
-        ole_metadata(src.ole(), doc)
+        summary_metadata(src.ole(), doc)
     except Exception:  # metadata is a bonus; the verdict does not depend on it
         doc.warnings.append("summary properties could not be read")
     raise ExtractionError(ErrorKind.ENCRYPTED, "protected with Information Rights Management "

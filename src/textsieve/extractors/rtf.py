@@ -502,7 +502,7 @@ def objects(data: bytes, limit: int) -> list[tuple[str, bytes]]:
 def _children(data: bytes, ctx: Context, doc: Document) -> None:
     """Embedded objects become children: an Office document or a PDF unwrapped from its
     OLE storage, a packaged file from its Packager wrapper."""
-    from .docx import _ole10native, unwrap_ole_package  # only for a file with objects
+    from ..kernels.ole import ole10native, unwrap_package
 
     limit = ctx.options.max_members
     got = objects(data, limit + 1)
@@ -512,9 +512,9 @@ def _children(data: bytes, ctx: Context, doc: Document) -> None:
     for i, (cls, native) in enumerate(got, 1):
         name = f"object{i}"
         if cls.lower().startswith("package") and not native.startswith(_OLE_MAGIC):
-            payload, name = _ole10native(len(native).to_bytes(4, "little") + native, name)
+            payload, name = ole10native(len(native).to_bytes(4, "little") + native, name)
         else:
-            payload, name = unwrap_ole_package(native, name)
+            payload, name = unwrap_package(native, name)
         try:
             ctx.account(len(payload), "embedded objects")
         except ExtractionError as exc:  # the budget is spent: say so once, keep the text

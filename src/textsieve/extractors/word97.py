@@ -23,12 +23,12 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from ..kernels.ole import pack_storage
+from ..kernels.ole import opened, pack_storage, unwrap_package
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
 from ..source import Source
 from . import Context, wants_pictures
-from .legacy import _doc_check, _ole
+from .legacy import _doc_check
 
 # Output version (archives re-extract what an older one made).
 VERSION = 2
@@ -83,7 +83,7 @@ _PLAIN = _Para()
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     src = _doc_check(src, ctx, doc)  # metadata; a decrypted copy if it is encrypted
-    with _ole(src, "Word") as ole:  # any parse error in here: the file is damaged
+    with opened(src, "Word") as ole:  # any parse error in here: the file is damaged
         word = ole.openstream("WordDocument").read()
         fib = _Fib(word)
         name = "1Table" if fib.flags & _F_WHICH_TABLE else "0Table"
@@ -189,9 +189,8 @@ def _embedded(ole: Any, ctx: Context, doc: Document) -> None:
         except ExtractionError as exc:  # the budget is spent: say so once, keep the text
             doc.children.append(Document.failed(exc.kind, exc.message, name=name))
             return
-        from .docx import unwrap_ole_package
 
-        data, name = unwrap_ole_package(data, name)
+        data, name = unwrap_package(data, name)
         doc.children.append(ctx.child(data, name))
 
 

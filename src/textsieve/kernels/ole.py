@@ -1,19 +1,202 @@
-"""A storage inside an OLE2 compound file, written out as a compound file of its own.
+"""OLE2 compound files (MS-CFB): the container of DOC, XLS, PPT, MSG and their kin.
 
+Reading goes through olefile, opened once per input (``Source.ole``); here is what the
+formats share on top of it: the container opened so that its damage reads as the file's
+(``opened``), the summary properties every Office file carries (``summary_metadata``, by
+``property_set``, a bounded reader), the first bytes of a stream without reading all of it
+(``stream_head``), and the real file inside an embedded object's wrapper
+(``unwrap_package``, ``ole10native``).
+
+Writing: a storage inside a compound file, written out as a compound file of its own.
 Word keeps embedded documents (a workbook, a slide show, another Word file) as storages
 under ``ObjectPool``: a tree of streams that is a complete document once it has a
-compound file around it. olefile only reads, so this writes the minimal container
-(MS-CFB version 3, 512-byte sectors): a header, the FAT (and DIFAT sectors past 109 FAT
-sectors), the directory, the mini FAT and mini stream for streams under 4,096 bytes, then
-the big streams. Any compound file reader
-(olefile, calamine, our own) then takes the embedded document like a file on disk.
+compound file around it. olefile only reads, so ``pack_storage`` writes the minimal
+container (MS-CFB version 3, 512-byte sectors): a header, the FAT (and DIFAT sectors past
+109 FAT sectors), the directory, the mini FAT and mini stream for streams under 4,096
+bytes, then the big streams. Any compound file reader (olefile, calamine, our own) then
+takes the embedded document like a file on disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import struct
-from typing import Any
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
+from ..model import Document, ErrorKind, ExtractionError
+from ..textcodec import normalize_charset
+
+if TYPE_CHECKING:
+    from ..source import Source
+
+# -- reading ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def opened(src: Source, what: str) -> Iterator[Any]:
+    """The file's OLE2 container for the with-block (parsed once per source, by detection
+    already); any parser error in the block is the file's damage (``corrupt``), not a bug."""
+    try:
+        ole = src.ole()
+    except Exception as exc:  # olefile raises many error types on damaged files
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged OLE2 container: {exc}") from exc
+    try:
+        yield ole
+    except ExtractionError:
+        raise
+    except Exception as exc:
+        raise ExtractionError(ErrorKind.CORRUPT, f"damaged {what} file: {exc}") from exc
+
+
+def _iso(value: Any) -> str | None:
+    if isinstance(value, datetime) and value.year > 1601:
+        return value.replace(microsecond=0).isoformat()
+    return None
+
+
+def _meta_str(value: Any, codepage: Any = None) -> str | None:
+    """A property string; 8-bit ones are in the property set's code page (cp1251, cp932)."""
+    if isinstance(value, bytes):
+        enc = normalize_charset(f"cp{codepage}" if isinstance(codepage, int) else None)
+        value = value.decode(enc or "cp1252", "replace")
+    if isinstance(value, str):
+        value = value.replace("\x00", "").strip()
+        return value or None
+    return None
+
+
+# SummaryInformation property ids (MS-OLEPS): code page, title, subject, author, keywords,
+# created, last saved, pages; DocumentSummaryInformation: slides.
+_PID_CODEPAGE, _PID_TITLE, _PID_SUBJECT, _PID_AUTHOR, _PID_KEYWORDS = 1, 2, 3, 4, 5
+_PID_CREATED, _PID_SAVED, _PID_PAGES, _PID_SLIDES = 12, 13, 14, 7
+_VT_I2, _VT_I4, _VT_LPSTR, _VT_LPWSTR, _VT_FILETIME = 2, 3, 0x1E, 0x1F, 0x40
+
+
+def summary_metadata(ole: Any, doc: Document, *, pages_attr: str = "num_pages") -> None:
+    """Title, author, dates and page/slide count from SummaryInformation (cheap, reliable).
+
+    Read by ``property_set``, not olefile's ``get_metadata``: that one trusts the element
+    counts of vector properties, and a damaged count sent it round a Python loop four
+    billion times.
+    """
+    summary = property_set(_stream(ole, "\x05SummaryInformation"))
+    extra = property_set(_stream(ole, "\x05DocumentSummaryInformation"))
+    cp = summary.get(_PID_CODEPAGE)
+    doc.title = doc.title or _meta_str(summary.get(_PID_TITLE), cp)
+    m = doc.metadata
+    m.author = m.author or _meta_str(summary.get(_PID_AUTHOR), cp)
+    m.subject = m.subject or _meta_str(summary.get(_PID_SUBJECT), cp)
+    m.keywords = m.keywords or _meta_str(summary.get(_PID_KEYWORDS), cp)
+    m.created = m.created or _iso(summary.get(_PID_CREATED))
+    m.modified = m.modified or _iso(summary.get(_PID_SAVED))
+    count = extra.get(_PID_SLIDES) if pages_attr == "slides" else summary.get(_PID_PAGES)
+    if isinstance(count, int) and 0 < count < 1_000_000:
+        m.page_count = count
+
+
+def stream_head(ole: Any, name: str, size: int) -> bytes:
+    """The first ``size`` bytes of a stream (a FIB, a workbook's first records): olefile's
+    ``openstream`` reads all of a stream, sector by sector, to give any of it."""
+    entry = ole.direntries[ole._find(name)]
+    size = max(size, ole.minisectorcutoff)  # below the cutoff a stream is a mini stream
+    if entry.size <= size:
+        return ole.openstream(name).read()
+    return ole._open(entry.isectStart, size).read()  # a FAT stream: only its first sectors
+
+
+def _stream(ole: Any, name: str) -> bytes:
+    try:
+        return ole.openstream(name).read(1 << 20) if ole.exists(name) else b""
+    except Exception:  # a broken property set must not lose the text
+        return b""
+
+
+def property_set(data: bytes) -> dict[int, Any]:
+    """The scalar properties of the first property set in an OLE property set stream
+    (MS-OLEPS 2.21): every offset and length is checked against the data, so damage
+    costs at most one pass over a bounded number of entries."""
+    if len(data) < 48:
+        return {}
+    start = struct.unpack_from("<I", data, 44)[0]
+    if start + 8 > len(data):
+        return {}
+    count = min(struct.unpack_from("<I", data, start + 4)[0], 4096,
+                (len(data) - start - 8) // 8)
+    out: dict[int, Any] = {}
+    for i in range(count):
+        pid, rel = struct.unpack_from("<II", data, start + 8 + 8 * i)
+        pos = start + rel
+        if pos + 8 > len(data):
+            continue
+        vtype = struct.unpack_from("<H", data, pos)[0]
+        body = pos + 4
+        if vtype == _VT_I2:
+            value: Any = struct.unpack_from("<h", data, body)[0]
+            if pid == _PID_CODEPAGE:
+                value &= 0xFFFF  # 65001 (UTF-8) is stored as -535
+        elif vtype == _VT_I4:
+            value = struct.unpack_from("<i", data, body)[0]
+        elif vtype == _VT_LPSTR:
+            n = struct.unpack_from("<I", data, body)[0]
+            value = data[body + 4:body + 4 + min(n, 1 << 16)].split(b"\x00", 1)[0]
+        elif vtype == _VT_LPWSTR:
+            n = struct.unpack_from("<I", data, body)[0]
+            raw = data[body + 4:body + 4 + 2 * min(n, 1 << 15)]
+            value = raw.decode("utf-16-le", "replace").split("\x00", 1)[0]
+        elif vtype == _VT_FILETIME and body + 8 <= len(data):
+            ticks = struct.unpack_from("<Q", data, body)[0]  # 100 ns since 1601-01-01
+            try:
+                value = datetime(1601, 1, 1) + timedelta(microseconds=ticks // 10)
+            except OverflowError:
+                continue
+        else:
+            continue
+        out[pid] = value
+    return out
+
+
+def unwrap_package(data: bytes, name: str) -> tuple[bytes, str]:
+    """An oleObject*.bin usually wraps the real file (Ole10Native 'Package', an OOXML
+    'Package' stream or a PDF 'CONTENTS'): hand the inner file on, not the wrapper."""
+    if not data.startswith(b"\xd0\xcf\x11\xe0"):
+        return data, name
+    try:
+        import olefile
+
+        with olefile.OleFileIO(data) as ole:
+            if ole.exists("\x01Ole10Native"):
+                return ole10native(ole.openstream("\x01Ole10Native").read(), name)
+            for stream in ("Package", "CONTENTS"):
+                if ole.exists(stream):
+                    return ole.openstream(stream).read(), name
+    except Exception:  # a damaged wrapper: pass the bytes on as they are
+        pass
+    return data, name
+
+
+def ole10native(raw: bytes, name: str) -> tuple[bytes, str]:
+    """The file inside an Ole10Native stream (an OLE "Package": a label, the original
+    path, then the file's bytes), with its label as its name; the stream less its size
+    field when it is not laid out that way."""
+    try:
+        pos = 6
+        label_end = raw.index(b"\0", pos)
+        label = raw[pos:label_end].decode("latin-1")
+        pos = raw.index(b"\0", label_end + 1) + 1 + 4  # original path, then 4 flag bytes
+        tlen = int.from_bytes(raw[pos:pos + 4], "little")
+        pos += 4 + tlen
+        size = int.from_bytes(raw[pos:pos + 4], "little")
+        payload = raw[pos + 4:pos + 4 + size]
+        if len(payload) == size and size:
+            return payload, label or name
+    except ValueError:
+        pass
+    return raw[4:], name
+
+
+# -- writing ---------------------------------------------------------------------------
 _SECTOR = 512
 _MINI = 64
 _CUTOFF = 4096
