@@ -55,9 +55,10 @@ KNOWN_TO_BE_REMOVED: frozenset[tuple[str, str]] = frozenset({
     ("textsieve.model", "textsieve.items"),
     ("textsieve.demo", "textsieve.cli"),
     ("textsieve.enrich.topics", "textsieve.enrich.related"),
-    ("textsieve.web.main", "textsieve.extractors.html"),
-    ("textsieve.web.region", "textsieve.extractors.html"),
-    ("textsieve.web.sieve", "textsieve.extractors.html"),
+    ("textsieve.kernels.html", "textsieve.extractors"),
+    ("textsieve.kernels.html", "textsieve.web.main"),
+    ("textsieve.kernels.html", "textsieve.web.region"),
+    ("textsieve.kernels.html", "textsieve.web.sieve"),
     ("textsieve.sources.files", "textsieve.sources"),
     ("textsieve.sources.urls", "textsieve.sources"),
     ("textsieve.sources.s3", "textsieve.sources"),
@@ -113,9 +114,9 @@ KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
     ("textsieve.mailsrc.local", "textsieve.extractors.mail", "_ESCAPED_FROM"),
     ("textsieve.mailsrc.local", "textsieve.extractors.mail", "_message_spans"),
     ("textsieve.sources.warc", "textsieve.sources.urls", "_name"),
-    ("textsieve.web.region", "textsieve.extractors.html", "_hidden"),
-    ("textsieve.web.sieve", "textsieve.extractors.html", "_BLOCK"),
-    ("textsieve.web.sieve", "textsieve.extractors.html", "_tag"),
+    ("textsieve.web.region", "textsieve.kernels.html", "_hidden"),
+    ("textsieve.web.sieve", "textsieve.kernels.html", "_BLOCK"),
+    ("textsieve.web.sieve", "textsieve.kernels.html", "_tag"),
 })
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from textsieve.core import extract_source
-from textsieve.extractors.html import HtmlWalker, parse_html
+from textsieve.kernels.html import HtmlWalker, parse_html
 from textsieve.model import Document
 from textsieve.options import Options
 from textsieve.render import Builder

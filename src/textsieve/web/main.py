@@ -26,7 +26,7 @@ from typing import Any
 import lxml.html
 from lxml import etree
 
-from ..extractors.html import HtmlWalker, decode_html, html_metadata, parse_html
+from ..kernels.html import HtmlWalker, decode_html, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
 from . import region as content_region

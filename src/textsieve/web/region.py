@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from lxml import etree
 
-from ..extractors.html import _hidden
+from ..kernels.html import _hidden
 
 _SKIP_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "select",
               "button", "form", "nav", "footer", "aside", "header", "dialog", "input",

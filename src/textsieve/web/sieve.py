@@ -53,7 +53,7 @@ from typing import Any
 
 from lxml import etree
 
-from ..extractors.html import _BLOCK, HtmlWalker, _tag, decode_html, html_metadata, parse_html
+from ..kernels.html import _BLOCK, HtmlWalker, _tag, decode_html, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
 from . import shape as shapes

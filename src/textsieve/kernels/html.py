@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import lxml.html
 from lxml import etree
 
-from ..kernels.xml import local, parse_xml
+from ..extractors import Context
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
 from ..source import Source
 from ..textcodec import bom_encoding, decode, normalize_charset
-from . import Context
+from .xml import local, parse_xml
 
 # Output version (archives re-extract what an older one made): 2 = list numbers in the
 # text, picture alt text; 3 = self-closed scripts, hidden text, main-content choice.
