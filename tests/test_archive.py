@@ -28,7 +28,7 @@ from textsieve.model import Document, ErrorKind, Status
 from textsieve.options import MiB, Options
 from textsieve.source import Source
 
-XML_READY = importlib.util.find_spec("textsieve.kernels.html") is not None
+XML_READY = importlib.util.find_spec("textsieve.extractors.html") is not None
 
 
 def make_zip(members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED,

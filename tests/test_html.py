@@ -243,7 +243,7 @@ def test_corpus_metadata(corpus: Path) -> None:
 
 def test_garbage_claiming_xml_is_corrupt() -> None:
     from textsieve.extractors import Context
-    from textsieve.kernels.html import extract_xml
+    from textsieve.extractors.html import extract_xml
     from textsieve.options import Options
     from textsieve.render import Builder
     from textsieve.source import Source

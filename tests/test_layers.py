@@ -55,10 +55,6 @@ KNOWN_TO_BE_REMOVED: frozenset[tuple[str, str]] = frozenset({
     ("textsieve.model", "textsieve.items"),
     ("textsieve.demo", "textsieve.cli"),
     ("textsieve.enrich.topics", "textsieve.enrich.related"),
-    ("textsieve.kernels.html", "textsieve.extractors"),
-    ("textsieve.kernels.html", "textsieve.web.main"),
-    ("textsieve.kernels.html", "textsieve.web.region"),
-    ("textsieve.kernels.html", "textsieve.web.sieve"),
     ("textsieve.sources.files", "textsieve.sources"),
     ("textsieve.sources.urls", "textsieve.sources"),
     ("textsieve.sources.s3", "textsieve.sources"),
@@ -114,9 +110,6 @@ KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
     ("textsieve.mailsrc.local", "textsieve.extractors.mail", "_ESCAPED_FROM"),
     ("textsieve.mailsrc.local", "textsieve.extractors.mail", "_message_spans"),
     ("textsieve.sources.warc", "textsieve.sources.urls", "_name"),
-    ("textsieve.web.region", "textsieve.kernels.html", "_hidden"),
-    ("textsieve.web.sieve", "textsieve.kernels.html", "_BLOCK"),
-    ("textsieve.web.sieve", "textsieve.kernels.html", "_tag"),
 })
 
 

@@ -1,9 +1,13 @@
-"""HTML ("all visible text") and generic XML (feeds, JATS, SpreadsheetML, flat ODF, ...).
+"""The HTML tree: decoding and parsing a page, what a browser hides, and the walk that
+turns a tree into text blocks.
 
-``HtmlWalker`` turns an lxml element into Builder blocks (headings, paragraphs, nested
-lists, tables, code, quotes); it takes any element, so main-content extraction, EPUB and
-mail bodies can hand it just the subtree they chose. Tags are compared by local name, so
-the same walker reads XHTML parsed as XML.
+Every reading of HTML starts here: the HTML extractor ("all visible text"), main-content
+extraction and the topic sieve (``web``), XHTML inside feeds and EPUB. ``parse_html``
+reads a page the way a browser would (a ``<script/>`` followed by code is an open script);
+``hidden`` and ``skipped`` say which elements a reader never sees; ``HtmlWalker`` turns an
+lxml element into Builder blocks (headings, paragraphs, nested lists, tables, code,
+quotes) and takes any element, so a caller can hand it just the subtree it chose. Tags are
+compared by local name (``tag``), so the same walker reads XHTML parsed as XML.
 """
 
 from __future__ import annotations
@@ -14,25 +18,16 @@ from collections.abc import Iterator
 import lxml.html
 from lxml import etree
 
-from ..extractors import Context
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
-from ..source import Source
 from ..textcodec import bom_encoding, decode, normalize_charset
-from .xml import local, parse_xml
-
-# Output version (archives re-extract what an older one made): 2 = list numbers in the
-# text, picture alt text; 3 = self-closed scripts, hidden text, main-content choice.
-VERSION = 3
-
-# Imported on the first page (hidden-text handling), so preload() loads them up front.
-LAZY = ("textsieve.web.region",)
+from .xml import local
 
 # -- HTML -------------------------------------------------------------------------------
-_SKIP = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object",
+SKIP = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object",
                    "embed", "canvas", "select", "datalist", "svg", "map", "audio", "video",
                    "source", "track", "param", "input", "button", "textarea", "dialog"})
-_BLOCK = frozenset({"p", "div", "section", "article", "header", "footer", "main", "nav",
+BLOCK = frozenset({"p", "div", "section", "article", "header", "footer", "main", "nav",
                     "aside", "address", "figure", "figcaption", "form", "fieldset", "legend",
                     "details", "summary", "center", "dl", "dt", "dd", "hgroup", "caption",
                     "body", "html", "li", "tr", "td", "th", "thead", "tbody", "tfoot",
@@ -43,8 +38,8 @@ _LISTS = frozenset({"ul", "ol", "menu", "dir"})
 # <ol type=...>: how its numbers show (case matters: "a" and "A" differ).
 _OL_TYPES = {"1": "decimal", "a": "lowerLetter", "A": "upperLetter", "i": "lowerRoman",
              "I": "upperRoman"}
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
-_SPACES = re.compile(r"[ \t\r\n\f]+")
+HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+SPACES = re.compile(r"[ \t\r\n\f]+")
 _META_CHARSET = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""")
@@ -59,21 +54,21 @@ _SELF_CLOSED_RAW = re.compile(
 _MARKUP = re.compile(r"<(?:/?[a-z][\w:-]*[\s/>]|!--)", re.I)
 
 
-def _tag(el: etree._Element) -> str:
+def tag_name(el: etree._Element) -> str:
     """Lower-case local name ('' for comments and processing instructions)."""
     return local(el.tag).lower()
 
 
-def _hidden(el: etree._Element) -> bool:
+def hidden(el: etree._Element) -> bool:
     get = el.get
     if get("hidden") is not None or get("aria-hidden", "").lower() == "true":
         return True
     style = get("style")
-    return bool(style) and _HIDDEN_STYLE.search(style) is not None
+    return bool(style) and HIDDEN_STYLE.search(style) is not None
 
 
-def _skipped(el: etree._Element, tag: str) -> bool:
-    return not tag or tag in _SKIP or _hidden(el)
+def skipped(el: etree._Element, tag: str) -> bool:
+    return not tag or tag in SKIP or hidden(el)
 
 
 class HtmlWalker:
@@ -100,15 +95,15 @@ class HtmlWalker:
 
     def children(self, el: etree._Element) -> None:
         if el.text:
-            self.buf.append(_SPACES.sub(" ", el.text))
+            self.buf.append(SPACES.sub(" ", el.text))
         for child in el:
             self.node(child)
             if child.tail:
-                self.buf.append(_SPACES.sub(" ", child.tail))
+                self.buf.append(SPACES.sub(" ", child.tail))
 
     def node(self, el: etree._Element) -> None:
-        tag = _tag(el)
-        if _skipped(el, tag):
+        tag = tag_name(el)
+        if skipped(el, tag):
             return
         if tag == "br":
             self.buf.append("\n")
@@ -135,7 +130,7 @@ class HtmlWalker:
         elif tag == "hr":
             self.flush()
             self.out.rule()
-        elif tag in _BLOCK:
+        elif tag in BLOCK:
             self.flush()
             self.children(el)
             self.flush()
@@ -144,22 +139,22 @@ class HtmlWalker:
 
     # -- structures ----------------------------------------------------------------------
     def list_(self, el: etree._Element, level: int) -> None:
-        ordered = _tag(el) == "ol"
-        number = _int(el.get("start"), 1)
+        ordered = tag_name(el) == "ol"
+        number = positive_int(el.get("start"), 1)
         style = _OL_TYPES.get(el.get("type") or "1", "decimal")
         for li in el:
-            tag = _tag(li)
-            if _skipped(li, tag):
+            tag = tag_name(li)
+            if skipped(li, tag):
                 continue
             if tag in _LISTS:  # a list directly inside a list (invalid but common)
                 self.list_(li, level + 1)
                 continue
-            nested = [c for c in li.iter() if c is not li and _tag(c) in _LISTS
+            nested = [c for c in li.iter() if c is not li and tag_name(c) in _LISTS
                       and _outer_list(c, li)]
             text = inline_text(li, exclude=nested)
             if text.strip():
                 if ordered:
-                    number = _int(li.get("value"), number)  # <li value=7> renumbers
+                    number = positive_int(li.get("value"), number)  # <li value=7> renumbers
                     self.out.list_item(text, level, True, number,
                                        f"{number_text(number, style)}.")
                 else:
@@ -173,29 +168,29 @@ class HtmlWalker:
         grid: list[list[str]] = []
         nested = False
         for tr in rows:
-            cells = [c for c in tr if _tag(c) in ("td", "th") and not _hidden(c)]
+            cells = [c for c in tr if tag_name(c) in ("td", "th") and not hidden(c)]
             row: list[str] = []
             for c in cells:
-                if not nested and any(_tag(x) in ("table", "pre") for x in c.iter()):
+                if not nested and any(tag_name(x) in ("table", "pre") for x in c.iter()):
                     nested = True
                 row.append(inline_text(c))
-                row.extend([""] * (min(_int(c.get("colspan"), 1), 50) - 1))
+                row.extend([""] * (min(positive_int(c.get("colspan"), 1), 50) - 1))
             grid.append(row)
         width = max((len(r) for r in grid), default=0)
         if nested or width < 2:
             # A layout table (nested tables, one column): its cells are page sections.
             for tr in rows:
                 for c in tr:
-                    if not _skipped(c, _tag(c)):
+                    if not skipped(c, tag_name(c)):
                         self.flush()
                         self.children(c)
                         self.flush()
             for cap in el:
-                if _tag(cap) == "caption":
+                if tag_name(cap) == "caption":
                     self.out.paragraph(inline_text(cap))
             return
         for cap in el:
-            if _tag(cap) == "caption":
+            if tag_name(cap) == "caption":
                 self.out.paragraph(inline_text(cap))
         # Markdown needs a header row: without <th> the first row serves (as browsers
         # and people read it); an empty one would only add noise.
@@ -206,7 +201,7 @@ def _outer_list(lst: etree._Element, li: etree._Element) -> bool:
     """True if ``lst`` is not inside another list that is itself inside ``li``."""
     p = lst.getparent()
     while p is not None and p is not li:
-        if _tag(p) in _LISTS:
+        if tag_name(p) in _LISTS:
             return False
         p = p.getparent()
     return True
@@ -214,11 +209,11 @@ def _outer_list(lst: etree._Element, li: etree._Element) -> bool:
 
 def _table_rows(table: etree._Element) -> Iterator[etree._Element]:
     for child in table:
-        tag = _tag(child)
-        if tag == "tr" and not _hidden(child):
+        tag = tag_name(child)
+        if tag == "tr" and not hidden(child):
             yield child
-        elif tag in ("thead", "tbody", "tfoot") and not _hidden(child):
-            yield from (tr for tr in child if _tag(tr) == "tr" and not _hidden(tr))
+        elif tag in ("thead", "tbody", "tfoot") and not hidden(child):
+            yield from (tr for tr in child if tag_name(tr) == "tr" and not hidden(tr))
 
 
 def inline_text(el: etree._Element, *, block_sep: str = " ",
@@ -230,20 +225,20 @@ def inline_text(el: etree._Element, *, block_sep: str = " ",
 
     def walk(e: etree._Element) -> None:
         if e.text:
-            parts.append(_SPACES.sub(" ", e.text))
+            parts.append(SPACES.sub(" ", e.text))
         for c in e:
-            tag = _tag(c)
-            if c not in skip and not _skipped(c, tag):
+            tag = tag_name(c)
+            if c not in skip and not skipped(c, tag):
                 if tag == "br":
                     parts.append("\n")
-                elif tag in _BLOCK:
+                elif tag in BLOCK:
                     parts.append(block_sep)
                     walk(c)
                     parts.append(block_sep)
                 else:
                     walk(c)
             if c.tail:
-                parts.append(_SPACES.sub(" ", c.tail))
+                parts.append(SPACES.sub(" ", c.tail))
 
     walk(el)
     text = "".join(parts)
@@ -255,8 +250,8 @@ def inline_text(el: etree._Element, *, block_sep: str = " ",
 def _pre_text(el: etree._Element) -> str:
     parts: list[str] = []
     for node in el.iter():
-        tag = _tag(node)
-        if node is not el and _skipped(node, tag):
+        tag = tag_name(node)
+        if node is not el and skipped(node, tag):
             continue
         if tag == "br":
             parts.append("\n")
@@ -272,7 +267,7 @@ def _code_language(el: etree._Element) -> str:
     return ""
 
 
-def _int(v: str | None, default: int) -> int:
+def positive_int(v: str | None, default: int) -> int:
     try:
         return max(int((v or "").strip()), 1)
     except ValueError:
@@ -338,63 +333,35 @@ def parse_html(text: str) -> etree._Element:
     return root
 
 
-def extract_html(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    """All visible text of a page, with its structure, plus head metadata."""
-    data = src.read()
-    text, enc = decode_html(data, src.charset)
-    doc.metadata.encoding = enc
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    if not text.strip():
-        return
-    root = parse_html(text)
-    # What a browser shows after a click or once its scripts run (tab panels, a page
-    # behind a loading guard, React's streamed blocks) is text; other hidden parts go.
-    from ..web.region import drop_hidden  # lazily: web.region imports this module
-
-    drop_hidden(root, aria_shown=False)
-    if ctx.options.html == "sieve" and ctx.options.topic:
-        from ..web.sieve import sieve_document  # lazily: web.sieve imports this module
-
-        sieve_document(root, doc, out, ctx.options.topic)
-        return
-    if ctx.options.html == "main" or (ctx.options.html == "auto" and src.url):
-        from ..web.main import render_main  # lazily: web.main imports this module
-
-        render_main(root, src.url, doc, out)
-        return
-    render_html_document(root, doc, out)
-
-
 def render_html_document(root: etree._Element, doc: Document, out: Builder) -> None:
     """Metadata from <head>, text from <body> (or the whole tree for a fragment)."""
     html_metadata(root, doc)
-    body = next((c for c in root if _tag(c) == "body"), None)
+    body = next((c for c in root if tag_name(c) == "body"), None)
     walker = HtmlWalker(out, alt_text=True)
     if body is not None:
         walker.render(body)
     else:
         for child in root:
-            if _tag(child) != "head":
+            if tag_name(child) != "head":
                 walker.node(child)
         walker.flush()
 
 
 def html_metadata(root: etree._Element, doc: Document) -> None:
-    body = next((c for c in root if _tag(c) == "body"), None)
+    body = next((c for c in root if tag_name(c) == "body"), None)
     lang = (root.get("lang") or root.get("{http://www.w3.org/XML/1998/namespace}lang")
             or root.get("xml:lang")
             or (body.get("lang") if body is not None else None))
     if lang and lang.strip():
         doc.metadata.language = lang.strip()
-    head = next((c for c in root if _tag(c) == "head"), None)
+    head = next((c for c in root if tag_name(c) == "head"), None)
     if head is None:
         return
     metas: dict[str, str] = {}
     for el in head.iter():
-        tag = _tag(el)
+        tag = tag_name(el)
         if tag == "title" and doc.title is None:
-            title = _SPACES.sub(" ", "".join(el.itertext())).strip()
+            title = SPACES.sub(" ", "".join(el.itertext())).strip()
             doc.title = title or None
         elif tag == "meta":
             key = (el.get("name") or el.get("property") or "").strip().lower()
@@ -423,148 +390,88 @@ def html_metadata(root: etree._Element, doc: Document) -> None:
         md.language = metas["content-language"]
 
 
-# -- XML ---------------------------------------------------------------------------------
-_XML_SKIP = frozenset({"binary-data", "styles", "automatic-styles", "font-face-decls",
-                       "settings", "scripts", "master-styles", "meta", "stylesheet",
-                       "DocumentProperties", "OfficeDocumentSettings", "ExcelWorkbook",
-                       "Styles", "WorksheetOptions"})
-_FEED_ITEMS = frozenset({"item", "entry"})
-_FEED_TEXT = ("encoded", "content", "description", "summary")  # fullest first
+# -- what a browser hides, in a whole tree ----------------------------------------------
+text_length = etree.XPath("string-length(normalize-space(.))")
+# Elements a browser does not show, as HtmlWalker judges them (hidden attribute,
+# aria-hidden, display:none, visibility:hidden); the XPath preselects cheaply.
+_MAYBE_HIDDEN = etree.XPath(
+    ".//*[@hidden or @aria-hidden or contains(@style, 'none') or contains(@style, 'hidden')]")
 
 
-def extract_xml(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    """XHTML goes to the HTML walker, feeds give item titles and texts, SpreadsheetML
-    gives tables; anything else gives its text nodes with block breaks."""
-    data = src.read()
-    try:
-        root = parse_xml(data)
-    except ExtractionError as exc:
-        root = parse_xml(data, recover=True)  # raises CORRUPT when nothing is left
-        doc.warnings.append(f"malformed XML, recovered what could be read: {exc.message}")
-    enc = root.getroottree().docinfo.encoding
-    doc.metadata.encoding = (enc or "utf-8").lower()
-    name = local(root.tag)
-    if name.lower() == "html":
-        render_html_document(root, doc, out)
-    elif name in ("rss", "RDF", "feed"):
-        _feed(root, doc, out)
-    elif name == "Workbook" and "spreadsheet" in (etree.QName(root).namespace or ""):
-        _spreadsheetml(root, doc, out)
-    else:
-        doc.title = _xml_title(root)
-        _xml_blocks(root, out)
+# Hidden until a click: tab panels, accordions, "read more" boxes. A reader gets there,
+# and people who judge main content count it (product descriptions and specifications
+# sit in such tabs), so these are shown rather than dropped; so is aria-hidden alone,
+# which hides from screen readers only (a browser shows it).
+_REVEALABLE = re.compile(
+    r"(?:^|[\s_-])(?:tabs?|tab-?pane|tab-?panel|tab-?content|panel|accordion|collapse|"
+    r"collapsible|expand|expandable|toggle|read-?more|more)(?:$|[\s_-])", re.I)
+
+# A hidden element with less than this share of its text outside it is the whole page
+# behind a loading guard, not hidden content.
+GUARD_OUTSIDE = 0.05
+# React's streamed server rendering sends the page's content in <div hidden id="S:0">
+# blocks that its script moves into place: the content a reader sees.
+_STREAMED = re.compile(r"S:(\d+)$")
 
 
-def _direct_text(el: etree._Element) -> bool:
-    if el.text and el.text.strip():
-        return True
-    return any(c.tail and c.tail.strip() for c in el)
-
-
-def _xml_blocks(el: etree._Element, out: Builder) -> None:
-    """An element holding text directly is one block (mixed content like JATS <p> with
-    <italic>); elements that only hold elements are walked into."""
-    if not isinstance(el.tag, str) or local(el.tag) in _XML_SKIP:
+def _move_to_placeholder(root: etree._Element, el: etree._Element, number: str) -> None:
+    """Put a streamed block where React would: in place of its <template id="B:N">."""
+    slot = next((t for t in root.iter("template") if t.get("id") == f"B:{number}"), None)
+    parent, host = el.getparent(), slot.getparent() if slot is not None else None
+    if slot is None or host is None or parent is None:
         return
-    if _direct_text(el):
-        out.paragraph(_SPACES.sub(" ", "".join(_xml_text(el))))
-        return
-    for child in el:
-        _xml_blocks(child, out)
+    if el.tail:  # the text after the block stays where it was
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    el.tail = slot.tail
+    host.replace(slot, el)
 
 
-def _xml_text(el: etree._Element) -> Iterator[str]:
-    if el.text:
-        yield el.text
-    for c in el:
-        if isinstance(c.tag, str) and local(c.tag) not in _XML_SKIP:
-            yield from _xml_text(c)
-        if c.tail:
-            yield c.tail
-
-
-def _xml_title(root: etree._Element) -> str | None:
-    for path in (".//{*}article-meta//{*}article-title", "./{*}title", "./{*}head/{*}title",
-                 ".//{http://purl.org/dc/elements/1.1/}title", ".//{*}title-stmt/{*}title",
-                 ".//{*}titleStmt/{*}title"):
-        el = root.find(path)
-        if el is not None:
-            title = _SPACES.sub(" ", "".join(el.itertext())).strip()
-            if title:
-                return title
-    return None
-
-
-def _child_text(el: etree._Element, name: str) -> str:
-    for c in el:
-        if local(c.tag) == name:
-            return "".join(c.itertext()).strip()
-    return ""
-
-
-def _feed(root: etree._Element, doc: Document, out: Builder) -> None:
-    channel = next((c for c in root if local(c.tag) == "channel"), root)
-    doc.title = _child_text(channel, "title") or None
-    if doc.title:
-        out.heading(doc.title, 1)
-    desc = _child_text(channel, "description") or _child_text(channel, "subtitle")
-    if desc and desc != doc.title:
-        _markup(desc, out)
-    for item in root.iter():
-        if local(item.tag) not in _FEED_ITEMS:
+def drop_hidden(root: etree._Element, aria_shown: bool = True) -> None:
+    """Remove what the renderer would not show (tails are kept), before any candidate is
+    counted: a paywall's display:none copy of the story must not win on word count and
+    then render to nothing, nor reach trafilatura, whose output loses the style. Content
+    behind a tab or an accordion is made visible instead, so every count still matches
+    what is rendered. ``aria_shown`` False leaves aria-hidden alone to the renderer,
+    which skips it (``--html full`` and the sieve keep their icon-free text)."""
+    page = None
+    for el in _MAYBE_HIDDEN(root):
+        if el.getparent() is None or el.tag in ("html", "body") or not hidden(el):
             continue
-        title = _child_text(item, "title")
-        if title:
-            out.heading(_SPACES.sub(" ", _html_to_plain(title)), 2)
-        texts = {local(c.tag): "".join(c.itertext()).strip() for c in item
-                 if local(c.tag) in _FEED_TEXT}
-        body = next((texts[k] for k in _FEED_TEXT if texts.get(k)), "")
-        if body:
-            _markup(body, out)
+        if page is None:
+            page = _visible_length(root)
+        # string-length counts scripts too: an upper bound, checked first (cheap)
+        if (page and text_length(el) >= 0.5 * page
+                and page - (inside := _visible_length(el)) < GUARD_OUTSIDE * inside):
+            # The whole page hidden until its styles load (Next.js and others): a
+            # browser shows it a moment later.
+            _unhide(el)
+            continue
+        aria_only = el.get("hidden") is None and not HIDDEN_STYLE.search(el.get("style") or "")
+        if aria_only and not aria_shown:
+            continue
+        streamed = _STREAMED.match(el.get("id") or "")
+        if streamed:
+            _move_to_placeholder(root, el, streamed.group(1))
+        if (aria_only or streamed or el.get("role") == "tabpanel"
+                or _REVEALABLE.search(f"{el.get('class') or ''} {el.get('id') or ''}")):
+            _unhide(el)
+        else:
+            el.drop_tree()
 
 
-def _markup(text: str, out: Builder) -> None:
-    """Feed texts are often escaped HTML: render them through the HTML walker."""
-    if "<" not in text and "&" not in text:
-        out.paragraph(text)
-        return
-    try:
-        frag = lxml.html.fragment_fromstring(text, create_parent="div")
-    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
-        out.paragraph(re.sub(r"<[^>]*>", " ", text))
-        return
-    HtmlWalker(out).render(frag)
+_CODE = etree.XPath(".//script|.//style")
 
 
-def _html_to_plain(text: str) -> str:
-    if "<" not in text and "&" not in text:
-        return text
-    try:
-        return lxml.html.fragment_fromstring(text, create_parent="div").text_content()
-    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
-        return text
+def _visible_length(el: etree._Element) -> int:
+    """About the characters of text under ``el``, scripts and styles left out (they can
+    outweigh the text: a framework's page data); XPath sums, no walk in Python."""
+    return int(text_length(el)) - sum(int(text_length(c)) for c in _CODE(el))
 
 
-def _spreadsheetml(root: etree._Element, doc: Document, out: Builder) -> None:
-    """Excel 2003 XML: Worksheet/Table/Row/Cell/Data, with ss:Index for skipped cells."""
-    ss = "{urn:schemas-microsoft-com:office:spreadsheet}"
-    names: list[str] = []
-    for n, ws in enumerate((w for w in root if local(w.tag) == "Worksheet"), 1):
-        name = ws.get(f"{ss}Name") or f"Sheet{n}"
-        names.append(name)
-        out.start_page(n)
-        out.heading(name, 2)
-        for table in (t for t in ws if local(t.tag) == "Table"):
-            rows: list[list[str]] = []
-            for row in (r for r in table if local(r.tag) == "Row"):
-                cells: list[str] = []
-                for cell in (c for c in row if local(c.tag) == "Cell"):
-                    index = _int(cell.get(f"{ss}Index"), 0)
-                    if index > len(cells) + 1:
-                        cells.extend([""] * (min(index, 16384) - 1 - len(cells)))
-                    data = next((d for d in cell if local(d.tag) == "Data"), None)
-                    cells.append("" if data is None else "".join(data.itertext()).strip())
-                rows.append(cells)
-            out.table(rows)
-    doc.metadata.page_count = len(names)
-    doc.metadata.extra["sheets"] = names
+def _unhide(el: etree._Element) -> None:
+    for attr in ("hidden", "aria-hidden", "style"):
+        el.attrib.pop(attr, None)

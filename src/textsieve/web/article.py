@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from ..kernels.html import text_length
 from . import region
 
 # Tags that do not start a block: text inside them belongs to the enclosing block.
@@ -298,7 +299,7 @@ def clean(box: etree._Element, m: Measures,
         c = m.chars.get(el, 0)
         if not c:  # inline: only its class can say it is a credit or a byline
             if (el.get("class") and _FRAME_WORDS.search(el.get("class") or "")
-                    and region.text_length(el) <= FRAME_MAX_CHARS):
+                    and text_length(el) <= FRAME_MAX_CHARS):
                 drop.append(el)
             continue
         tag = el.tag

@@ -26,7 +26,7 @@ from typing import Any
 import lxml.html
 from lxml import etree
 
-from ..kernels.html import HtmlWalker, decode_html, html_metadata, parse_html
+from ..kernels.html import HtmlWalker, decode_html, drop_hidden, html_metadata, parse_html
 from ..model import Document
 from ..render import Builder
 from . import region as content_region
@@ -165,7 +165,7 @@ def _select(root: etree._Element, url: str | None,
     copies it once more itself."""
     kind = page_kind(root)
     _empty_code(root)
-    content_region.drop_hidden(root)
+    drop_hidden(root)
     try:
         art: Article | None = article(copy.deepcopy(content_region.scope(root)))
     except Exception:  # a bug on one odd page must not lose it: trafilatura still answers

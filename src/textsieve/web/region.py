@@ -1,11 +1,12 @@
-"""The page's content scope, what a browser hides, and its boilerplate containers.
+"""The page's content scope and its boilerplate containers.
 
 Why: every reading of a page (main content, the topic sieve, the full text) first needs
-what a reader can see (``drop_hidden``) and where the content is (``scope``: the declared
-main landmark, or the body); the main-content extractor (``article``) then removes the
-boilerplate containers, recognised generically: by tag (nav, header, footer, aside,
-forms), ARIA role, hidden state, class/id words (cookie, consent, sidebar, menu, share,
-related, newsletter, comments, paywall, ...) and link rails.
+what a reader can see (``drop_hidden``, in ``kernels.html``) and where the content is
+(``scope``: the declared main landmark, or the body); the main-content extractor
+(``article``) then removes the boilerplate containers, recognised generically: by tag
+(nav, header, footer, aside, forms), ARIA role, hidden state, class/id words (cookie,
+consent, sidebar, menu, share, related, newsletter, comments, paywall, ...) and link
+rails.
 
 Selection runs as XPath in libxml2 and a regular expression over the distinct class/id
 strings, not as Python per element: element proxies make a Python walk over a big page
@@ -19,7 +20,7 @@ from collections.abc import Callable
 
 from lxml import etree
 
-from ..kernels.html import _hidden
+from ..kernels.html import HIDDEN_STYLE, text_length
 
 _SKIP_TAGS = ("script", "style", "noscript", "template", "iframe", "svg", "select",
               "button", "form", "nav", "footer", "aside", "header", "dialog", "input",
@@ -41,7 +42,6 @@ SLUG_HYPHENS = 3
 _BOILER_RE = re.compile(rf"(?:^|[\s_-])(?:{_BOILER_WORDS})(?:$|[\s_-])", re.I)
 _WEAK_RE = re.compile(rf"(?:^|[\s_-])(?:{_WEAK_WORDS})(?:$|[\s_-])", re.I)
 STRONG, WEAK = 1, 2
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _TAGS = etree.XPath("|".join(f".//{t}" for t in _SKIP_TAGS))
 # Attribute values come back as strings (no element proxy per element); the marks of the
 # few distinct values are computed once, and the element is fetched only when its value
@@ -91,94 +91,10 @@ def _still_hidden(d: etree._Element) -> bool:
     """Hidden by attribute, aria-hidden or style (what drop_hidden left: tabs and such)."""
     if d.get("hidden") is not None or (d.get("aria-hidden") or "").strip().lower() == "true":
         return True
-    return bool(_HIDDEN_STYLE.search(d.get("style") or ""))
+    return bool(HIDDEN_STYLE.search(d.get("style") or ""))
 
 
 MAIN = etree.XPath(".//main|.//*[@role='main']")
-# Elements a browser does not show, as HtmlWalker judges them (hidden attribute,
-# aria-hidden, display:none, visibility:hidden); the XPath preselects cheaply.
-_MAYBE_HIDDEN = etree.XPath(
-    ".//*[@hidden or @aria-hidden or contains(@style, 'none') or contains(@style, 'hidden')]")
-
-
-# Hidden until a click: tab panels, accordions, "read more" boxes. A reader gets there,
-# and people who judge main content count it (product descriptions and specifications
-# sit in such tabs), so these are shown rather than dropped; so is aria-hidden alone,
-# which hides from screen readers only (a browser shows it).
-_REVEALABLE = re.compile(
-    r"(?:^|[\s_-])(?:tabs?|tab-?pane|tab-?panel|tab-?content|panel|accordion|collapse|"
-    r"collapsible|expand|expandable|toggle|read-?more|more)(?:$|[\s_-])", re.I)
-
-# A hidden element with less than this share of its text outside it is the whole page
-# behind a loading guard, not hidden content.
-GUARD_OUTSIDE = 0.05
-# React's streamed server rendering sends the page's content in <div hidden id="S:0">
-# blocks that its script moves into place: the content a reader sees.
-_STREAMED = re.compile(r"S:(\d+)$")
-
-
-def _move_to_placeholder(root: etree._Element, el: etree._Element, number: str) -> None:
-    """Put a streamed block where React would: in place of its <template id="B:N">."""
-    slot = next((t for t in root.iter("template") if t.get("id") == f"B:{number}"), None)
-    parent, host = el.getparent(), slot.getparent() if slot is not None else None
-    if slot is None or host is None or parent is None:
-        return
-    if el.tail:  # the text after the block stays where it was
-        prev = el.getprevious()
-        if prev is not None:
-            prev.tail = (prev.tail or "") + el.tail
-        else:
-            parent.text = (parent.text or "") + el.tail
-    el.tail = slot.tail
-    host.replace(slot, el)
-
-
-def drop_hidden(root: etree._Element, aria_shown: bool = True) -> None:
-    """Remove what the renderer would not show (tails are kept), before any candidate is
-    counted: a paywall's display:none copy of the story must not win on word count and
-    then render to nothing, nor reach trafilatura, whose output loses the style. Content
-    behind a tab or an accordion is made visible instead, so every count still matches
-    what is rendered. ``aria_shown`` False leaves aria-hidden alone to the renderer,
-    which skips it (``--html full`` and the sieve keep their icon-free text)."""
-    page = None
-    for el in _MAYBE_HIDDEN(root):
-        if el.getparent() is None or el.tag in ("html", "body") or not _hidden(el):
-            continue
-        if page is None:
-            page = _visible_length(root)
-        # string-length counts scripts too: an upper bound, checked first (cheap)
-        if (page and _TEXT_LENGTH(el) >= 0.5 * page
-                and page - (inside := _visible_length(el)) < GUARD_OUTSIDE * inside):
-            # The whole page hidden until its styles load (Next.js and others): a
-            # browser shows it a moment later.
-            _unhide(el)
-            continue
-        aria_only = el.get("hidden") is None and not _HIDDEN_STYLE.search(el.get("style") or "")
-        if aria_only and not aria_shown:
-            continue
-        streamed = _STREAMED.match(el.get("id") or "")
-        if streamed:
-            _move_to_placeholder(root, el, streamed.group(1))
-        if (aria_only or streamed or el.get("role") == "tabpanel"
-                or _REVEALABLE.search(f"{el.get('class') or ''} {el.get('id') or ''}")):
-            _unhide(el)
-        else:
-            el.drop_tree()
-
-
-_CODE = etree.XPath(".//script|.//style")
-
-
-def _visible_length(el: etree._Element) -> int:
-    """About the characters of text under ``el``, scripts and styles left out (they can
-    outweigh the text: a framework's page data); XPath sums, no walk in Python."""
-    return int(_TEXT_LENGTH(el)) - sum(int(_TEXT_LENGTH(c)) for c in _CODE(el))
-
-
-def _unhide(el: etree._Element) -> None:
-    for attr in ("hidden", "aria-hidden", "style"):
-        el.attrib.pop(attr, None)
-_TEXT_LENGTH = text_length = etree.XPath("string-length(normalize-space(.))")
 
 
 # A list whose text is at least this share link text, with RAIL_LINKS links or more, is a
@@ -200,8 +116,8 @@ def rails(el: etree._Element, total: float) -> list[etree._Element]:
         links = _LINK_TEXT(lst)
         if len(links) < RAIL_LINKS:
             continue
-        length = _TEXT_LENGTH(lst)
-        if not length or sum(_TEXT_LENGTH(a) for a in links) < RAIL_LINK_SHARE * length:
+        length = text_length(lst)
+        if not length or sum(text_length(a) for a in links) < RAIL_LINK_SHARE * length:
             continue
         if any(r in lst.iterancestors() for r in rails):
             continue
@@ -209,7 +125,7 @@ def rails(el: etree._Element, total: float) -> list[etree._Element]:
         parent = lst.getparent()
         # "More from us" + the list: the heading goes with it.
         if (parent is not None and parent is not el and parent.tag not in _KEEP
-                and _TEXT_LENGTH(parent) - length < 60):
+                and text_length(parent) - length < 60):
             lst = parent
         rails.append(lst)
     return rails if size <= RAIL_MAX_SHARE * total else []
@@ -241,7 +157,7 @@ def scope(root: etree._Element) -> etree._Element:
     body = next((c for c in root if c.tag == "body"), root)
     found = MAIN(body)
     if found:
-        best = max(found, key=_TEXT_LENGTH)
-        if _TEXT_LENGTH(best) > 0.2 * _TEXT_LENGTH(body):
+        best = max(found, key=text_length)
+        if text_length(best) > 0.2 * text_length(body):
             return best
     return body

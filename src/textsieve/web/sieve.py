@@ -53,7 +53,7 @@ from typing import Any
 
 from lxml import etree
 
-from ..kernels.html import _BLOCK, HtmlWalker, _tag, decode_html, html_metadata, parse_html
+from ..kernels.html import BLOCK, HtmlWalker, decode_html, html_metadata, parse_html, tag_name
 from ..model import Document
 from ..render import Builder
 from . import shape as shapes
@@ -483,9 +483,9 @@ class _Walker(HtmlWalker):
     out: _Recorder
 
     def node(self, el: etree._Element) -> None:
-        tag = _tag(el)
+        tag = tag_name(el)
         noisy = tag in _NOISE_TAGS or (
-            tag in _BLOCK and tag not in _NO_ATTR_CHECK
+            tag in BLOCK and tag not in _NO_ATTR_CHECK
             and _NOISE_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}") is not None)
         if not noisy:
             super().node(el)
@@ -529,14 +529,15 @@ def _mark_links(root: etree._Element) -> None:
 def blocks_of(root: etree._Element) -> list[Block]:
     """The visible blocks of a page (its <body>, or the element itself)."""
     _mark_links(root)
-    body = next((c for c in root if _tag(c) == "body"), None) if _tag(root) == "html" else None
+    body = (next((c for c in root if tag_name(c) == "body"), None)
+            if tag_name(root) == "html" else None)
     rec = _Recorder()
     walker = _Walker(rec)
     if body is not None:
         walker.render(body)
     else:
-        for child in (root if _tag(root) == "html" else [root]):
-            if _tag(child) != "head":
+        for child in (root if tag_name(root) == "html" else [root]):
+            if tag_name(child) != "head":
                 walker.node(child)
         walker.flush()
     _unwrap(rec.blocks, rec.comments, rec.hard)
@@ -1162,7 +1163,7 @@ def sieve_document(root: etree._Element, doc: Document, out: Builder, spec: str)
     html_metadata(root, doc)
     language = primary_language(doc.metadata.language)
     if language not in STOP_WORDS:  # undeclared, or one without presets: guess
-        body = next((c for c in root if _tag(c) == "body"), root)
+        body = next((c for c in root if tag_name(c) == "body"), root)
         language = guess_language(" ".join(body.itertext())) or language
     topic = load_topic(spec, language)
     result = sieve_element(root, topic, out)
