@@ -100,15 +100,6 @@ KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
     ("textsieve.extractors.word97", "textsieve.extractors.legacy", "_doc_check"),
     ("textsieve.extractors.wordperfect", "textsieve.extractors.legacy", "_as_path"),
     ("textsieve.extractors.wordperfect", "textsieve.extractors.legacy", "_run_text_tool"),
-    ("textsieve.links.harvest", "textsieve.extractors.mail", "_fix_header"),
-    ("textsieve.links.harvest", "textsieve.extractors.mail", "_header"),
-    ("textsieve.links.harvest", "textsieve.extractors.mail", "_parse"),
-    ("textsieve.links.harvest", "textsieve.extractors.mail", "_payload"),
-    ("textsieve.links.harvest", "textsieve.extractors.mail", "_raw_header"),
-    ("textsieve.mailsrc", "textsieve.extractors.mail", "_header"),
-    ("textsieve.mailsrc", "textsieve.extractors.mail", "_iso_date"),
-    ("textsieve.mailsrc.local", "textsieve.extractors.mail", "_ESCAPED_FROM"),
-    ("textsieve.mailsrc.local", "textsieve.extractors.mail", "_message_spans"),
     ("textsieve.sources.warc", "textsieve.sources.urls", "_name"),
 })
 

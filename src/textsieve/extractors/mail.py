@@ -15,14 +15,13 @@ import email
 import mmap
 import re
 import struct
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from email._policybase import Policy, compat32  # email.policy's own: see _parse
-from email.header import decode_header, make_header
+from email._policybase import compat32  # email.policy's own: see _parse
 from email.message import Message
-from email.utils import getaddresses, parsedate_to_datetime
+from email.utils import getaddresses
 from typing import Any
 
+from ..kernels import mime
 from ..model import Document, ErrorKind, ExtractionError, Status
 from ..render import Builder
 from ..source import Source
@@ -38,114 +37,9 @@ LAZY = ("olefile", "lxml.html", "email.parser", "email.generator")
 # IRM-protected bodies are `encrypted`, not ciphertext or a placeholder printed as text.
 VERSION = 4
 
-MAX_MIME_DEPTH = 40
 _HEADERS = (("From", "from"), ("To", "to"), ("Cc", "cc"), ("Date", "date"),
             ("Subject", "subject"))
 _ADDRESS_KEYS = ("from", "to", "cc")
-_STATEFUL = ("iso2022", "utf_7", "hz")  # 7-bit charsets that plain ASCII would swallow
-_SURROGATE = re.compile("[\udc80-\udcff]")
-
-
-# --------------------------------------------------------------------------------------
-# Text decoding
-# --------------------------------------------------------------------------------------
-
-
-def decode_body(payload: bytes, charset: str | None) -> str:
-    """Body bytes to text: a declared 7-bit stateful charset first, then ``textcodec``."""
-    enc = normalize_charset(charset)
-    if enc and ((enc.startswith(_STATEFUL) and b"\x1b" in payload) or enc == "utf-7"):
-        try:
-            return payload.decode(enc)  # type: ignore[arg-type]
-        except (UnicodeDecodeError, LookupError):
-            pass
-    text, _ = decode(payload, charset)
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-
-
-def _fix_header(value: str) -> str:
-    """Raw 8-bit header bytes arrive as surrogate escapes: decode them properly."""
-    if _SURROGATE.search(value):
-        raw = value.encode("utf-8", "surrogateescape")
-        value = _mostly_utf8(raw) or decode(raw)[0]
-    return " ".join(value.split())
-
-
-def _mostly_utf8(raw: bytes) -> str | None:
-    """Mostly-valid UTF-8, e.g. a long 8-bit file name whose last character a mailer cut in
-    half: charset sniffing would call it cp1252 for one bad byte. Needs many valid
-    multi-byte characters per bad one, so real cp1252 text never qualifies."""
-    text = raw.decode("utf-8", "replace")
-    bad = text.count("\ufffd")
-    good = sum(1 for ch in text if ch > "\x7f") - bad
-    return text if good >= 4 * max(bad, 1) else None
-
-
-def _header(msg: Message, name: str) -> str | None:
-    """One header, encoded-words decoded.
-
-    Messages are parsed with the compat32 policy (the modern header registry is 3x slower
-    on every header and super-linear on long ones), so only the few headers shown are
-    decoded, here, by hand.
-    """
-    raw = _raw_header(msg, name)
-    return None if raw is None else _decode_words(raw)
-
-
-def _address_header(msg: Message, name: str) -> tuple[str | None, list[str]]:
-    """An address header as shown, with display names decoded and quotes dropped
-    (``"=?utf-8?b?...?=" <a@b>`` reads ``Name <a@b>``), and its addresses one by one.
-
-    One parse gives both: email.utils' parser goes character by character in Python, and
-    a header with thousands of recipients (a list's mail) took ~10 ms a parse."""
-    raw = _raw_header(msg, name)
-    if raw is None:
-        return None, []
-    try:
-        pairs = getaddresses([_fix_header(raw)])
-    except Exception:
-        pairs = []
-    plain = "=?" not in raw and '"' not in raw
-    names = pairs if plain else [
-        (_decode_words(n).strip(' "') if n and n != a else "", a) for n, a in pairs]
-    listed = [f"{n} <{a}>" if n and a else (a or n) for n, a in names]
-    if plain:
-        shown = _fix_header(raw)
-    else:
-        out = [f"{_quoted(n)} <{a}>" if n and a else (a or n) for n, a in names]
-        shown = ", ".join(x for x in out if x) or _decode_words(raw)
-    return shown, [x for x in listed if x] or [shown]
-
-
-def _quoted(name: str) -> str:
-    """A display name that would split an address list keeps its quotes."""
-    return f'"{name}"' if any(c in name for c in ",;<>@:") else name
-
-
-def _decode_words(raw: str) -> str:
-    if "=?" not in raw:
-        return _fix_header(raw)
-    try:
-        return _fix_header(str(make_header(decode_header(raw))))
-    except Exception:  # a malformed encoded-word: keep the raw text
-        return _fix_header(raw)
-
-
-def _raw_header(msg: Message, name: str) -> str | None:
-    low = name.lower()
-    for k, v in msg._headers:  # the unparsed (name, value) pairs
-        if k.lower() == low:
-            return str(v)
-    return None
-
-
-def _iso_date(value: str | None) -> str | None:
-    if not value:
-        return None
-    try:
-        return parsedate_to_datetime(value).isoformat()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
 
 
 # --------------------------------------------------------------------------------------
@@ -176,21 +70,6 @@ def html_to_text(html: str, ctx: Context) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def _parse(data: bytes, policy: Policy = compat32) -> Message:
-    """compat32: headers stay raw strings and are decoded by ``_header`` when shown. It is
-    taken from ``email._policybase``, where ``email.policy`` gets it: importing
-    ``email.policy`` also builds the modern policy's header registry (~3 ms of every
-    `textsieve extract` of a mail), which nothing here uses."""
-    if b"\n" not in data[:65536] and b"\r" in data[:65536]:
-        data = data.replace(b"\r", b"\n")  # CR-only line ends (old Mac mail)
-    try:
-        return email.message_from_bytes(data, policy=policy)
-    except RecursionError:
-        raise
-    except Exception:  # the modern policy gave up: the lenient legacy one rarely does
-        return email.message_from_bytes(data, policy=compat32)
-
-
 class _MailWalker:
     """Collects the readable body and the attachments of one message."""
 
@@ -215,9 +94,9 @@ class _MailWalker:
         stack: list[tuple[Message, int]] = [(root, 0)]
         while stack:
             part, depth = stack.pop()
-            if depth > MAX_MIME_DEPTH:
+            if depth > mime.MAX_MIME_DEPTH:
                 if not self.truncated:
-                    self.doc.warnings.append(f"MIME nesting deeper than {MAX_MIME_DEPTH}: "
+                    self.doc.warnings.append(f"MIME nesting deeper than {mime.MAX_MIME_DEPTH}: "
                                              "inner parts skipped")
                     self.truncated = True
                 continue
@@ -231,7 +110,7 @@ class _MailWalker:
             inner = part.get_payload()
             inner = inner[0] if isinstance(inner, list) and inner else inner
             if isinstance(inner, Message):
-                subject = _header(inner, "Subject") or "message"
+                subject = mime.header(inner, "Subject") or "message"
                 self.attach(_as_bytes(inner), f"{_safe_name(subject)}.eml")
             return []
         if ctype == "multipart/encrypted":  # RFC 1847 / 3156: a version part, then cipher
@@ -251,14 +130,14 @@ class _MailWalker:
             self.encrypted.append(_IRM)  # the readable body is the client's placeholder
             return []
         disposition = part.get_content_disposition()
-        payload = _payload(part)
+        payload = mime.payload(part)
         # A multipart whose boundary never appears arrives as one string: keep it as text.
         is_text = ctype.startswith(("text/", "message/", "multipart/"))
         if filename or disposition == "attachment" or not is_text:
             if payload:
                 self.attach(payload, filename or f"part-{self.count + 1}{_ext(ctype)}")
             return []
-        text = decode_body(payload, part.get_content_charset())
+        text = mime.decode_body(payload, part.get_content_charset())
         if ctype == "text/html":
             text = html_to_text(text, self.ctx)
         elif ctype == "text/plain" or ctype.startswith("multipart/"):
@@ -313,7 +192,7 @@ def _enveloped(part: Message) -> bool:
     smime_type = str(part.get_param("smime-type") or "").lower()
     if smime_type:
         return smime_type in ("enveloped-data", "authenveloped-data")
-    return any(oid in _payload(part)[:64] for oid in _ENVELOPED_OIDS)
+    return any(oid in mime.payload(part)[:64] for oid in _ENVELOPED_OIDS)
 
 
 def _encrypted_body(kinds: list[str], readable: bool) -> ExtractionError | Document:
@@ -344,33 +223,20 @@ def _best_alternative(parts: list[Message]) -> Message:
     """text/plain if it says something, else HTML, else the last (richest) part."""
     by_type = {p.get_content_type(): p for p in parts}
     plain = by_type.get("text/plain")
-    if plain is not None and _payload(plain).strip():
+    if plain is not None and mime.payload(plain).strip():
         return plain
     return by_type.get("text/html") or parts[-1]
-
-
-def _payload(part: Message) -> bytes:
-    try:
-        data = part.get_payload(decode=True)
-    except Exception:  # damaged base64/uuencode: keep the raw text
-        data = None
-    if data is None:
-        raw = part.get_payload()
-        if isinstance(raw, list):  # message/delivery-status and friends: header blocks
-            return "\n".join(str(p) for p in raw).encode("utf-8", "replace")
-        return raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else b""
-    return data
 
 
 def _filename(part: Message) -> str | None:
     """Content-Disposition filename, else Content-Type name: RFC 2231, encoded words and
     raw 8-bit bytes (compat32 would turn those into U+FFFD) all decoded."""
     for header, param in (("Content-Disposition", "filename"), ("Content-Type", "name")):
-        raw = _raw_header(part, header)
+        raw = mime.raw_header(part, header)
         if raw is None:
             continue
         holder = Message()  # re-parse the header as proper text, not surrogate escapes
-        holder[header] = _fix_header(raw)
+        holder[header] = mime.fix_header(raw)
         try:
             value = holder.get_param(param, header=header)
         except Exception:
@@ -378,7 +244,7 @@ def _filename(part: Message) -> str | None:
         if isinstance(value, tuple):
             value = email.utils.collapse_rfc2231_value(value)
         if value:
-            return _decode_words(str(value))
+            return mime.decode_words(str(value))
     return None
 
 
@@ -401,14 +267,14 @@ def _fill_headers(msg: Message, doc: Document, out: Builder) -> None:
     lists: dict[str, list[str]] = {}
     for name, key in _HEADERS:
         if key in _ADDRESS_KEYS:
-            values[key], lists[key] = _address_header(msg, name)
+            values[key], lists[key] = mime.address_header(msg, name)
         else:
-            values[key] = _header(msg, name)
+            values[key] = mime.header(msg, name)
     subject = values["subject"]
     doc.title = subject or doc.title
     doc.metadata.author = values["from"]
     doc.metadata.subject = subject
-    date_iso = _iso_date(values["date"])
+    date_iso = mime.iso_date(values["date"])
     doc.metadata.created = date_iso
     extra = doc.metadata.extra
     for key in ("from", "subject"):
@@ -419,7 +285,7 @@ def _fill_headers(msg: Message, doc: Document, out: Builder) -> None:
             extra[key] = lists[key]
     if date_iso or values["date"]:
         extra["date"] = date_iso or values["date"]
-    if mid := _header(msg, "Message-ID"):
+    if mid := mime.header(msg, "Message-ID"):
         extra["message_id"] = mid
     block = [f"{name}: {values[key]}" for name, key in _HEADERS if values[key]]
     if any(values[key] for _, key in _HEADERS if key != "date"):  # a bare date is no content
@@ -450,7 +316,7 @@ def _tidy(text: str) -> str:
 def extract_eml(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     data = src.read()
     try:
-        msg = _parse(data)
+        msg = mime.parse_message(data)
     except RecursionError:
         # Pathological nesting defeats the parser: keep the text of the raw message.
         doc.warnings.append("MIME structure nested too deeply to parse; raw text kept")
@@ -464,64 +330,6 @@ def extract_eml(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
 # --------------------------------------------------------------------------------------
 # mbox
 # --------------------------------------------------------------------------------------
-
-_FROM_LINE = re.compile(rb"^From [^\n]*\n", re.M)
-_HEADER_BLOCK_KNOWN = re.compile(
-    rb"^(from|to|subject|date|received|return-path|message-id|mime-version|"
-    rb"content-type|delivered-to|x-[a-z0-9-]+|sender|reply-to):", re.I | re.M)
-_HEADER_LINE = re.compile(rb"^([!-9;-~]+:|[ \t])")
-_CONTENT_LENGTH = re.compile(rb"^content-length:[ \t]*(\d+)[ \t]*\r?$", re.I | re.M)
-_ESCAPED_FROM = re.compile(rb"^>(>*From )", re.M)
-
-
-def _header_block(buf: Any, start: int) -> bytes | None:
-    """The header block after a From_ line, if it really is one (not a body line)."""
-    chunk = bytes(buf[start:start + 16384])
-    end = chunk.find(b"\n\n")
-    end2 = chunk.find(b"\r\n\r\n")
-    if end2 != -1 and (end == -1 or end2 < end):
-        end = end2
-    head = chunk if end == -1 else chunk[:end]
-    lines = head.split(b"\n")
-    if not lines or not all(_HEADER_LINE.match(ln) or not ln.strip(b"\r") for ln in lines[:40]):
-        return None
-    return head if _HEADER_BLOCK_KNOWN.search(head) else None
-
-
-def _message_spans(buf: Any) -> Iterator[tuple[int, int]]:
-    """(start, end) of each message body after its From_ line; Content-Length honoured."""
-    size = len(buf)
-    starts: list[int] = []
-    skip_until = 0
-    for m in _FROM_LINE.finditer(buf):
-        pos = m.start()
-        if pos < skip_until:
-            continue
-        if pos > 0 and not (pos == 1 or buf[pos - 2:pos] in (b"\n\n", b"\r\n")
-                            or (pos >= 3 and buf[pos - 3:pos] == b"\n\r\n")):
-            continue  # a From_ line must follow a blank line (or open the file)
-        head = _header_block(buf, m.end())
-        if head is None:
-            continue
-        starts.append(m.end())
-        cl = _CONTENT_LENGTH.search(head)
-        if cl:
-            body = m.end() + len(head) + 2
-            after = body + int(cl.group(1))
-            rest = bytes(buf[after:after + 8]).lstrip(b"\r\n")
-            if after <= size and (not rest or rest.startswith(b"From ")):
-                skip_until = after
-    for i, s in enumerate(starts):
-        e = starts[i + 1] if i + 1 < len(starts) else size
-        if i + 1 < len(starts):
-            e = buf.rfind(b"From ", s, e)  # back to the start of the next From_ line
-        yield s, e
-
-
-def _preamble(buf: Any) -> bytes:
-    m = _FROM_LINE.search(buf)
-    return bytes(buf[:m.start()]) if m else b""
-
 
 def extract_mbox(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     with src.open() as f:
@@ -542,15 +350,15 @@ def extract_mbox(src: Source, ctx: Context, doc: Document, out: Builder) -> None
 def _mbox(buf: Any, ctx: Context, doc: Document, out: Builder) -> None:
     start = 3 if bytes(buf[:3]) == b"\xef\xbb\xbf" else 0
     view = buf if start == 0 else bytes(buf[start:])  # a BOM before the first From_
-    spans = list(_message_spans(view))
+    spans = list(mime.message_spans(view))
     if not spans:
         raise ExtractionError(ErrorKind.CORRUPT, "no From_ separated messages found")
-    pre = _preamble(view)
+    pre = mime.preamble(view)
     if pre.strip():
         out.preformatted(_tidy(decode(pre)[0]))
     index: list[str] = []
     for n, (s, e) in enumerate(spans, 1):
-        raw = _ESCAPED_FROM.sub(rb"\1", bytes(view[s:e]).rstrip(b"\r\n") + b"\n")
+        raw = mime.mbox_message(view, s, e)
         try:
             ctx.account(len(raw), "mbox")
         except ExtractionError as exc:
@@ -695,9 +503,9 @@ def _msg_sender(m: _Msg) -> tuple[str | None, str | None]:
     if smtp is None and stored:
         m.sender_dn = stored
     if smtp is None and (headers := m.text("007D")):
-        raw = _raw_header(_parse(headers.encode("utf-8", "replace")), "From")
+        raw = mime.raw_header(mime.parse_message(headers.encode("utf-8", "replace")), "From")
         try:
-            pairs = getaddresses([_fix_header(raw)]) if raw else []
+            pairs = getaddresses([mime.fix_header(raw)]) if raw else []
         except Exception:  # hostile header text: no address, not a failed message
             pairs = []
         smtp = next((_smtp(a) for _, a in pairs if _smtp(a)), None)
@@ -770,7 +578,7 @@ def _msg_html(m: _Msg, ctx: Context) -> str | None:
     if raw is not None:
         head = raw[:2048].decode("ascii", "replace")
         cs = re.search(r"charset=[\"']?([\w-]+)", head, re.I)
-        html = decode_body(raw, cs.group(1) if cs else m.codepage)
+        html = mime.decode_body(raw, cs.group(1) if cs else m.codepage)
     else:
         html = m.text("1013")
     return html_to_text(html, ctx) if html and html.strip() else None

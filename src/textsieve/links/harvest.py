@@ -26,15 +26,7 @@ from dataclasses import dataclass, field
 from email.message import Message
 from urllib.parse import urljoin
 
-from ..extractors.mail import (
-    MAX_MIME_DEPTH,
-    _fix_header,
-    _header,
-    _parse,
-    _payload,
-    _raw_header,
-    decode_body,
-)
+from ..kernels import mime
 from ..model import Link
 from .resolve import resolve_wrapper
 from .rules import Rules
@@ -61,12 +53,12 @@ def harvest(raw: bytes | Message, rules: Rules | None = None) -> Harvest:
         rules = _DEFAULT_RULES
     # The legacy policy: harvesting only walks parts, and the modern policy's header
     # objects cost more than all the rest of the harvest (sender checks use raw headers).
-    msg = raw if isinstance(raw, Message) else _parse(raw, email.policy.compat32)
+    msg = raw if isinstance(raw, Message) else mime.parse_message(raw, email.policy.compat32)
     parts = _bodies(msg)
     plains = [body for ctype, body in parts if ctype == "plain"]
     docs_all = [_HtmlPart.read(body) for ctype, body in parts if ctype == "html"]
     docs = [d for d in docs_all if d is not None]
-    subject = _header(msg, "Subject") or ""
+    subject = mime.header(msg, "Subject") or ""
     dropped = _list_unsubscribe(msg, rules)
     pixels: list[str] = []
     for d in docs:
@@ -133,8 +125,8 @@ class _Collector:
 
 
 def _raw(msg: Message, name: str) -> str:
-    value = _raw_header(msg, name)
-    return _fix_header(value) if value else ""
+    value = mime.raw_header(msg, name)
+    return mime.fix_header(value) if value else ""
 
 
 def _list_unsubscribe(msg: Message, rules: Rules) -> set[str]:
@@ -154,7 +146,7 @@ def _bodies(msg: Message) -> list[tuple[str, str]]:
     stack: list[tuple[Message, int]] = [(msg, 0)]
     while stack:
         part, depth = stack.pop()
-        if depth > MAX_MIME_DEPTH:
+        if depth > mime.MAX_MIME_DEPTH:
             continue
         try:
             ctype = part.get_content_type()
@@ -165,7 +157,7 @@ def _bodies(msg: Message) -> list[tuple[str, str]]:
             if ctype == "multipart/alternative" and subs:
                 rich = [p for p in subs if p.is_multipart() or p.get_content_type() == "text/html"]
                 plain = [p for p in subs if p.get_content_type() == "text/plain"]
-                if rich and (rich[-1].is_multipart() or _payload(rich[-1]).strip()):
+                if rich and (rich[-1].is_multipart() or mime.payload(rich[-1]).strip()):
                     subs = [rich[-1]]
                 else:
                     subs = plain[:1] or subs[-1:]
@@ -187,7 +179,7 @@ def _bodies(msg: Message) -> list[tuple[str, str]]:
             charset = part.get_content_charset()
         except Exception:
             charset = None
-        text = decode_body(_payload(part), charset)
+        text = mime.decode_body(mime.payload(part), charset)
         if ctype == "text/html":
             out.append(("html", text))
         elif ctype in ("text/plain", "text/enriched") or ctype.startswith("multipart/"):

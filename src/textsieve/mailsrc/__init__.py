@@ -13,16 +13,13 @@ advances the mark past mail that was not archived.
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import hashlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from email.message import Message
 from typing import Protocol
 
 from ..errors import ExitCode
-from ..extractors.mail import _header, _iso_date
+from ..kernels.mime import header, iso_date, parse_headers
 from ..model import MailRef, RawMail
 from ..options import Options
 from ..sources import SourceError
@@ -53,26 +50,6 @@ class MailSource(Protocol):
     def new_state(self) -> dict[str, str]: ...
 
 
-_MAX_HEAD = 256 * 1024  # headers past this are junk; do not feed them to the parser
-
-
-def _head(raw: bytes) -> bytes:
-    """The header block only: the body is the harvester's business, and parsing a 20 MB
-    attachment here just to read the Subject would make listing a mailbox slow."""
-    cut = len(raw)
-    for sep in (b"\n\n", b"\r\n\r\n"):
-        i = raw.find(sep, 0, _MAX_HEAD)
-        if i != -1:
-            cut = min(cut, i + len(sep))
-    return raw[:min(cut, _MAX_HEAD)]
-
-
-def _parse_headers(raw: bytes) -> Message:
-    """compat32: values stay raw; ``_header`` decodes the few we keep (the modern header
-    registry would cost most of the time of listing a mailbox for nothing)."""
-    return email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(_head(raw))
-
-
 def mail_ref(raw: bytes, source: str, *, labels: tuple[str, ...] = (), uid: str | None = None,
              fallback_date: str | None = None) -> MailRef:
     """The provenance of one raw mail from its headers (encoded words decoded).
@@ -80,16 +57,16 @@ def mail_ref(raw: bytes, source: str, *, labels: tuple[str, ...] = (), uid: str 
     A mail without a Message-ID gets a stable stand-in, the SHA-1 of its bytes, so the same
     mail seen again (another run, another source) is still recognised as the same.
     """
-    msg = _parse_headers(raw)
-    mid = _header(msg, "Message-ID")
+    msg = parse_headers(raw)
+    mid = header(msg, "Message-ID")
     if not mid or not mid.strip("<> "):
         mid = "sha1:" + hashlib.sha1(raw).hexdigest()
     return MailRef(
         source=source,
         message_id=mid.strip(),
-        date=_iso_date(_header(msg, "Date")) or fallback_date,
-        sender=_header(msg, "From") or None,
-        subject=_header(msg, "Subject") or None,
+        date=iso_date(header(msg, "Date")) or fallback_date,
+        sender=header(msg, "From") or None,
+        subject=header(msg, "Subject") or None,
         labels=labels,
         uid=uid,
     )

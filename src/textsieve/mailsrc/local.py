@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..extractors.mail import _ESCAPED_FROM, _message_spans
+from ..kernels.mime import mbox_message, message_spans
 from ..model import RawMail
 from . import MailSourceError, mail_ref
 
@@ -22,7 +22,7 @@ def _abs(path: str) -> str:
 
 class MboxSource:
     """An mbox file, streamed in windows: each window (``WINDOW`` bytes, grown for a single
-    larger message) is split on From_ lines by the mbox extractor's splitter, which tells a
+    larger message) is split on From_ lines by the MIME kernel's splitter, which tells a
     real separator from a body line starting with "From " and honours Content-Length; the
     last, possibly cut, message of a window is read again at the start of the next. Memory
     stays flat however large the mbox is (a memory map would not: every page it touched
@@ -45,7 +45,7 @@ class MboxSource:
                 f.seek(pos)
                 buf = f.read(window)
                 at_end = len(buf) < window or not f.peek(1)
-                spans = list(_message_spans(buf))
+                spans = list(message_spans(buf))
                 if not at_end:
                     if len(spans) < 2:  # one message larger than the window: widen it
                         window *= 2
@@ -53,7 +53,7 @@ class MboxSource:
                     last_from = buf.rfind(b"\n", 0, spans[-1][0] - 1) + 1
                     spans.pop()  # may be cut short: read again in the next window
                 for s, e in spans:
-                    raw = _ESCAPED_FROM.sub(rb"\1", buf[s:e].rstrip(b"\r\n") + b"\n")
+                    raw = mbox_message(buf, s, e)
                     # The offset of the message in the file: stable while mail is appended.
                     yield RawMail(raw, mail_ref(raw, self.spec, uid=str(pos + s)))
                 if at_end:
