@@ -95,12 +95,6 @@ KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
     ("textsieve.server._job", "textsieve", "_source"),
     ("textsieve.events", "textsieve.server", "_job"),
     ("textsieve.run.executor", "textsieve.server", "_job"),
-    ("textsieve.core", "textsieve.extractors", "_FALLBACK_KINDS"),
-    ("textsieve.extractors.pptx", "textsieve.extractors.docx", "_natural"),
-    ("textsieve.extractors.word97", "textsieve.extractors.legacy", "_doc_check"),
-    ("textsieve.extractors.wordperfect", "textsieve.extractors.legacy", "_as_path"),
-    ("textsieve.extractors.wordperfect", "textsieve.extractors.legacy", "_run_text_tool"),
-    ("textsieve.sources.warc", "textsieve.sources.urls", "_name"),
 })
 
 

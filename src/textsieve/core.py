@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import detection as d
 from .extractors import (
-    _FALLBACK_KINDS,
+    FALLBACK_KINDS as _FALLBACK_KINDS,
+)
+from .extractors import (
     REGISTRY,
     REGISTRY_TAG,
     UNSUPPORTED,

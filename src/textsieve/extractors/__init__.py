@@ -92,7 +92,7 @@ for _kind in ("text", "presentation", "graphics", "text-master", "text-web", "ch
               "text-master-template"):
     REGISTRY[d.ODF_PREFIX + _kind] = _ODF
 
-_FALLBACK_KINDS = {ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED, ErrorKind.MISSING_TOOL}
+FALLBACK_KINDS = {ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED, ErrorKind.MISSING_TOOL}
 
 # Formats we recognise and deliberately do not read: a typed answer, not a guess.
 UNSUPPORTED = {

@@ -723,7 +723,7 @@ def _story_texts(zf: zipfile.ZipFile, ctx: Context, paths: list[str], walker: _W
     """Each distinct header/footer text once (the same footer repeats per section)."""
     seen: set[str] = set()
     texts: list[str] = []
-    for path in sorted(set(paths), key=_natural):
+    for path in sorted(set(paths), key=natural_key):
         root = read_xml_lenient(zf, path, ctx)
         if root is None:
             continue
@@ -763,6 +763,7 @@ def _comments(zf: zipfile.ZipFile, ctx: Context, by_kind: dict[str, list[str]],
                                  f"Comment: {text}")
 
 
-def _natural(s: str) -> tuple[str, int]:
+def natural_key(s: str) -> tuple[str, int]:
+    """Sorts part names by their trailing number (``chart10.xml`` after ``chart9.xml``)."""
     m = re.search(r"(\d+)\D*$", s)
     return (re.sub(r"\d+", "", s), int(m.group(1)) if m else 0)

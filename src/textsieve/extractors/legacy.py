@@ -35,7 +35,7 @@ LAZY = ("olefile", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97",
 VERSION = 3
 
 @contextlib.contextmanager
-def _as_path(src: Source) -> Iterator[str]:
+def tool_path(src: Source) -> Iterator[str]:
     """A file path for command-line tools: the source's own, or a private temporary copy."""
     if src.data_ is None and src.path is not None:
         yield str(src.path)
@@ -52,7 +52,7 @@ def _as_path(src: Source) -> Iterator[str]:
             os.unlink(name)
 
 
-def _run_text_tool(ctx: Context, args: list[str], size: int) -> Any:
+def run_text_tool(ctx: Context, args: list[str], size: int) -> Any:
     """antiword/catdoc/catppt read ~50 MB/s, but a damaged file can send catdoc into an
     endless loop: allow 10 s plus 1 s per MB (at most ``tool_timeout``), and call a tool
     that overruns that a failure to read the file, so the next reader gets its turn and
@@ -78,7 +78,7 @@ def _tool_failure(tool: str, proc: Any) -> ExtractionError:
 # --------------------------------------------------------------------------------------
 
 
-def _doc_check(src: Source, ctx: Context, doc: Document) -> Source:
+def doc_source(src: Source, ctx: Context, doc: Document) -> Source:
     """Metadata, and the file to read: decrypted when the FIB says it is encrypted
     (fEncrypted, bit 0 of byte 0x0B); ``encrypted`` when no password opens it."""
     with opened(src, "Word") as ole:
@@ -130,9 +130,9 @@ def _emit_tool_text(text: str, out: Builder) -> None:
 
 def _run_doc_tool(src: Source, ctx: Context, doc: Document, out: Builder,
                   args: list[str]) -> None:
-    src = _doc_check(src, ctx, doc)
-    with _as_path(src) as path:
-        proc = _run_text_tool(ctx, [*args, path], src.size)
+    src = doc_source(src, ctx, doc)
+    with tool_path(src) as path:
+        proc = run_text_tool(ctx, [*args, path], src.size)
     text = proc.stdout.decode("utf-8", "replace")
     if proc.returncode != 0:
         raise _tool_failure(args[0], proc)
@@ -402,8 +402,8 @@ def extract_ppt_catppt(src: Source, ctx: Context, doc: Document, out: Builder) -
     if plain is not None:
         extract_ppt_catppt(plain, ctx, doc, out)
         return
-    with _as_path(src) as path:
-        proc = _run_text_tool(ctx, ["catppt", "-d", "utf-8", path], src.size)
+    with tool_path(src) as path:
+        proc = run_text_tool(ctx, ["catppt", "-d", "utf-8", path], src.size)
     if proc.returncode != 0:
         raise _tool_failure("catppt", proc)
     text = proc.stdout.decode("utf-8", "replace")
@@ -436,7 +436,7 @@ def extract_libreoffice(src: Source, ctx: Context, doc: Document, out: Builder) 
     target = "pptx" if doc.mime_type == "application/vnd.ms-powerpoint" else "docx"
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="textsieve-lo-") as tmp, _as_path(src) as path:
+    with tempfile.TemporaryDirectory(prefix="textsieve-lo-") as tmp, tool_path(src) as path:
         profile = Path(tmp, "profile").as_uri()
         proc = ctx.run_tool([exe, f"-env:UserInstallation={profile}", "--headless",
                              "--norestore", "--convert-to", target, "--outdir", tmp, path])

@@ -18,10 +18,10 @@ from ..render import Builder, number_text
 from ..source import Source
 from . import Context
 from .docx import (
-    _natural,
     chart_content,
     embedded_children,
     image_children,
+    natural_key,
     read_properties,
     rels,
     rid,
@@ -337,7 +337,7 @@ def _slide_parts(zf: zipfile.ZipFile, ctx: Context, main: str) -> list[str]:
     if not parts:
         parts = sorted((n for n in zf.NameToInfo
                         if n.startswith("ppt/slides/slide") and n.endswith(".xml")),
-                       key=_natural)
+                       key=natural_key)
     return parts
 
 

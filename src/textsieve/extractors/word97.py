@@ -28,7 +28,7 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
 from ..source import Source
 from . import Context, wants_pictures
-from .legacy import _doc_check
+from .legacy import doc_source
 
 # Output version (archives re-extract what an older one made).
 VERSION = 2
@@ -82,7 +82,7 @@ _PLAIN = _Para()
 
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
-    src = _doc_check(src, ctx, doc)  # metadata; a decrypted copy if it is encrypted
+    src = doc_source(src, ctx, doc)  # metadata; a decrypted copy if it is encrypted
     with opened(src, "Word") as ole:  # any parse error in here: the file is damaged
         word = ole.openstream("WordDocument").read()
         fib = _Fib(word)

@@ -12,7 +12,7 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..source import Source
 from . import Context
-from .legacy import _as_path, _run_text_tool
+from .legacy import run_text_tool, tool_path
 
 VERSION = 1
 
@@ -24,9 +24,9 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
     args = [_TOOL]
     if ctx.options.password:
         args += ["--password", ctx.options.password]
-    with _as_path(src) as path:
+    with tool_path(src) as path:
         try:
-            proc = _run_text_tool(ctx, [*args, path], src.size)
+            proc = run_text_tool(ctx, [*args, path], src.size)
         except ExtractionError as exc:
             if exc.kind is ErrorKind.MISSING_TOOL:
                 raise ExtractionError(ErrorKind.MISSING_TOOL, "WordPerfect documents need "

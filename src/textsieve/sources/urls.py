@@ -29,7 +29,7 @@ def is_url(spec: str) -> bool:
     return bool(URL_RE.match(spec.strip()))
 
 
-def _name(url: str) -> str:
+def url_name(url: str) -> str:
     """A file-like name for display and as a (weak) type hint: the last path segment."""
     try:
         tail = urlsplit(url).path.rstrip("/").rsplit("/", 1)[-1]
@@ -42,7 +42,7 @@ def url_item(url: str, source: str) -> Item:
     """The item for one URL; never raises, whatever the URL (see the module doc)."""
     clean = strip_userinfo(url)
     return Item(key=url_key(clean), original=clean, source=source, url=clean,
-                name=_name(clean))
+                name=url_name(clean))
 
 
 class UrlSource:

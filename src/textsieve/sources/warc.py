@@ -103,10 +103,10 @@ def _item(rec: Any, warc_name: str, spec: str, max_body: int) -> Item | None:
     data = rec.content_stream().read(max_body + 1)
     captured = _epoch(rec.rec_headers.get_header("WARC-Date"))
     record_id = rec.rec_headers.get_header("WARC-Record-ID") or ""
-    from .urls import _name
+    from .urls import url_name
 
     key = url_key(uri) if uri.lower().startswith(("http://", "https://")) else uri
-    return Item(key=key, original=uri, source=spec, data=data, name=_name(uri),
+    return Item(key=key, original=uri, source=spec, data=data, name=url_name(uri),
                 size=len(data), response=Response(
                     url=uri, status=status, content_type=ctype, date=date, etag=etag,
                     last_modified=modified, captured_at=captured,
