@@ -674,7 +674,7 @@ def test_file_names_that_are_not_utf8_are_archived_losslessly(tmp_path: Path) ->
     key = f"file://{src}/sub/caf%E9 %FF.txt"
     assert rows[key] == "caf\\xe9 \\xff.txt"  # shown readably
     assert rows[str(src / "sub" / "caf%E9 %FF.txt")] == "caf%E9 %FF.txt"
-    from textsieve.sources.files import key_path
+    from textsieve.filekeys import key_path
 
     assert os.fsencode(key_path(key) or "") == latin  # the exact bytes, back from the key
     p = textsieve("search", "sanderlings", "--archive", db)

@@ -345,7 +345,7 @@ def test_problems_page_retries_a_fixed_file(archive_path: Path, server: Room,
 
 
 def _key_path(db: Path, item_id: int) -> str:
-    from textsieve.sources.files import key_path
+    from textsieve.filekeys import key_path
 
     with Archive(db, readonly=True) as a:
         key = a.conn.execute("SELECT key FROM items WHERE id = ?", (item_id,)).fetchone()[0]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
-from .sources.files import key_path
+from .filekeys import key_path
 
 # Below the usual 255-byte limit, leaving room for a "~ID" suffix.
 MAX_NAME_BYTES = 240

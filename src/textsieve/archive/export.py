@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import TextsieveError
+from ..filekeys import readable
 from ..outfiles import common_root, item_parts, shorten, write_file, write_under
-from ..sources.files import readable
 from .store import Archive
 
 log = logging.getLogger(__name__)

@@ -5,51 +5,15 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-import re
 import select
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import unquote_to_bytes
 
+from ..filekeys import file_key, readable
 from ..model import ErrorInfo, ErrorKind, Item
 from ..source import os_problem, path_problem, walk
 from . import SourceError
-
-# A file key that is not a plain path: ``file://`` and the path, its undecodable bytes (and
-# "%", so that decoding is exact) percent-encoded.
-FILE_URI = "file://"
-_ESCAPE = re.compile(r"[%\udc80-\udcff]")
-
-
-def file_key(path: str) -> str:
-    """The archive key of a file: its absolute path, or, when its name is not UTF-8, a
-    ``file://`` URI of it.
-
-    Python hands such a name over with its raw bytes as lone surrogates (``surrogateescape``),
-    which SQLite, JSON and a terminal all refuse. Percent-encoding only those bytes (and
-    "%") keeps the key lossless (``key_path`` gives the exact bytes back), unique (no plain
-    key starts with ``file://``) and readable (``/docs/caf%E9.txt``); UTF-8 names keep the
-    plain path, so existing archives keep their keys.
-    """
-    if not _has_surrogates(path):
-        return path
-    return FILE_URI + _ESCAPE.sub(lambda m: f"%{_byte(m.group())[0]:02X}", path)
-
-
-def key_path(key: str) -> str | None:
-    """The file path of a file key (a ``str`` that ``open`` takes, undecodable bytes as
-    surrogates), or None for keys that are not files (URLs, children, pipes)."""
-    if key.startswith(FILE_URI):
-        return os.fsdecode(unquote_to_bytes(key[len(FILE_URI):]))
-    return key if os.path.isabs(key) else None
-
-
-def readable(name: str) -> str:
-    """A name that prints and stores anywhere: undecodable bytes shown as ``\\xE9``."""
-    if not _has_surrogates(name):
-        return name
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _fixed_prefix(pattern: str) -> str:
@@ -60,18 +24,6 @@ def _fixed_prefix(pattern: str) -> str:
             break
         fixed.append(part)
     return os.path.join(*fixed) if fixed else os.sep
-
-
-def _has_surrogates(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _byte(ch: str) -> bytes:
-    return ch.encode("utf-8", "surrogateescape")
 
 
 class FileSource:

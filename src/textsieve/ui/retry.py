@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..archive import browse
 from ..archive.store import Archive
+from ..filekeys import key_path, readable
 from ..model import Item
-from ..sources.files import key_path, readable
 from ..sources.urls import is_url, url_item
 
 
