@@ -194,7 +194,7 @@ def _rss_kb() -> dict[str, int]:
 def measure(path: Path, checkpoints: list[int]) -> dict[str, object]:
     sys.path.insert(0, str(ROOT / "src"))
     from textsieve.links.harvest import harvest
-    from textsieve.mailsrc.local import MboxSource
+    from textsieve.sources.mailboxes.local import MboxSource
 
     kinds: collections.Counter[str] = collections.Counter()
     links = stories = articles = 0
@@ -241,7 +241,7 @@ def main() -> None:
     print(f"generated {path.relative_to(ROOT)}: {args.mails} mails, "
           f"{path.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t:.1f} s")
     base = subprocess.run([sys.executable, "-c", "import resource, textsieve.links.harvest, "
-                           "textsieve.mailsrc.local; print(resource.getrusage("
+                           "textsieve.sources.mailboxes.local; print(resource.getrusage("
                            "resource.RUSAGE_SELF).ru_maxrss)"],
                           capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})

@@ -1,4 +1,4 @@
-"""A small Gmail API on 127.0.0.1: the calls ``textsieve.mailsrc.gmail`` makes, for real.
+"""A small Gmail API on 127.0.0.1: the calls ``textsieve.sources.mailboxes.gmail`` makes, for real.
 
 It is an HTTP server speaking the Gmail REST API's JSON (``/gmail/v1/users/me/...``) and
 an OAuth token endpoint (``/token``), so the source's own client code is what the tests

@@ -23,9 +23,9 @@ from gmail_fake import (
     FakeGmail,
     serve_fake_gmail,
 )
-from textsieve.mailsrc import MailAuthError, MailSourceError, open_mail_source
-from textsieve.mailsrc.gmail import GmailSource, authorize
 from textsieve.options import Options
+from textsieve.sources.mailboxes import MailAuthError, MailSourceError, open_mail_source
+from textsieve.sources.mailboxes.gmail import GmailSource, authorize
 
 
 @pytest.fixture

@@ -18,9 +18,14 @@ import pytest
 
 from dovecot import DOVECOT, PASSWORD, Dovecot, start_dovecot
 from http_server import TestServer, http_server_fixture  # noqa: F401
-from textsieve.mailsrc import MailAuthError, MailSourceError, open_mail_source
-from textsieve.mailsrc.imap import PASSWORD_ENV, ImapSource, parse_imap_spec, quote_mailbox
 from textsieve.options import Options
+from textsieve.sources.mailboxes import MailAuthError, MailSourceError, open_mail_source
+from textsieve.sources.mailboxes.imap import (
+    PASSWORD_ENV,
+    ImapSource,
+    parse_imap_spec,
+    quote_mailbox,
+)
 
 pytestmark = pytest.mark.skipif(DOVECOT is None, reason="the dovecot binary is not installed "
                                 "(scripts/setup installs dovecot-imapd)")

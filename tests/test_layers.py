@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "textsieve.detection", "textsieve.extractors", "textsieve.ocr", "textsieve.web")),
     ("core: one document", ("textsieve.core",)),
     ("archive, sources, fetching", (
-        "textsieve.archive", "textsieve.sources", "textsieve.mailsrc", "textsieve.links",
+        "textsieve.archive", "textsieve.sources", "textsieve.links",
         "textsieve.fetch", "textsieve.netpolicy", "textsieve.uris")),
     ("executors", ("textsieve.run", "textsieve.events")),
     ("library API", ("textsieve",)),
@@ -58,10 +58,10 @@ KNOWN_TO_BE_REMOVED: frozenset[tuple[str, str]] = frozenset({
     ("textsieve.sources.files", "textsieve.sources"),
     ("textsieve.sources.urls", "textsieve.sources"),
     ("textsieve.sources.s3", "textsieve.sources"),
-    ("textsieve.mailsrc", "textsieve.sources"),
-    ("textsieve.mailsrc.local", "textsieve.mailsrc"),
-    ("textsieve.mailsrc.imap", "textsieve.mailsrc"),
-    ("textsieve.mailsrc.gmail", "textsieve.mailsrc"),
+    ("textsieve.sources.mailboxes", "textsieve.sources"),
+    ("textsieve.sources.mailboxes.local", "textsieve.sources.mailboxes"),
+    ("textsieve.sources.mailboxes.imap", "textsieve.sources.mailboxes"),
+    ("textsieve.sources.mailboxes.gmail", "textsieve.sources.mailboxes"),
     # The one road for a document (the other half of this redesign): members are
     # extracted through a function the core hands down, the searchable copy is planned by
     # the core, the executors and the service share one façade, the service's routes get

@@ -1159,7 +1159,7 @@ def _is_preset(name: str) -> bool:
 
 
 def cmd_gmail_auth(ns: argparse.Namespace) -> int:
-    from .mailsrc.gmail import authorize
+    from .sources.mailboxes.gmail import authorize
 
     path = authorize(ns.client_id, ns.client_secret, ns.options,
                      show=lambda url: print(f"Open this page to allow access:\n{url}",

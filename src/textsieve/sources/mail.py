@@ -1,6 +1,6 @@
 """Mailboxes of links: every mail of a mail source becomes the items it points to.
 
-The mail source (``textsieve.mailsrc``: mbox, Maildir, .eml folders, IMAP, Gmail) yields raw
+The mailbox (``sources.mailboxes``: mbox, Maildir, .eml folders, IMAP, Gmail) yields raw
 mails with their provenance; the harvester (``textsieve.links.harvest``) turns each into
 links (URLs, already unwrapped, cleaned and normalised) and, for a newsletter or a
 feed-reader share, the mail's own article. Each becomes an Item carrying the mail it came

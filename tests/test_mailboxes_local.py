@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from textsieve.mailsrc import MailSourceError, mail_ref, open_mail_source
-from textsieve.mailsrc.local import EmlFolderSource, MaildirSource, MboxSource
+from textsieve.sources.mailboxes import MailSourceError, mail_ref, open_mail_source
+from textsieve.sources.mailboxes.local import EmlFolderSource, MaildirSource, MboxSource
 
 
 def mail(n: int, *, subject: str | None = None, mid: bool = True, body: str = "") -> bytes:

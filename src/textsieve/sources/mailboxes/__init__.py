@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Protocol
 
-from ..errors import ExitCode
-from ..kernels.mime import header, iso_date, parse_headers
-from ..model import MailRef, RawMail
-from ..options import Options
-from ..sources import SourceError
+from ...errors import ExitCode
+from ...kernels.mime import header, iso_date, parse_headers
+from ...model import MailRef, RawMail
+from ...options import Options
+from .. import SourceError
 
 
 class MailSourceError(SourceError):

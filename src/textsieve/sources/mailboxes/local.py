@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..kernels.mime import mbox_message, message_spans
-from ..model import RawMail
+from ...kernels.mime import mbox_message, message_spans
+from ...model import RawMail
 from . import MailSourceError, mail_ref
 
 

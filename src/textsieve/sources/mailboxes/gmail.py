@@ -35,9 +35,9 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import httpx
 
-from ..fetch import parse_retry_after
-from ..model import RawMail
-from ..options import Options
+from ...fetch import parse_retry_after
+from ...model import RawMail
+from ...options import Options
 from . import MailAuthError, MailConnectionError, MailSourceError, iso_from_epoch_ms, mail_ref
 
 SCOPE = "https://www.googleapis.com/auth/gmail.readonly"

@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ..model import RawMail
-from ..options import KNOBS, Options
+from ...model import RawMail
+from ...options import KNOBS, Options
 from . import MailAuthError, MailConnectionError, MailSourceError, mail_ref
 
 PASSWORD_ENV = KNOBS["imap_password"].env  # read by the command line only; named in messages
