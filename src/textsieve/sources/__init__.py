@@ -44,8 +44,8 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
     from .urls import UrlListSource, UrlSource, is_url, looks_like_url_list
 
     if spec.startswith(MAIL_PREFIXES):
-        from .mail import MailLinkSource
         from .mailboxes import open_mail_source
+        from .maillinks import MailLinkSource
 
         opts = options or Options()
         try:
