@@ -55,13 +55,6 @@ KNOWN_TO_BE_REMOVED: frozenset[tuple[str, str]] = frozenset({
     ("textsieve.model", "textsieve.items"),
     ("textsieve.demo", "textsieve.cli"),
     ("textsieve.enrich.topics", "textsieve.enrich.related"),
-    ("textsieve.sources.files", "textsieve.sources"),
-    ("textsieve.sources.urls", "textsieve.sources"),
-    ("textsieve.sources.s3", "textsieve.sources"),
-    ("textsieve.sources.mailboxes", "textsieve.sources"),
-    ("textsieve.sources.mailboxes.local", "textsieve.sources.mailboxes"),
-    ("textsieve.sources.mailboxes.imap", "textsieve.sources.mailboxes"),
-    ("textsieve.sources.mailboxes.gmail", "textsieve.sources.mailboxes"),
     # The one road for a document (the other half of this redesign): members are
     # extracted through a function the core hands down, the searchable copy is planned by
     # the core, the executors and the service share one façade, the service's routes get

@@ -7,23 +7,10 @@ into ``textsieve run`` the same way: ``open_source(spec)`` returns an object wit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
-
-from ..errors import UsageError
-from ..model import Item
 from ..options import Options
+from .base import ItemSource, SourceError
 
-
-class SourceError(UsageError):
-    """A source that cannot be read at all (missing folder, bad spec): a usage error."""
-
-
-class ItemSource(Protocol):
-    spec: str
-
-    def items(self) -> Iterator[Item]: ...
-
+__all__ = ["ItemSource", "SourceError", "open_source"]
 
 MAIL_PREFIXES = ("mbox:", "maildir:", "eml:", "imap://", "imaps://", "gmail:")
 

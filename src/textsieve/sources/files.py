@@ -13,7 +13,7 @@ from pathlib import Path
 from ..filekeys import file_key, readable
 from ..model import ErrorInfo, ErrorKind, Item
 from ..source import os_problem, path_problem, walk
-from . import SourceError
+from .base import SourceError
 
 
 def _fixed_prefix(pattern: str) -> str:

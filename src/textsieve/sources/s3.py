@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from ..model import Item
 from ..options import Options
 from ..uris import UriError, list_s3, split_s3
-from . import SourceError
+from .base import SourceError
 
 
 def etag_stamp(etag: str) -> int:

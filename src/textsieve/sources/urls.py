@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 from ..links import strip_userinfo, url_key
 from ..model import Item
 from ..textcodec import decode
-from . import SourceError
+from .base import SourceError
 
 URL_RE = re.compile(r"^https?://[^\s<>\"]+$", re.I)
 

@@ -38,7 +38,7 @@ import httpx
 from ...fetch import parse_retry_after
 from ...model import RawMail
 from ...options import Options
-from . import MailAuthError, MailConnectionError, MailSourceError, iso_from_epoch_ms, mail_ref
+from .base import MailAuthError, MailConnectionError, MailSourceError, iso_from_epoch_ms, mail_ref
 
 SCOPE = "https://www.googleapis.com/auth/gmail.readonly"
 AUTH_URL = "https://accounts.google.com/o/oauth2/v2/auth"

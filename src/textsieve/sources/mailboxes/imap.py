@@ -33,7 +33,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from ...model import RawMail
 from ...options import KNOBS, Options
-from . import MailAuthError, MailConnectionError, MailSourceError, mail_ref
+from .base import MailAuthError, MailConnectionError, MailSourceError, mail_ref
 
 PASSWORD_ENV = KNOBS["imap_password"].env  # read by the command line only; named in messages
 BATCH = 50  # UIDs per FETCH command: few round trips, bounded memory

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...kernels.mime import mbox_message, message_spans
 from ...model import RawMail
-from . import MailSourceError, mail_ref
+from .base import MailSourceError, mail_ref
 
 
 def _abs(path: str) -> str:
