@@ -54,7 +54,6 @@ KNOWN_TO_BE_REMOVED: frozenset[tuple[str, str]] = frozenset({
     # This branch's remaining work (each goes with its commit).
     ("textsieve.model", "textsieve.items"),
     ("textsieve.demo", "textsieve.cli"),
-    ("textsieve.enrich.topics", "textsieve.enrich.related"),
     # The one road for a document (the other half of this redesign): members are
     # extracted through a function the core hands down, the searchable copy is planned by
     # the core, the executors and the service share one façade, the service's routes get

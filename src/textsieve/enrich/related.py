@@ -8,7 +8,7 @@ compared with every stored vector, gets its own nearest neighbours, and enters t
 every older item it is closer to than that item's current last neighbour; the result is
 the same as recomputing everything.
 
-A vector keeps only the item's ``TERMS`` strongest topical terms (too-common terms carry
+A vector keeps only the item's ``vectors.TERMS`` strongest topical terms (too-common terms carry
 no likeness, and the long tail of weak terms barely moves a cosine): that bounds the
 storage per item and makes the all-pairs products sparse enough for 100,000 items.
 Scores are computed a block of rows at a time, so memory is bounded by one block.
@@ -17,7 +17,6 @@ Scores are computed a block of rows at a time, so memory is bounded by one block
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 try:
@@ -28,66 +27,15 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 
 from ..archive.store import Archive
 from .items import Progress, candidate_ids, refresh, texts
+from .vectors import decode, encode, vectorise
 
 log = logging.getLogger(__name__)
 
 COUNT = 5  # neighbours kept per item
 MIN_SCORE = 0.1  # below this two texts share little more than common words
-TERMS = 100  # strongest terms kept in an item's vector
 BLOCK = 128  # rows scored at once: BLOCK x items float32 scores in memory
 VECTOR_BATCH = 1000
 
-
-
-def vectorise(model: Any, docs: Sequence[str], terms: int = TERMS) -> Any:
-    """Unit-length TF-IDF rows of ``docs`` over the model's topical terms, each pruned to
-    its ``terms`` largest weights (CSR, float32)."""
-    return from_tfidf(model, model.tfidf(docs), terms)
-
-
-def from_tfidf(model: Any, tfidf: Any, terms: int = TERMS) -> Any:
-    """``vectorise`` for rows the model's ``tfidf`` already made (topics placement makes
-    them too: one vectorising per text serves both)."""
-    from scipy import sparse
-    from sklearn.preprocessing import normalize
-
-    x = tfidf @ sparse.diags(model.topical.astype(np.float32))  # drop too-common terms
-    x = x.tocsr()
-    x.eliminate_zeros()
-    indptr, indices, data = x.indptr, x.indices, x.data
-    keep = np.ones(len(data), dtype=bool)
-    for r in range(x.shape[0]):
-        a, b = indptr[r], indptr[r + 1]
-        if b - a > terms:
-            weak = np.argpartition(-data[a:b], terms)[terms:]
-            keep[a + weak] = False
-    rows = np.repeat(np.arange(x.shape[0]), np.diff(indptr))[keep]
-    pruned = sparse.csr_matrix((data[keep], (rows, indices[keep])), shape=x.shape,
-                               dtype=np.float32)
-    return normalize(pruned).astype(np.float32)
-
-
-def encode(row: Any) -> bytes:
-    """One row as stored: sorted uint32 term ids, then their float32 weights."""
-    order = np.argsort(row.indices)
-    return (row.indices[order].astype("<u4").tobytes()
-            + row.data[order].astype("<f4").tobytes())
-
-
-def _decode(blobs: Sequence[bytes], n_terms: int) -> Any:
-    """Stored vectors as one CSR matrix, one row per blob, in order."""
-    from scipy import sparse
-
-    sizes = np.fromiter((len(b) // 8 for b in blobs), dtype=np.int64, count=len(blobs))
-    indptr = np.concatenate([[0], np.cumsum(sizes)])
-    indices = np.empty(int(indptr[-1]), dtype=np.int32)
-    data = np.empty(int(indptr[-1]), dtype=np.float32)
-    for r, blob in enumerate(blobs):
-        a, b = indptr[r], indptr[r + 1]
-        k = b - a
-        indices[a:b] = np.frombuffer(blob, dtype="<u4", count=k)
-        data[a:b] = np.frombuffer(blob, dtype="<f4", offset=4 * k, count=k)
-    return sparse.csr_matrix((data, indices, indptr), shape=(len(blobs), n_terms))
 
 
 def _store_vectors(archive: Archive, model: Any, ids: list[int],
@@ -161,7 +109,7 @@ def update(archive: Archive, *, count: int = COUNT, progress: Progress | None = 
     candidates = set(candidate_ids(archive))
     keep = [n for n, i in enumerate(all_ids) if i in candidates]
     all_ids = [all_ids[n] for n in keep]
-    x = _decode([blobs[n] for n in keep], len(model.vocabulary))
+    x = decode([blobs[n] for n in keep], len(model.vocabulary))
     del blobs
     pos = {item_id: n for n, item_id in enumerate(all_ids)}
     todo = [t for t in todo if t in pos]

@@ -36,6 +36,7 @@ from .items import (
     refresh,
     texts,
 )
+from .vectors import encode, from_tfidf
 
 log = logging.getLogger(__name__)
 
@@ -333,8 +334,6 @@ def _place(archive: Archive, model: TopicModel, ids: list[int], batch: int,
     """Place these items in the model's topics and store their mixtures; returns how many.
     Each text is vectorised once: the same rows give the related-items vectors, stored
     with the mixtures, so related items do not read and vectorise the texts again."""
-    from .related import encode, from_tfidf
-
     assert model.id is not None
     placed = 0
     for i in range(0, len(ids), batch):
