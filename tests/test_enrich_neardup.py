@@ -11,7 +11,7 @@ import pytest
 
 from textsieve.archive.store import Archive
 from textsieve.cli import main
-from textsieve.enrich import items, neardup
+from textsieve.enrich import candidates, neardup
 from wcxb_archive import pages, write_pages
 
 NAV = ["Home", "About us", "Blog", "Contact", "Shop", "Log in", "Subscribe", "Menu"]
@@ -73,7 +73,7 @@ def test_pages_with_other_boilerplate_are_grouped_and_nothing_else(tmp_path: Pat
                     key=lambda r: r["url"] + "?ref=feed")
         assert neardup.update(a) == 1
         first = ids[copies[0]["url"]]
-        assert set(items.duplicates_of(a, first)) >= {
+        assert set(candidates.duplicates_of(a, first)) >= {
             ids[copies[0]["url"] + "?utm_source=mail"],
             a.conn.execute("SELECT id FROM items WHERE key LIKE '%?ref=feed'").fetchone()[0]}
 
@@ -109,4 +109,4 @@ def test_signatures_from_before_the_bands_table_are_indexed(tmp_path: Path, reco
         assert neardup.update(a) == 1  # only the new item is hashed
         assert a.conn.execute("SELECT count(DISTINCT item_id) FROM minhash_bands"
                               ).fetchone()[0] == 31
-        assert items.duplicates_of(a, 5) == [31]
+        assert candidates.duplicates_of(a, 5) == [31]

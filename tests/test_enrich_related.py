@@ -11,7 +11,7 @@ import pytest
 
 from textsieve.archive.store import Archive
 from textsieve.cli import main
-from textsieve.enrich import items, keyphrases, related, topics
+from textsieve.enrich import candidates, keyphrases, related, topics
 from wcxb_archive import pages, write_pages
 
 
@@ -44,7 +44,7 @@ def test_keyphrases_name_what_the_title_names_far_more_than_random_words(built, 
         for item_id, title, in a.conn.execute("SELECT id, title FROM items"):
             if not title:
                 continue
-            top = items.keyphrases_of(a, item_id)[:3]
+            top = candidates.keyphrases_of(a, item_id)[:3]
             text = a.unzip(a.conn.execute("SELECT text FROM items WHERE id = ?",
                                           (item_id,)).fetchone()[0])
             pool = sorted(_words(text))
@@ -57,9 +57,9 @@ def test_keyphrases_name_what_the_title_names_far_more_than_random_words(built, 
 
 def test_neighbours_share_a_topic_and_a_copy_is_the_closest(built, records) -> None:
     with Archive(built) as a:
-        main_topic = {i: (items.topics_of(a, i) or [{"topic": -1}])[0]["topic"]
+        main_topic = {i: (candidates.topics_of(a, i) or [{"topic": -1}])[0]["topic"]
                       for (i,) in a.conn.execute("SELECT id FROM items")}
-        pairs = [(i, r["id"]) for i in main_topic for r in items.related_of(a, i)[:1]]
+        pairs = [(i, r["id"]) for i in main_topic for r in candidates.related_of(a, i)[:1]]
         same = sum(main_topic[x] == main_topic[y] for x, y in pairs) / len(pairs)
         rng = random.Random(0)
         ids = list(main_topic)
@@ -73,9 +73,9 @@ def test_neighbours_share_a_topic_and_a_copy_is_the_closest(built, records) -> N
         write_pages(a, [records[6]], key=lambda r: r["url"] + "#copy")
         copy_id = a.conn.execute("SELECT max(id) FROM items").fetchone()[0]
         assert related.update(a) == 1
-        assert items.related_of(a, 7)[0]["id"] == copy_id
-        assert items.related_of(a, copy_id)[0]["id"] == 7
-        assert len(items.related_of(a, 7)) == related.COUNT
+        assert candidates.related_of(a, 7)[0]["id"] == copy_id
+        assert candidates.related_of(a, copy_id)[0]["id"] == 7
+        assert len(candidates.related_of(a, 7)) == related.COUNT
 
 
 def test_cli_keyphrases_related_and_show_json(tmp_path: Path, records, capsys) -> None:
@@ -125,7 +125,7 @@ def test_adding_items_vectorises_only_them_and_matches_a_full_recompute(
         assert related.update(a, progress=lambda *p: seen.append(p)) == 1
         assert not [p for p in seen if p[0] == "related vectors"]
         copy_id = a.conn.execute("SELECT max(id) FROM items").fetchone()[0]
-        assert items.related_of(a, 11)[0]["id"] == copy_id
+        assert candidates.related_of(a, 11)[0]["id"] == copy_id
         incremental = _lists(a)
         # the same archive, every vector and list computed again from nothing
         with a.transaction() as c:

@@ -8,7 +8,7 @@ import pytest
 
 from textsieve.archive.store import Archive
 from textsieve.cli import main
-from textsieve.enrich import items
+from textsieve.enrich import candidates
 from textsieve.enrich.driver import enrich
 from textsieve.options import Options
 from wcxb_archive import pages
@@ -38,7 +38,7 @@ def test_run_enrich_does_everything_then_only_the_new_files(tmp_path: Path, reco
     with Archive(db) as a:
         first = a.conn.execute("SELECT id FROM items WHERE key LIKE '%page000.txt'"
                                ).fetchone()[0]
-        info = items.enriched(a, first)
+        info = candidates.enriched(a, first)
         assert info["summary"] and info["keyphrases"] and info["topics"] and info["related"]
         dup = a.conn.execute("SELECT id FROM items WHERE key LIKE '%dup.txt'").fetchone()[0]
         assert info["duplicates"] == [dup]

@@ -14,7 +14,7 @@ import pytest
 from textsieve.archive.store import Archive
 from textsieve.cli import main
 from textsieve.enrich import topics
-from textsieve.enrich.items import candidate_ids
+from textsieve.enrich.candidates import candidate_ids
 from wcxb_archive import pages, write_pages
 
 

@@ -595,7 +595,7 @@ def test_topics_page_charts_topic_sizes_per_month(tmp_path: Path, browser: webdr
     """Real pages in five topics, dated by their published date (or, when it is missing
     or absurd, the day they were added): the topics page draws items per topic per month
     as an SVG with a title and a description, and a table with the same figures."""
-    from textsieve.enrich import items as enriched
+    from textsieve.enrich import candidates as enriched
     from textsieve.enrich import topics
     from wcxb_archive import pages, write_pages
 

@@ -840,7 +840,7 @@ def cmd_search(ns: argparse.Namespace) -> int:
     with _open_archive(ns.archive, readonly=True) as archive:
         hits = search(archive, ns.query, limit=ns.limit,  # QueryError: a usage error
                       source_state=ns.source_state)
-        from .enrich.items import duplicates_of, summary_of
+        from .enrich.candidates import duplicates_of, summary_of
 
         summaries = {h.id: summary_of(archive, h.id) for h in hits}
         collapsed: dict[int, list[int]] = {}
@@ -952,7 +952,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
 
 def _enriched(archive, item_id: int) -> dict:
     """What enrichment knows about an item (for show): summary, keyphrases, topics..."""
-    from .enrich.items import enriched
+    from .enrich.candidates import enriched
 
     return enriched(archive, item_id)
 
@@ -969,13 +969,13 @@ def _enrich_progress(quiet: bool = False):
 
 
 def cmd_topics(ns: argparse.Namespace) -> int:
-    from .enrich import items, require, topics
+    from .enrich import candidates, require, topics
 
     require()
     if ns.k is not None and ns.k < 1:
         print("textsieve: -k must be at least 1", file=sys.stderr)
         return EXIT_USAGE
-    selection = items.Selection(mime=ns.mime, since=ns.since, until=ns.until, label=ns.label)
+    selection = candidates.Selection(mime=ns.mime, since=ns.since, until=ns.until, label=ns.label)
     with _open_archive(ns.archive, readonly=False) as archive:
         report = topics.update(archive, k=ns.k, refit=ns.refit, selection=selection,
                                progress=_enrich_progress())
@@ -1022,7 +1022,7 @@ def cmd_summarize(ns: argparse.Namespace) -> int:
 
 
 def cmd_keyphrases(ns: argparse.Namespace) -> int:
-    from .enrich import items, keyphrases, require
+    from .enrich import candidates, keyphrases, require
 
     require()
     _ids_or_all(ns, "keyphrases")
@@ -1030,13 +1030,13 @@ def cmd_keyphrases(ns: argparse.Namespace) -> int:
         n = keyphrases.update(archive, ns.ids or None, force=ns.force or bool(ns.ids),
                               progress=_enrich_progress())
         for item_id in ns.ids:
-            print(f"[{item_id}] " + ", ".join(items.keyphrases_of(archive, item_id)))
+            print(f"[{item_id}] " + ", ".join(candidates.keyphrases_of(archive, item_id)))
     print(f"{n:,} item(s) given keyphrases", file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_related(ns: argparse.Namespace) -> int:
-    from .enrich import items, related, require
+    from .enrich import candidates, related, require
 
     require()
     _ids_or_all(ns, "related")
@@ -1044,7 +1044,7 @@ def cmd_related(ns: argparse.Namespace) -> int:
         n = related.update(archive, progress=_enrich_progress())
         for item_id in ns.ids:
             print(f"[{item_id}]")
-            for r in items.related_of(archive, item_id):
+            for r in candidates.related_of(archive, item_id):
                 print(f"  {r['score']:.2f}  [{r['id']}] {r['title'] or r['key']}")
     print(f"{n:,} item(s) given neighbours", file=sys.stderr)
     return EXIT_OK

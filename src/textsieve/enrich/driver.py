@@ -13,7 +13,7 @@ import logging
 from ..archive.store import Archive
 from ..options import ENRICH_KINDS, Options
 from . import NotEnoughText, require
-from .items import Progress
+from .candidates import Progress
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import math
 import re
 
 from ..archive.store import Archive
-from .items import Progress, refresh, store_in_batches, texts, work_ids
+from .candidates import Progress, refresh, store_in_batches, texts, work_ids
 
 COUNT = 10
 _RUN_BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”«»|/\\\n\t–—]+|\s-\s")

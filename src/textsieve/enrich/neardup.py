@@ -22,7 +22,7 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
-from .items import Progress, candidate_ids, refresh, texts
+from .candidates import Progress, candidate_ids, refresh, texts
 
 THRESHOLD = 0.6  # estimated Jaccard of shingle sets from which two texts are one
 PERMUTATIONS = 128

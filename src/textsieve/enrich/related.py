@@ -26,7 +26,7 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
-from .items import Progress, candidate_ids, refresh, texts
+from .candidates import Progress, candidate_ids, refresh, texts
 from .vectors import decode, encode, vectorise
 
 log = logging.getLogger(__name__)

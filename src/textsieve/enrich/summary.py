@@ -20,7 +20,7 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       "'textsieve[topics]'") from exc
 
 from ..archive.store import Archive
-from .items import (  # noqa: F401 (summary_of: re-exported)
+from .candidates import (  # noqa: F401 (summary_of: re-exported)
     Progress,
     refresh,
     store_in_batches,

@@ -27,7 +27,7 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 
 from ..archive.store import Archive
 from . import NotEnoughText, require
-from .items import (
+from .candidates import (
     Progress,
     Selection,
     Topic,

@@ -56,7 +56,7 @@ from ..archive.search import (
     ranks_past_window,
 )
 from ..archive.store import Archive, ArchiveError
-from ..enrich.items import list_topics, topic_months
+from ..enrich.candidates import list_topics, topic_months
 from ..options import Options
 from ..server.guard import SESSION_COOKIE, Guard, Policy
 from . import render
