@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .model import ErrorInfo
+    from .model.document import ErrorInfo
 
 
 @dataclass(frozen=True)

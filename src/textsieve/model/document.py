@@ -1,4 +1,4 @@
-"""The data that flows through textsieve: what comes out of an extraction.
+"""What comes out of an extraction: a Document, its pages and metadata, typed errors.
 
 Errors are data: a file that fails yields a ``Document`` with ``status="error"`` and a
 typed ``ErrorKind``, never an exception that ends a run. Extractors signal failure by
@@ -10,26 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .items import Item as Item
-    from .items import Link as Link
-    from .items import MailRef as MailRef
-    from .items import RawMail as RawMail
-
-# What flows into a run (Item and the mail provenance it carries; Link) lives in .items and
-# is loaded on first use: four frozen dataclasses are ~2.5 ms of generated code, paid by
-# every `textsieve extract FILE`, which makes none of them.
-_ITEMS = frozenset({"Item", "Link", "MailRef", "RawMail"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ITEMS:
-        from . import items
-
-        return getattr(items, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+from typing import Any
 
 
 class Status(StrEnum):
