@@ -23,8 +23,8 @@ from typing import Any
 import zstandard
 
 from ..errors import TextsieveError
-from ..items import Response
 from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef, Metadata, Page, Status
+from ..model.items import Response
 from . import schema
 
 # zstd 9: 4.2x on dev-corpus texts (zlib 6: 3.8x, zstd 19: 4.5x at 1/20 the speed), ~0.1 ms

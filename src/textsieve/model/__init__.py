@@ -19,10 +19,10 @@ from .document import (
 )
 
 if TYPE_CHECKING:
-    from ..items import Item as Item
-    from ..items import Link as Link
-    from ..items import MailRef as MailRef
-    from ..items import RawMail as RawMail
+    from .items import Item as Item
+    from .items import Link as Link
+    from .items import MailRef as MailRef
+    from .items import RawMail as RawMail
 
 __all__ = ["Document", "ErrorInfo", "ErrorKind", "ExtractionError", "Item", "Link",
            "MailRef", "Metadata", "Page", "RawMail", "Status"]
@@ -35,7 +35,7 @@ _ITEMS = frozenset({"Item", "Link", "MailRef", "RawMail"})
 
 def __getattr__(name: str) -> Any:
     if name in _ITEMS:
-        from .. import items
+        from . import items
 
         return getattr(items, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

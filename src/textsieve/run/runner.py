@@ -26,8 +26,8 @@ from typing import Any
 
 from ..archive.store import Archive, ArchiveError, Check, Entry, Known, Original
 from ..extractors import FETCH_TAG
-from ..items import Response
 from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef
+from ..model.items import Response
 from ..options import Options
 from ..sources import ItemSource
 from .executor import make_executor

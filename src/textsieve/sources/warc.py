@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ..items import Response
 from ..links import strip_userinfo, url_key
 from ..model import Item
+from ..model.items import Response
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """What flows into a run: the items to process and where they came from (mail provenance,
-harvested links). ``textsieve.model`` exports these names too; they live here so that
-extracting one file (``textsieve extract FILE``) does not build them.
+harvested links). ``textsieve.model`` exports these names, loading this module on first
+use, so that extracting one file (``textsieve extract FILE``) does not build them.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .model.document import ErrorInfo
+    from .document import ErrorInfo
 
 
 @dataclass(frozen=True)
