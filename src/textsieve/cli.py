@@ -1171,7 +1171,7 @@ def cmd_gmail_auth(ns: argparse.Namespace) -> int:
 def cmd_demo(ns: argparse.Namespace) -> int:
     from .demo import main as demo_main
 
-    return demo_main(ns.archive, ns.jobs)
+    return demo_main(ns.archive, ns.jobs, command=main)
 
 
 def _database_error() -> type[Exception]:

@@ -14,6 +14,7 @@ import functools
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -44,9 +45,10 @@ def _free_port(preferred: int) -> int:
             return int(s.getsockname()[1])
 
 
-def main(archive: str, workers: int = 0) -> int:
-    from .cli import main as cli_main
-
+def main(archive: str, workers: int = 0, *, command: Callable[[list[str]], int]) -> int:
+    """Serve the samples, run ``textsieve run`` over them into ``archive`` and search it.
+    ``command`` is the textsieve command's ``main`` (the caller's: this module sits
+    beside the command and does not import it)."""
     samples = samples_dir()
     port = _free_port(DEMO_PORT)
     handler = functools.partial(_Quiet, directory=str(samples / "site"))
@@ -67,10 +69,10 @@ def main(archive: str, workers: int = 0) -> int:
                 "--host-delay", "0.05", "--allow-cidr", "127.0.0.1/32"]
         if workers:
             args += ["-j", str(workers)]
-        code = cli_main(args)
+        code = command(args)
         for query in ("heron", "nettle soup", "ringing"):
             print(f"\n$ textsieve search {query!r}")
-            cli_main(["search", query, "--archive", archive, "-n", "5"])
+            command(["search", query, "--archive", archive, "-n", "5"])
     finally:
         httpd.shutdown()
     return code
