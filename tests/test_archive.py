@@ -22,11 +22,11 @@ import pytest
 
 import textsieve
 from cpu_budget import cpu, inflate_cpu
+from textsieve.bytesource import Source
 from textsieve.core import extract_source
 from textsieve.extractors import Context
 from textsieve.model import Document, ErrorKind, Status
 from textsieve.options import MiB, Options
-from textsieve.source import Source
 
 XML_READY = importlib.util.find_spec("textsieve.extractors.html") is not None
 

@@ -21,9 +21,9 @@ import pytest
 
 import textsieve
 import textsieve.forking as forking
+from textsieve.bytesource import Source
 from textsieve.core import extract_source
 from textsieve.options import Options
-from textsieve.source import Source
 
 canvas = pytest.importorskip("reportlab.pdfgen.canvas")
 

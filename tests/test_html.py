@@ -242,11 +242,11 @@ def test_corpus_metadata(corpus: Path) -> None:
 
 
 def test_garbage_claiming_xml_is_corrupt() -> None:
+    from textsieve.bytesource import Source
     from textsieve.extractors import Context
     from textsieve.extractors.html import extract_xml
     from textsieve.options import Options
     from textsieve.render import Builder
-    from textsieve.source import Source
 
     doc = textsieve.Document()
     with pytest.raises(textsieve.ExtractionError) as err:

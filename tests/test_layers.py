@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "textsieve.model", "textsieve.options", "textsieve.errors",
         "textsieve.terminal", "textsieve.filekeys")),
     ("kernels and plumbing", (
-        "textsieve.kernels", "textsieve.source", "textsieve.textcodec", "textsieve.render",
+        "textsieve.kernels", "textsieve.bytesource", "textsieve.textcodec", "textsieve.render",
         "textsieve.procs", "textsieve.forking", "textsieve.outfiles")),
     ("formats: extractors, OCR, web pages", (
         "textsieve.detection", "textsieve.extractors", "textsieve.ocr", "textsieve.web")),

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 import textsieve
+from textsieve.bytesource import Source
 from textsieve.extractors import Context
 from textsieve.extractors.legacy import extract_libreoffice
 from textsieve.model import Document, ErrorKind, ExtractionError
 from textsieve.options import Options
 from textsieve.render import Builder
-from textsieve.source import Source
 
 ENCRYPTED_DOCS = {"poi__PasswordProtected.doc", "poi__password_password_cryptoapi.doc",
                   "poi__Password_Protected-hello.ppt"}

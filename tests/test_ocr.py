@@ -297,8 +297,8 @@ def test_stamped_scan_is_ocred_at_its_own_resolution(dpi: int, seen: int) -> Non
     """A scan with a Bates number drawn on it as text is still OCRed (the few characters of
     text are not the page's text layer), and rendered at the scan's resolution, not
     resampled to 300 dpi (which blurs and shifts strokes: more character errors)."""
+    from textsieve.bytesource import Source
     from textsieve.ocr import raster
-    from textsieve.source import Source
 
     width, height = round(A4_PT[0] / 72 * dpi), round(A4_PT[1] / 72 * dpi)
     img = Image.new("L", (width, height), 255)

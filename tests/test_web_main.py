@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from textsieve.bytesource import Source
 from textsieve.core import extract_source
 from textsieve.kernels.html import HtmlWalker, parse_html
 from textsieve.model import Document
 from textsieve.options import Options
 from textsieve.render import Builder
-from textsieve.source import Source
 from textsieve.web import extract_main, main_text
 from textsieve.web.article import article
 from textsieve.web.region import scope

@@ -41,7 +41,7 @@ Input = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 def _source(obj: Input, name: str | None, options: Options):  # -> Source
     """The Source of an input; a file object is read here, at most ``max_file_size``
     bytes (ExtractionError ``too_large`` past it)."""
-    from .source import Source, read_capped
+    from .bytesource import Source, read_capped
 
     if isinstance(obj, Source):
         return obj
@@ -97,7 +97,7 @@ def extract(source: Input, *, name: str | None = None, options: Options | None =
     if hasattr(source, "read"):
         # Read here, capped, before anything else: a file object cannot be handed to a
         # worker process, and an endless stream must end in too_large, not in the OOM killer.
-        from .source import read_capped
+        from .bytesource import read_capped
 
         name = name or _stream_name(source)
         try:

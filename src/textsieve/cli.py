@@ -73,7 +73,7 @@ def _expand(args: list[str]) -> Iterator[tuple[str, ErrorInfo | None]]:
     """Files, folders (walked, sorted, hidden entries skipped) and globs, in order, each
     with why it cannot be read when that is known without opening it (a symlink loop, a
     pipe or a device found in a folder or by a glob: ``source.path_problem``)."""
-    from .source import path_problem, walk
+    from .bytesource import path_problem, walk
 
     for a in args:
         if a == "-":
@@ -535,8 +535,8 @@ def _add_selection_options(p: argparse.ArgumentParser) -> None:
 def _read_stdin(options: Options, name: str) -> bytes | Document:
     """Standard input, read once and capped while reading (``< /dev/zero`` ends at the
     limit); past it, the input's ``too_large`` record, made here: nothing to send on."""
+    from .bytesource import read_capped
     from .model import ExtractionError
-    from .source import read_capped
 
     try:
         return read_capped(sys.stdin.buffer, options.max_file_size)
@@ -688,9 +688,9 @@ def _emit(out, path: str, doc: Document, fmt: str, many: bool, *, clean: bool) -
 
 def cmd_detect(ns: argparse.Namespace) -> int:
     from . import _source
+    from .bytesource import os_problem
     from .detection import detect
     from .model import ExtractionError
-    from .source import os_problem
 
     failed = 0
     for path, why in _expand(ns.inputs):

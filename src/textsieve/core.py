@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import detection as d
+from .bytesource import Source, os_problem
 from .extractors import (
     FALLBACK_KINDS as _FALLBACK_KINDS,
 )
@@ -30,7 +31,6 @@ from .forking import in_worker
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from .options import Options
 from .render import Builder
-from .source import Source, os_problem
 
 if TYPE_CHECKING:
     from .ocr import PageOcr

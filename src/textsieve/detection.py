@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .source import Source
+from .bytesource import Source
 from .textcodec import bom_encoding, looks_binary
 
 PDF = "application/pdf"

@@ -25,8 +25,8 @@ from ..options import Options
 if TYPE_CHECKING:
     import subprocess
 
+    from ..bytesource import Source
     from ..render import Builder
-    from ..source import Source
 
 Extractor = Callable[["Source", "Context", Document, "Builder"], None]
 
@@ -207,8 +207,8 @@ class Context:
         Depth and the unpacked-size budget are shared with the whole tree, so a zip of zips
         (or a zip that contains itself) stops with a typed error instead of running away.
         """
+        from ..bytesource import Source
         from ..core import extract_source
-        from ..source import Source
 
         if self.depth + 1 > self.options.max_depth:
             return Document.failed(ErrorKind.TOO_LARGE,

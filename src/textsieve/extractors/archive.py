@@ -31,9 +31,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import IO
 
+from ..bytesource import Source
 from ..model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from ..render import Builder
-from ..source import Source
 from ..textcodec import decode
 from . import Context
 from .zipnames import legacy_code_page, member_name

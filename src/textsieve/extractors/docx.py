@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from ..bytesource import Source
 from ..kernels.equations import omml_text
 from ..kernels.ole import unwrap_package
 from ..kernels.xml import (
@@ -32,7 +33,6 @@ from ..kernels.xml import (
 )
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text, render_text
-from ..source import Source
 from . import Context, wants_pictures
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a

@@ -19,9 +19,9 @@ import zipfile
 from collections.abc import Callable
 from typing import Any
 
+from ..bytesource import Source
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
-from ..source import Source
 from . import Context
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.

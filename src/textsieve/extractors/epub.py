@@ -17,10 +17,10 @@ from urllib.parse import unquote
 
 from lxml import etree
 
+from ..bytesource import Source
 from ..kernels.xml import local, open_zip, parse_xml, read_member, read_xml
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
-from ..source import Source
 from . import Context
 
 # Output version (archives re-extract what an older one made): 2 = list numbers in the text.

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import lxml.html
 from lxml import etree
 
+from ..bytesource import Source
 from ..kernels.html import (
     SPACES,
     HtmlWalker,
@@ -26,7 +27,6 @@ from ..kernels.html import (
 from ..kernels.xml import local, parse_xml
 from ..model import Document, ExtractionError
 from ..render import Builder
-from ..source import Source
 from . import Context
 
 # Output version (archives re-extract what an older one made): 2 = list numbers in the

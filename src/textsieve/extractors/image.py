@@ -13,9 +13,9 @@ import struct
 import warnings
 from typing import Any
 
+from ..bytesource import Source
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
-from ..source import Source
 from . import Context
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..bytesource import Source
 from ..kernels.ole import opened, stream_head, summary_metadata
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
-from ..source import Source
 from ..textcodec import decode
 from . import Context
 

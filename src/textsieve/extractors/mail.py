@@ -21,10 +21,10 @@ from email.message import Message
 from email.utils import getaddresses
 from typing import Any
 
+from ..bytesource import Source
 from ..kernels import mime
 from ..model import Document, ErrorKind, ExtractionError, Status
 from ..render import Builder
-from ..source import Source
 from ..textcodec import decode, normalize_charset
 from . import Context
 

@@ -14,11 +14,11 @@ import zipfile
 
 from lxml import etree
 
+from ..bytesource import Source
 from ..kernels.equations import mathml_text
 from ..kernels.xml import local, open_zip, read_xml, read_xml_lenient
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text, render_text
-from ..source import Source
 from . import Context
 from .docx import image_children
 from .odfcrypt import open_plain

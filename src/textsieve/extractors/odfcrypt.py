@@ -24,9 +24,9 @@ from typing import Any
 
 from lxml import etree
 
+from ..bytesource import Source
 from ..kernels.xml import open_zip, read_member
 from ..model import Document, ErrorKind, ExtractionError
-from ..source import Source
 from . import Context
 
 _M = "{urn:oasis:names:tc:opendocument:xmlns:manifest:1.0}"

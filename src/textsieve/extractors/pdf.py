@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 import pypdfium2 as pdfium
 import pypdfium2.raw as c
 
+from ..bytesource import Source
 from ..forking import MAX_JOBS, JobsTimeout, share_jobs
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, md_escape
-from ..source import Source
 from . import Context
 
 # Imported on the first scanned page (OCR: prep.prepare), so preload() loads them ahead.

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from ..bytesource import Source
 from ..kernels.xml import local, open_zip, read_xml_lenient
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
-from ..source import Source
 from . import Context
 from .docx import (
     chart_content,

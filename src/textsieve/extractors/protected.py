@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import struct
 
+from ..bytesource import Source
 from ..kernels.ole import summary_metadata
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
-from ..source import Source
 from . import Context
 
 VERSION = 2  # 2: PFILEs

@@ -18,9 +18,9 @@ import struct
 from binascii import unhexlify
 from dataclasses import dataclass
 
+from ..bytesource import Source
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
-from ..source import Source
 from ..textcodec import normalize_charset
 from . import Context
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import python_calamine as pc
 
+from ..bytesource import Source
 from ..forking import CallDied, JobsTimeout, call_isolated, in_worker
 from ..kernels.ole import stream_head
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
-from ..source import Source
 from . import Context
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.

@@ -13,9 +13,9 @@ import io
 from collections import Counter
 
 from .. import detection as d
+from ..bytesource import Source
 from ..model import Document
 from ..render import Builder
-from ..source import Source
 from ..textcodec import decode
 from . import Context
 

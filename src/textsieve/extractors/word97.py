@@ -23,10 +23,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from ..bytesource import Source
 from ..kernels.ole import opened, pack_storage, unwrap_package
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
-from ..source import Source
 from . import Context, wants_pictures
 from .legacy import doc_source
 

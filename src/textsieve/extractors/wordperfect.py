@@ -8,9 +8,9 @@ lines. Its error lines are stable strings, so a password-protected file becomes
 
 from __future__ import annotations
 
+from ..bytesource import Source
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
-from ..source import Source
 from . import Context
 from .legacy import run_text_tool, tool_path
 

@@ -29,7 +29,7 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..textcodec import normalize_charset
 
 if TYPE_CHECKING:
-    from ..source import Source
+    from ..bytesource import Source
 
 # -- reading ---------------------------------------------------------------------------
 

@@ -19,8 +19,8 @@ from lxml import etree
 from ..model import ErrorKind, ExtractionError
 
 if TYPE_CHECKING:
+    from ..bytesource import Source
     from ..options import Options
-    from ..source import Source
 
 
 class Context(Protocol):

@@ -33,7 +33,7 @@ class ErrorKind(StrEnum):
     CRASHED = "crashed"  # the worker died (a native crash); only this file is lost
     MISSING_TOOL = "missing_tool"  # a required external program is not installed
     NOT_FOUND = "not_found"  # the input path does not exist or cannot be read
-    # Paths that lead nowhere (textsieve.source.path_problem): found without reading.
+    # Paths that lead nowhere (textsieve.bytesource.path_problem): found without reading.
     SYMLINK_LOOP = "symlink_loop"  # symbolic links that never reach a file
     DANGLING_LINK = "dangling_link"  # a symbolic link to something that does not exist
     PERMISSION = "permission"  # a file or folder this user may not read

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ..bytesource import Source
 from ..model import Document, ErrorKind, ExtractionError
 from ..options import Options
 from ..render import Builder
-from ..source import Source
 
 
 @dataclass

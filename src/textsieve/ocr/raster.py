@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from .. import detection as d
+from ..bytesource import Source
 from ..model import ErrorKind, ExtractionError
 from ..options import Options
-from ..source import Source
 from . import PageOcr, engine, reread
 from .layout import tables as layout_tables
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import detection as d
+from ..bytesource import Source
 from ..model import ErrorKind, ExtractionError, Status
 from ..options import Options
 from ..outfiles import item_parts, safe_parts, shorten, write_under
-from ..source import Source
 from . import PageOcr, ocr_pages
 
 if TYPE_CHECKING:

@@ -14,10 +14,10 @@ import hashlib
 from enum import StrEnum
 
 from ..archive.store import Known
+from ..bytesource import PATH_PROBLEMS
 from ..extractors import is_current
 from ..model import Document, Item, Status
 from ..options import Options
-from ..source import PATH_PROBLEMS
 
 
 class Mode(StrEnum):

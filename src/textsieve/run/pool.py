@@ -137,8 +137,8 @@ class LocalExecutor:
         importing them on its first file (~50 ms for PDF). Not when the workers come from
         a forkserver: they would not share this process's imports."""
         from .. import detection
+        from ..bytesource import Source
         from ..extractors import preload
-        from ..source import Source
 
         self._warmed = True
         if self.start_method != "fork":

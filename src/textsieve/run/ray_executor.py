@@ -205,7 +205,7 @@ class RayExecutor:
 
     def _wire(self, task: Task) -> Any:
         """What travels for ``task.obj``: a path as it is, big bytes by reference."""
-        from ..source import Source
+        from ..bytesource import Source
 
         obj = task.obj
         data = obj.data_ if isinstance(obj, Source) else obj

@@ -633,8 +633,8 @@ class _WebStage:
                ) -> tuple[object, dict[str, object]]:
         """Bytes a server sent (now, or kept, or in a WARC) as the input to extract, with
         the facts a fetch puts in the metadata. Resolver pages become their context."""
+        from ..bytesource import Source
         from ..fetch import parse_content_type
-        from ..source import Source
 
         ctype, charset = parse_content_type(response.content_type)
         info: dict[str, object] = {"url": item.url or response.url,

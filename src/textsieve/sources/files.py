@@ -10,9 +10,9 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..bytesource import os_problem, path_problem, walk
 from ..filekeys import file_key, readable
 from ..model import ErrorInfo, ErrorKind, Item
-from ..source import os_problem, path_problem, walk
 from .base import SourceError
 
 

@@ -1,4 +1,6 @@
-"""What an extractor reads: a file path or bytes, behind one small interface.
+"""What an extractor reads: one input's bytes, a file path or bytes behind one small
+interface (``Source``). Where inputs come from (folders, URL lists, mailboxes) is
+``sources/``; this is the byte source of one of them.
 
 Paths stay paths as long as possible (pypdfium2 and zipfile read from disk without loading
 the whole file); bytes are read at most once, with a size cap.
