@@ -2,7 +2,7 @@
 list, problems with retry, overview), as one FastAPI router the service mounts.
 
 Everything shown comes from hostile documents, pages and mails, so: Jinja2 autoescapes
-every value, Markdown is sanitised (render.py), every response carries a strict
+every value, Markdown is sanitised (safehtml.py), every response carries a strict
 Content-Security-Policy (scripts and styles from this server only, nothing inline, no
 other host), and changes are POSTs with a CSRF token. Who may be answered is the one
 request guard's (``server.guard``: loopback names only without a token, the same token
@@ -59,7 +59,7 @@ from ..archive.store import Archive, ArchiveError
 from ..enrich.candidates import list_topics, topic_months
 from ..options import Options
 from ..server.guard import SESSION_COOKIE, Guard, Policy
-from . import render
+from . import safehtml as render
 
 logger = logging.getLogger(__name__)
 
