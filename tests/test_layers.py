@@ -30,7 +30,7 @@ PACKAGE = "textsieve"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base: data model, options, errors", (
         "textsieve.model", "textsieve.options", "textsieve.errors",
-        "textsieve.terminal", "textsieve.filekeys")),
+        "textsieve.terminal", "textsieve.filekeys", "textsieve.formats")),
     ("kernels and plumbing", (
         "textsieve.kernels", "textsieve.bytesource", "textsieve.textcodec", "textsieve.render",
         "textsieve.procs", "textsieve.forking", "textsieve.outfiles")),

@@ -117,6 +117,7 @@ def preload(mime_types: Iterable[str] | None = None) -> None:
     """Load the parsers for ``mime_types`` (every format when None) now, not on the first
     file of each format: for a long-lived process (a service, a batch job) that wants
     steady per-file times. ``import textsieve`` itself stays light (~50 ms)."""
+    from . import core  # noqa: F401  every extraction goes through it
     from .extractors import preload as _preload
     from .run import steps  # noqa: F401  extract() goes through it (the page fan-out)
 

@@ -1,9 +1,12 @@
 """What a file really is, from its content; the name's extension is only a hint.
 
-Order: magic bytes; then a look inside containers (which ZIP: OOXML / ODF / EPUB; which
-OLE2: Word / Excel / PowerPoint / Outlook / encrypted OOXML); then, for text, what kind
-of text (HTML, XML, mail, mbox, CSV, plain). The extension only breaks ties that content
-cannot (a CSV is also plain text; a truncated ZIP may still say it was a DOCX).
+Order: magic bytes (the signatures the formats declare, ``textsieve.formats``); then a
+look inside containers (which ZIP: OOXML / ODF / EPUB; which OLE2: Word / Excel /
+PowerPoint / Outlook / encrypted OOXML); then, for text, what kind of text (HTML, XML,
+mail, mbox, CSV, plain). The extension (the formats' name hints) only breaks ties that
+content cannot (a CSV is also plain text; a truncated ZIP may still say it was a DOCX).
+When all that ends in nothing specific (plain text, XML, a bare ZIP or OLE2 container,
+unknown bytes, a format textsieve does not read), plugin formats get their say.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from .bytesource import Source
+from .extractors.registry import HINTS, REGISTRY, SIGNATURES, plugin_claim
 from .textcodec import bom_encoding, looks_binary
 
 PDF = "application/pdf"
@@ -84,18 +88,9 @@ _OOXML_MAIN = {
     "application/vnd.ms-excel.sheet.binary.macroEnabled.main": XLSB,
 }
 
-# Extension hints, used only when content alone cannot decide.
-EXTENSION_HINTS = {
-    "pdf": PDF, "docx": DOCX, "docm": DOCM, "dotx": DOTX, "dotm": DOTM,
-    "pptx": PPTX, "pptm": PPTM, "ppsx": PPSX, "potx": POTX,
-    "xlsx": XLSX, "xlsm": XLSM, "xltx": XLTX, "xlsb": XLSB, "xls": XLS, "doc": DOC,
-    "ppt": PPT, "msg": MSG, "odt": ODT, "ods": ODS, "odp": ODP, "epub": EPUB, "zip": ZIP,
-    "csv": CSV, "tsv": TSV, "tab": TSV, "txt": TEXT, "md": TEXT, "eml": EML, "mbox": MBOX,
-    "html": HTML, "htm": HTML, "xhtml": HTML, "xml": XML, "rtf": RTF,
-    "wpd": WORDPERFECT, "wp": WORDPERFECT, "wp5": WORDPERFECT, "wp6": WORDPERFECT,
-}
-
 TEXT_FAMILY = {HTML, XML, EML, MBOX, CSV, TSV, TEXT}
+# Answers that say little: a plugin format may know better.
+_GENERIC = {TEXT, XML, ZIP, OLE_OTHER, OCTET}
 
 
 @dataclass(frozen=True)
@@ -109,15 +104,28 @@ def detect(src: Source) -> Detection:
     head = src.head(65536)
     if not head:
         return Detection(EMPTY, "empty")
+    found = _detect(src, head)
+    # A plugin format has its say when ours have nothing specific to say: no reader, or a
+    # generic type the name does not confirm (``notes.txt`` is ours, ``notes.rst`` may not).
+    if found.mime not in REGISTRY or (found.mime in _GENERIC
+                                      and HINTS.get(src.extension) != found.mime):
+        claimed = plugin_claim(head, src.extension)
+        if claimed is not None:
+            return Detection(*claimed)
+    return found
+
+
+def _detect(src: Source, head: bytes) -> Detection:
+    """What textsieve's own formats make of a file."""
     found = _magic(head)
     if found == ZIP:
         return _zip_kind(src, head)
-    if found == "ole":
+    if found == OLE_OTHER:
         return _ole_kind(src)
     if found:
         return Detection(found, "magic")
     if looks_binary(head):
-        hint = EXTENSION_HINTS.get(src.extension)
+        hint = HINTS.get(src.extension)
         if hint and hint not in TEXT_FAMILY:
             # No signature we know, but the name says what it meant to be: let that
             # parser judge it (a fuzzed PDF becomes "corrupt", not "unsupported").
@@ -127,53 +135,7 @@ def detect(src: Source) -> Detection:
 
 
 def _magic(h: bytes) -> str | None:
-    if h.startswith(b"%PDF") or b"%PDF-" in h[:1024]:
-        return PDF
-    if h.startswith((b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")):
-        return ZIP
-    if h.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
-        return "ole"
-    if h.startswith(b".pfile"):  # Microsoft RMS "protected file" (.pfile, .ppdf, .ptxt...)
-        return IRM_PROTECTED
-    if h.startswith(b"{\\rtf"):
-        return RTF
-    if h.startswith(b"\x89PNG\r\n\x1a\n"):
-        return PNG
-    if h.startswith(b"\xff\xd8\xff"):
-        return JPEG
-    if h.startswith((b"GIF87a", b"GIF89a")):
-        return GIF
-    if h.startswith((b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")):
-        return TIFF
-    if h.startswith(b"BM") and len(h) > 14 and h[6:10] == b"\x00\x00\x00\x00":
-        return BMP
-    if h[:4] == b"RIFF" and h[8:12] == b"WEBP":
-        return WEBP
-    if h.startswith(b"\x00\x00\x00\x0cjP  \r\n\x87\n") or h.startswith(b"\xff\x4f\xff\x51"):
-        return JP2
-    if h[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftypavif"):
-        return HEIC
-    if h.startswith(b"8BPS"):
-        return PSD
-    if h.startswith(b"\x1f\x8b"):
-        return GZIP
-    if h.startswith(b"BZh") and h[3:4].isdigit():
-        return BZIP2
-    if h.startswith(b"\xfd7zXZ\x00"):
-        return XZ
-    if h.startswith(b"\x28\xb5\x2f\xfd"):
-        return ZSTD
-    if h.startswith(b"7z\xbc\xaf\x27\x1c"):
-        return SEVENZ
-    if h.startswith((b"Rar!\x1a\x07\x00", b"Rar!\x1a\x07\x01")):
-        return RAR
-    if h.startswith(b"\xffWPC"):
-        return WORDPERFECT
-    if len(h) > 262 and h[257:262] == b"ustar":
-        return TAR
-    if h[:1] == b"\x09" and h[1:2] in (b"\x00", b"\x02", b"\x04", b"\x08") and h[3:4] == b"\x00":
-        return XLS  # a bare BIFF2-5 workbook stream (pre-OLE Excel)
-    return None
+    return next((sig.mime for sig in SIGNATURES if sig.matches(h)), None)
 
 
 def _zip_kind(src: Source, head: bytes) -> Detection:
@@ -183,7 +145,7 @@ def _zip_kind(src: Source, head: bytes) -> Detection:
         with src.open() as f, zipfile.ZipFile(f) as zf:
             names = zf.namelist()
             name_set = set(names)
-            hint = EXTENSION_HINTS.get(src.extension)
+            hint = HINTS.get(src.extension)
             if not names and hint and hint not in (ZIP, *TEXT_FAMILY):
                 return Detection(hint, "extension", "empty ZIP container")
             if "mimetype" in name_set:
@@ -222,7 +184,7 @@ def _zip_kind(src: Source, head: bytes) -> Detection:
                 return Detection(mt, "container", f"damaged zip: {exc}")
         if guess and guess.mime != ZIP:
             return Detection(guess.mime, "container", f"damaged zip: {exc}")
-        hint = EXTENSION_HINTS.get(src.extension)
+        hint = HINTS.get(src.extension)
         if hint and hint not in TEXT_FAMILY and hint not in (PDF, RTF, DOC, XLS, PPT, MSG):
             return Detection(hint, "extension", f"damaged zip: {exc}")
         return Detection(ZIP, "magic", f"damaged zip: {exc}")
@@ -238,7 +200,7 @@ def _ooxml_by_parts(names: set[str], src: Source) -> Detection:
         return Detection(XLSX, "container")
     if "ppt/" in joined:
         return Detection(PPTX, "container")
-    hint = EXTENSION_HINTS.get(src.extension)
+    hint = HINTS.get(src.extension)
     ooxml = set(_OOXML_MAIN.values())
     if hint in ooxml:
         return Detection(hint, "extension", "OOXML parts not identified")
@@ -258,7 +220,7 @@ def _ole_kind(src: Source) -> Detection:
     except Exception as exc:  # olefile raises a zoo of errors on damaged files
         if b"\xffWPC" in src.head(65536):  # a WordPerfect stream in a damaged container
             return Detection(WORDPERFECT, "container", f"damaged OLE2 container: {exc}")
-        hint = EXTENSION_HINTS.get(src.extension)
+        hint = HINTS.get(src.extension)
         if hint in (DOC, XLS, PPT, MSG, WORDPERFECT):
             return Detection(hint, "extension", f"damaged OLE2 container: {exc}")
         return Detection(OLE_OTHER, "magic", f"damaged OLE2 container: {exc}")

@@ -1,167 +1,43 @@
-"""The registry: MIME type -> ordered extractors, and the context they run in.
+"""Extractors: one module per format family, and the context they run in.
 
-Each extractor is ``extract(src, ctx, doc, out) -> None``: it reads ``src``, fills ``doc``
-(title, metadata, children) and describes the content to ``out`` (a ``Builder``). It raises
-``ExtractionError`` with a kind when it cannot. For a MIME type with several extractors
-(DOC: antiword, then catdoc, then LibreOffice) the first that succeeds wins; a later one is
-tried only after a failure that another parser might overcome (``corrupt``,
-``unsupported``, ``missing_tool``), never after ``encrypted`` or ``too_large``.
-
-Modules are imported on first use, so ``textsieve --help`` does not load pypdfium2.
+Each format module declares what it reads in its ``FORMAT`` (``textsieve.formats``) and
+reads it with functions ``extract(src, ctx, doc, out) -> None``: read ``src``, fill ``doc``
+(title, metadata, children), describe the content to ``out`` (a ``Builder``), raise
+``ExtractionError`` with a kind when it cannot. ``registry`` knows which module reads a
+MIME type and imports it on first use, so ``textsieve --help`` does not load pypdfium2;
+its names are re-exported here. What an extractor gets besides its input is ``Context``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .. import detection as d
 from ..model import Document, ErrorKind, ExtractionError
 from ..options import Options
+from .registry import (
+    CORE_VERSION,
+    FALLBACK_KINDS,
+    FETCH_TAG,
+    REGISTRY,
+    REGISTRY_TAG,
+    UNSUPPORTED,
+    Extractor,
+    extractors_for,
+    is_current,
+    preload,
+    version_of,
+)
 
 if TYPE_CHECKING:
     import subprocess
 
-    from ..bytesource import Source
     from ..render import Builder
 
-Extractor = Callable[["Source", "Context", Document, "Builder"], None]
-
-_P = "textsieve.extractors."
-CORE_VERSION = "1"  # detection / rendering / model changes that alter every output
-REGISTRY_VERSION = 2  # bump when a format gains an extractor (retries its "unsupported")
-REGISTRY_TAG = f"{CORE_VERSION}:registry/{REGISTRY_VERSION}"
-FETCH_VERSION = 1  # bump when fetching changes in a way that should retry fetch failures
-FETCH_TAG = f"{CORE_VERSION}:fetch/{FETCH_VERSION}"
-_ODF = [f"{_P}odf:extract"]
-_SHEET = [f"{_P}sheets:extract"]
-
-REGISTRY: dict[str, list[str]] = {
-    d.PDF: [f"{_P}pdf:extract"],
-    d.DOCX: [f"{_P}docx:extract"],
-    d.DOCM: [f"{_P}docx:extract"],
-    d.DOTX: [f"{_P}docx:extract"],
-    d.DOTM: [f"{_P}docx:extract"],
-    d.PPTX: [f"{_P}pptx:extract"],
-    d.PPTM: [f"{_P}pptx:extract"],
-    d.PPSX: [f"{_P}pptx:extract"],
-    d.POTX: [f"{_P}pptx:extract"],
-    d.XLSX: _SHEET,
-    d.XLSM: _SHEET,
-    d.XLTX: _SHEET,
-    d.XLSB: _SHEET,
-    d.XLS: _SHEET,
-    d.ODS: _SHEET,
-    d.ODS + "-template": _SHEET,
-    d.DOC: [f"{_P}word97:extract", f"{_P}legacy:extract_doc_antiword",
-            f"{_P}legacy:extract_doc_catdoc", f"{_P}legacy:extract_libreoffice"],
-    d.PPT: [f"{_P}legacy:extract_ppt", f"{_P}legacy:extract_ppt_catppt",
-            f"{_P}legacy:extract_libreoffice"],
-    d.RTF: [f"{_P}rtf:extract", f"{_P}legacy:extract_libreoffice"],
-    d.WORDPERFECT: [f"{_P}wordperfect:extract"],
-    d.OOXML_ENCRYPTED: [f"{_P}encrypted:extract"],
-    d.IRM_PROTECTED: [f"{_P}protected:extract"],
-    d.MSG: [f"{_P}mail:extract_msg"],
-    d.EML: [f"{_P}mail:extract_eml"],
-    d.MBOX: [f"{_P}mail:extract_mbox"],
-    d.EPUB: [f"{_P}epub:extract"],
-    d.HTML: [f"{_P}html:extract_html"],
-    d.XML: [f"{_P}html:extract_xml"],
-    d.TEXT: [f"{_P}text:extract_text"],
-    d.CSV: [f"{_P}text:extract_csv"],
-    d.TSV: [f"{_P}text:extract_csv"],
-    d.ZIP: [f"{_P}archive:extract_zip"],
-    d.TAR: [f"{_P}archive:extract_tar"],
-    d.GZIP: [f"{_P}archive:extract_compressed"],
-    d.BZIP2: [f"{_P}archive:extract_compressed"],
-    d.XZ: [f"{_P}archive:extract_compressed"],
-    d.PNG: [f"{_P}image:extract"],
-    d.JPEG: [f"{_P}image:extract"],
-    d.GIF: [f"{_P}image:extract"],
-    d.TIFF: [f"{_P}image:extract"],
-    d.BMP: [f"{_P}image:extract"],
-    d.WEBP: [f"{_P}image:extract"],
-    d.JP2: [f"{_P}image:extract"],
-}
-# Every OpenDocument type (text, presentation, drawing, master, web, and templates).
-for _kind in ("text", "presentation", "graphics", "text-master", "text-web", "chart",
-              "formula", "text-template", "presentation-template", "graphics-template",
-              "text-master-template"):
-    REGISTRY[d.ODF_PREFIX + _kind] = _ODF
-
-FALLBACK_KINDS = {ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED, ErrorKind.MISSING_TOOL}
-
-# Formats we recognise and deliberately do not read: a typed answer, not a guess.
-UNSUPPORTED = {
-    d.SEVENZ: "7-Zip archives are not supported",
-    d.RAR: "RAR archives are not supported",
-    d.ZSTD: "zstd-compressed files are not supported",
-    d.HEIC: "HEIC/AVIF images are not supported",
-    d.PSD: "Photoshop files are not supported",
-    d.OLE_OTHER: "OLE2 file of an application textsieve does not read",
-    d.OCTET: "unrecognised binary format",
-}
-
-
-def extractors_for(mime: str) -> Iterator[tuple[str, Extractor]]:
-    """(version tag, function) for each extractor of ``mime``, in order of preference,
-    each module imported only when its turn comes: the fallbacks of a format (antiword,
-    catdoc, LibreOffice after our Word reader) are not loaded for the files the first one
-    reads (tempfile and shutil were half of a DOC's imports)."""
-    for spec in REGISTRY.get(mime, []):
-        yield version_of(spec), _load(spec)
-
-
-def version_of(spec: str) -> str:
-    """"module/N": bump a module's ``VERSION`` when its output changes, and archives
-    re-extract exactly the items that module produced (core changes bump CORE_VERSION)."""
-    mod = spec.partition(":")[0]
-    module = importlib.import_module(mod)
-    return f"{CORE_VERSION}:{mod.rsplit('.', 1)[-1]}/{getattr(module, 'VERSION', 1)}"
-
-
-def is_current(tag: str | None) -> bool:
-    """Whether an archived item's extractor tag is what this textsieve would use now."""
-    if not tag or ":" not in tag or "/" not in tag:
-        return False
-    if tag in (REGISTRY_TAG, FETCH_TAG):
-        return True
-    core, _, rest = tag.partition(":")
-    mod = rest.partition("/")[0]
-    if mod in ("registry", "fetch"):
-        return False
-    try:
-        return version_of(f"{__name__}.{mod}:x") == tag and core == CORE_VERSION
-    except ImportError:
-        return False
-
-
-_cache: dict[str, Extractor] = {}
-
-
-def preload(mimes: Iterable[str] | None = None) -> None:
-    """Pay the one-time start-up of the extractors for ``mimes`` (all when None) now: the
-    modules, the libraries they import only on first use (a module's ``LAZY`` names) and,
-    for all formats, the code pages charset detection tries. ``import textsieve`` stays
-    light so that a one-file CLI call does not load every parser; a long-lived caller (a
-    service, the pool before it forks its workers, a benchmark) wants the ~0.2 s paid once,
-    up front, and not by the first file of each format."""
-    from .. import core, ocr, textcodec  # noqa: F401 (core, ocr: imported for their imports)
-
-    wanted = REGISTRY.keys() if mimes is None else [m for m in mimes if m in REGISTRY]
-    for spec in {s for m in wanted for s in REGISTRY[m]}:
-        try:
-            _load(spec)
-        except ImportError:  # an optional parser that is not installed
-            continue
-        for lib in getattr(importlib.import_module(spec.partition(":")[0]), "LAZY", ()):
-            with contextlib.suppress(ImportError):
-                importlib.import_module(lib)
-    if mimes is None:  # a CLI call on a few PDFs need not look up 99 code pages
-        textcodec.warm()
+__all__ = ["CORE_VERSION", "FALLBACK_KINDS", "FETCH_TAG", "REGISTRY", "REGISTRY_TAG",
+           "UNSUPPORTED", "Budget", "Context", "Extractor", "extractors_for", "is_current",
+           "preload", "version_of", "wants_pictures"]
 
 
 def wants_pictures(ctx: Context, out: Builder) -> bool:
@@ -169,15 +45,6 @@ def wants_pictures(ctx: Context, out: Builder) -> bool:
     only when the document holds no text (a scan pasted into Word, photographed slides),
     which must not come out as an empty success."""
     return ctx.options.ocr == "always" or not out.has_text()
-
-
-def _load(spec: str) -> Extractor:
-    fn = _cache.get(spec)
-    if fn is None:
-        mod, _, attr = spec.partition(":")
-        fn = getattr(importlib.import_module(mod), attr)
-        _cache[spec] = fn
-    return fn
 
 
 @dataclass

@@ -31,7 +31,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from typing import IO
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader, Signature
 from ..model import Document, ErrorInfo, ErrorKind, ExtractionError, Status
 from ..render import Builder
 from ..textcodec import decode
@@ -41,7 +43,20 @@ from .zipnames import legacy_code_page, member_name
 # Output version (archives re-extract what an older one made): 2 = member names in a
 # legacy code page (GBK, Shift-JIS, CP866) decoded as such, not as CP437; 3 = Korean
 # (CP949) names no longer read as GBK.
-VERSION = 3
+FORMAT = Format(
+    name="archive", version=3,
+    readers=(Reader(d.ZIP, "extract_zip"), Reader(d.TAR, "extract_tar"),
+             Reader(d.GZIP, "extract_compressed"), Reader(d.BZIP2, "extract_compressed"),
+             Reader(d.XZ, "extract_compressed")),
+    signatures=(Signature(d.ZIP, b"PK\x03\x04"), Signature(d.ZIP, b"PK\x05\x06"),
+                Signature(d.ZIP, b"PK\x07\x08"), Signature(d.GZIP, b"\x1f\x8b"),
+                *(Signature(d.BZIP2, b"BZh%d" % n) for n in range(10)),
+                Signature(d.XZ, b"\xfd7zXZ\x00"),
+                # "ustar" in a tar header, past a name field any other file may fill:
+                # tried after every signature at the start of a file.
+                Signature(d.TAR, b"ustar", offset=257, min_size=263, priority=1)),
+    hints={"zip": d.ZIP},
+)
 
 _CHUNK = 1 << 20
 _SEVERITY = [ErrorKind.CORRUPT, ErrorKind.ENCRYPTED, ErrorKind.TOO_LARGE, ErrorKind.NEEDS_OCR,

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..kernels.equations import omml_text
 from ..kernels.ole import unwrap_package
 from ..kernels.xml import (
@@ -37,7 +39,11 @@ from . import Context, wants_pictures
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers, alt text, charts' data, equations, altChunk parts
+FORMAT = Format(
+    name="docx", version=3,  # 3: list numbers, alt text, charts' data, equations, altChunk
+    readers=(Reader(d.DOCX), Reader(d.DOCM), Reader(d.DOTX), Reader(d.DOTM)),
+    hints={"docx": d.DOCX, "docm": d.DOCM, "dotx": d.DOTX, "dotm": d.DOTM},
+)
 
 # Imported on first use only (rare paths); ``preload`` imports them ahead.
 LAZY = ("olefile",)

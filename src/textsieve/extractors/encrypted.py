@@ -19,7 +19,9 @@ import zipfile
 from collections.abc import Callable
 from typing import Any
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from . import Context
@@ -37,7 +39,7 @@ DEFAULT_PASSWORD = "VelvetSweatshop"
 
 # Output version (archives re-extract what an older one made): 2 = agile files whose hash
 # is shorter than their key (SHA-1 with AES-256) open.
-VERSION = 2
+FORMAT = Format(name="encrypted", version=2, readers=(Reader(d.OOXML_ENCRYPTED),))
 
 
 def _candidates(password: str | None) -> list[str]:

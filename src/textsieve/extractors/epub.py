@@ -17,14 +17,16 @@ from urllib.parse import unquote
 
 from lxml import etree
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..kernels.xml import local, open_zip, parse_xml, read_member, read_xml
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from . import Context
 
 # Output version (archives re-extract what an older one made): 2 = list numbers in the text.
-VERSION = 2
+FORMAT = Format(name="epub", version=2, readers=(Reader(d.EPUB),), hints={"epub": d.EPUB})
 
 _SPACE = re.compile(r"[ \t\r\n\f]+")
 _DC = "{http://purl.org/dc/elements/1.1/}"

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 import lxml.html
 from lxml import etree
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..kernels.html import (
     SPACES,
     HtmlWalker,
@@ -31,7 +33,11 @@ from . import Context
 
 # Output version (archives re-extract what an older one made): 2 = list numbers in the
 # text, picture alt text; 3 = self-closed scripts, hidden text, main-content choice.
-VERSION = 3
+FORMAT = Format(
+    name="html", version=3,
+    readers=(Reader(d.HTML, "extract_html"), Reader(d.XML, "extract_xml")),
+    hints={"html": d.HTML, "htm": d.HTML, "xhtml": d.HTML, "xml": d.XML},
+)
 
 # Imported by the first page read for its main content or a topic (web.main, web.sieve),
 # so preload() loads it up front.

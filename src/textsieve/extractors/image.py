@@ -13,7 +13,9 @@ import struct
 import warnings
 from typing import Any
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader, Signature
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from . import Context
@@ -24,7 +26,17 @@ LAZY = ("PIL.ImageOps", "PIL.TiffImagePlugin", "PIL.BmpImagePlugin", "PIL.GifIma
         "PIL.ImageSequence", "numpy", "scipy.ndimage", "textsieve.ocr.prep")
 
 # Output version (archives re-extract items made by an older one): 2 = OCR of pages/images.
-VERSION = 2
+FORMAT = Format(
+    name="image", version=2,
+    readers=tuple(Reader(m) for m in (d.PNG, d.JPEG, d.GIF, d.TIFF, d.BMP, d.WEBP, d.JP2)),
+    signatures=(Signature(d.PNG, b"\x89PNG\r\n\x1a\n"), Signature(d.JPEG, b"\xff\xd8\xff"),
+                Signature(d.GIF, b"GIF87a"), Signature(d.GIF, b"GIF89a"),
+                *(Signature(d.TIFF, m) for m in (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")),
+                Signature(d.BMP, b"BM", also=((6, b"\x00\x00\x00\x00"),), min_size=15),
+                Signature(d.WEBP, b"RIFF", also=((8, b"WEBP"),)),
+                Signature(d.JP2, b"\x00\x00\x00\x0cjP  \r\n\x87\n"),
+                Signature(d.JP2, b"\xff\x4f\xff\x51")),
+)
 
 
 # Pillow's plugin for the formats it does not load up front (BMP, GIF, JPEG, PPM, PNG): opening

@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..kernels.ole import opened, stream_head, summary_metadata
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
@@ -32,7 +34,16 @@ LAZY = ("olefile", "msoffcrypto.format.doc97", "msoffcrypto.format.ppt97",
 # Output version (archives re-extract what an older one made): 2 = PPT speaker notes,
 # encrypted DOC/PPT opened with the default password; 3 = DOC read by word97 first (its
 # items made here by antiword are re-read).
-VERSION = 3
+FORMAT = Format(
+    name="legacy", version=3,
+    # After our own Word reader (word97) and RTF reader (rtf); LibreOffice last of all.
+    readers=(Reader(d.DOC, "extract_doc_antiword", 1), Reader(d.DOC, "extract_doc_catdoc", 2),
+             Reader(d.DOC, "extract_libreoffice", 3),
+             Reader(d.PPT, "extract_ppt"), Reader(d.PPT, "extract_ppt_catppt", 1),
+             Reader(d.PPT, "extract_libreoffice", 2),
+             Reader(d.RTF, "extract_libreoffice", 1)),
+    hints={"ppt": d.PPT},
+)
 
 @contextlib.contextmanager
 def tool_path(src: Source) -> Iterator[str]:

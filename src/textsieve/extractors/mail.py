@@ -21,7 +21,9 @@ from email.message import Message
 from email.utils import getaddresses
 from typing import Any
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..kernels import mime
 from ..model import Document, ErrorKind, ExtractionError, Status
 from ..render import Builder
@@ -35,7 +37,12 @@ LAZY = ("olefile", "lxml.html", "email.parser", "email.generator")
 # raw headers (display names unquoted, original Date text); 3 = MSG recipients with their
 # addresses, Bcc and Message-ID, Exchange senders by SMTP address; 4 = PGP, S/MIME and
 # IRM-protected bodies are `encrypted`, not ciphertext or a placeholder printed as text.
-VERSION = 4
+FORMAT = Format(
+    name="mail", version=4,
+    readers=(Reader(d.MSG, "extract_msg"), Reader(d.EML, "extract_eml"),
+             Reader(d.MBOX, "extract_mbox")),
+    hints={"msg": d.MSG, "eml": d.EML, "mbox": d.MBOX},
+)
 
 _HEADERS = (("From", "from"), ("To", "to"), ("Cc", "cc"), ("Date", "date"),
             ("Subject", "subject"))

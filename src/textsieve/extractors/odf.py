@@ -14,7 +14,9 @@ import zipfile
 
 from lxml import etree
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..kernels.equations import mathml_text
 from ..kernels.xml import local, open_zip, read_xml, read_xml_lenient
 from ..model import Document, ErrorKind, ExtractionError
@@ -25,8 +27,16 @@ from .odfcrypt import open_plain
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 4  # 3: list numbers, alt text, master-page furniture, formulas in the text;
-# 4: a formula anchored as a character stays in its sentence
+FORMAT = Format(
+    name="odf", version=4,  # 3: list numbers, alt text, master-page furniture, formulas in
+    # the text; 4: a formula anchored as a character stays in its sentence
+    # Every OpenDocument type (text, presentation, drawing, master, web, and templates);
+    # spreadsheets are read by ``sheets``.
+    readers=tuple(Reader(d.ODF_PREFIX + kind) for kind in (
+        "text", "presentation", "graphics", "text-master", "text-web", "chart", "formula",
+        "text-template", "presentation-template", "graphics-template", "text-master-template")),
+    hints={"odt": d.ODT, "odp": d.ODP},
+)
 
 _NS = {
     "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0",

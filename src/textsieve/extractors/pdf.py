@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 import pypdfium2 as pdfium
 import pypdfium2.raw as c
 
+from .. import detection as d
 from ..bytesource import Source
 from ..forking import MAX_JOBS, JobsTimeout, share_jobs
+from ..formats import Format, Reader, Signature
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, md_escape
 from . import Context
@@ -38,7 +40,15 @@ LAZY = ("numpy", "scipy.ndimage", "textsieve.ocr.prep")
 # 3 = text of FreeText annotations (and notes with --comments); 4 = right-to-left
 # ligatures in logical order, a space where the script changes; 5 = a rights-management
 # wrapper (placeholder page + encrypted payload) and a rights-managed PDF are `encrypted`.
-VERSION = 5
+FORMAT = Format(
+    name="pdf", version=5,
+    readers=(Reader(d.PDF),),
+    # A PDF's marker may follow junk bytes (up to 1 KiB, as PDF readers allow): looked for
+    # ahead of every other signature.
+    signatures=(Signature(d.PDF, b"%PDF", priority=-1),
+                Signature(d.PDF, b"%PDF-", within=1024, priority=-1)),
+    hints={"pdf": d.PDF},
+)
 
 # Control characters PDFium or broken fonts leave in the text (NUL, form feed, ...). PDFium
 # marks a hyphen it removed at a line end with U+FFFE and has already joined the word

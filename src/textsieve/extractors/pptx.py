@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..kernels.xml import local, open_zip, read_xml_lenient
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
@@ -29,7 +31,11 @@ from .docx import (
 
 # Output version (archives re-extract what an older one made): 2 = the pictures of a
 # document without text are OCRed (children), or needs_ocr with OCR off.
-VERSION = 3  # 3: list numbers, alt text, chart caches, master/footer furniture
+FORMAT = Format(
+    name="pptx", version=3,  # 3: list numbers, alt text, chart caches, master/footer furniture
+    readers=(Reader(d.PPTX), Reader(d.PPTM), Reader(d.PPSX), Reader(d.POTX)),
+    hints={"pptx": d.PPTX, "pptm": d.PPTM, "ppsx": d.PPSX, "potx": d.POTX},
+)
 
 _TITLES = {"title", "ctrTitle"}
 _BODY = {"body", "obj", ""}  # placeholders whose paragraphs are bullets

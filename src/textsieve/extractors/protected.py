@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import struct
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader, Signature
 from ..kernels.ole import summary_metadata
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from . import Context
 
-VERSION = 2  # 2: PFILEs
+FORMAT = Format(
+    name="protected", version=2,  # 2: PFILEs
+    readers=(Reader(d.IRM_PROTECTED),),
+    # Microsoft RMS "protected file" (.pfile, .ppdf, .ptxt...)
+    signatures=(Signature(d.IRM_PROTECTED, b".pfile"),),
+)
 
 
 def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:

@@ -18,7 +18,9 @@ import struct
 from binascii import unhexlify
 from dataclasses import dataclass
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader, Signature
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from ..textcodec import normalize_charset
@@ -26,7 +28,12 @@ from . import Context
 
 # Output version (archives re-extract what an older one made): 2 = headers and footers;
 # 3 = nothing inside an unread destination counts, and data cut short keeps its last table.
-VERSION = 4  # 4: embedded objects (\\objdata) become children
+FORMAT = Format(
+    name="rtf", version=4,  # 4: embedded objects (\\objdata) become children
+    readers=(Reader(d.RTF),),
+    signatures=(Signature(d.RTF, b"{\\rtf"),),
+    hints={"rtf": d.RTF},
+)
 
 _TOKEN = re.compile(
     rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?"  # 1, 2: control word + parameter

@@ -16,8 +16,10 @@ from typing import Any
 
 import python_calamine as pc
 
+from .. import detection as d
 from ..bytesource import Source
 from ..forking import CallDied, JobsTimeout, call_isolated, in_worker
+from ..formats import Format, Reader, Signature
 from ..kernels.ole import stream_head
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
@@ -29,7 +31,17 @@ LAZY = ("olefile", "msoffcrypto.format.xls97", "msoffcrypto.method.xor_obfuscati
 # Output version (archives re-extract what an older one made): 2 = encrypted XLS opened
 # with Excel's default password; 3 = an ODS's header and footer text; 4 = a workbook
 # without cells is empty (no sheet names).
-VERSION = 4
+FORMAT = Format(
+    name="sheets", version=4,
+    readers=tuple(Reader(m) for m in (d.XLSX, d.XLSM, d.XLTX, d.XLSB, d.XLS, d.ODS,
+                                      d.ODS + "-template")),
+    # A bare BIFF2-5 workbook stream (pre-OLE Excel): a few bytes only, so tried after
+    # every longer signature.
+    signatures=tuple(Signature(d.XLS, b"\x09" + v, also=((3, b"\x00"),), priority=1)
+                     for v in (b"\x00", b"\x02", b"\x04", b"\x08")),
+    hints={"xlsx": d.XLSX, "xlsm": d.XLSM, "xltx": d.XLTX, "xlsb": d.XLSB, "xls": d.XLS,
+           "ods": d.ODS},
+)
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BIFF_FILEPASS = 0x002F

@@ -14,10 +14,18 @@ from collections import Counter
 
 from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..model import Document
 from ..render import Builder
 from ..textcodec import decode
 from . import Context
+
+FORMAT = Format(
+    name="text", version=1,
+    readers=(Reader(d.TEXT, "extract_text"), Reader(d.CSV, "extract_csv"),
+             Reader(d.TSV, "extract_csv")),
+    hints={"txt": d.TEXT, "md": d.TEXT, "csv": d.CSV, "tsv": d.TSV, "tab": d.TSV},
+)
 
 # Imported on first use only; ``preload`` imports them ahead (Counter.most_common).
 LAZY = ("heapq",)

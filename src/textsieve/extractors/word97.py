@@ -23,7 +23,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader
 from ..kernels.ole import opened, pack_storage, unwrap_package
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
@@ -31,7 +33,7 @@ from . import Context, wants_pictures
 from .legacy import doc_source
 
 # Output version (archives re-extract what an older one made).
-VERSION = 2
+FORMAT = Format(name="word97", version=2, readers=(Reader(d.DOC),), hints={"doc": d.DOC})
 
 _WIDENT, _WIDENT_WORD6 = 0xA5EC, 0xA5DC  # Word 97 and later; Word 6 and 95
 _NFIB_WORD97 = 0x00C1  # Word 97; 2000-2003 and later DOCs have a higher nFib

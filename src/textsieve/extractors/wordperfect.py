@@ -8,13 +8,21 @@ lines. Its error lines are stable strings, so a password-protected file becomes
 
 from __future__ import annotations
 
+from .. import detection as d
 from ..bytesource import Source
+from ..formats import Format, Reader, Signature
 from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder
 from . import Context
 from .legacy import run_text_tool, tool_path
 
-VERSION = 1
+FORMAT = Format(
+    name="wordperfect", version=1,
+    readers=(Reader(d.WORDPERFECT),),
+    signatures=(Signature(d.WORDPERFECT, b"\xffWPC"),),
+    hints={"wpd": d.WORDPERFECT, "wp": d.WORDPERFECT, "wp5": d.WORDPERFECT,
+           "wp6": d.WORDPERFECT},
+)
 
 _TOOL = "wpd2text"
 

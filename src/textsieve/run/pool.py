@@ -152,6 +152,8 @@ class LocalExecutor:
                 # A bad input is the worker's to report.
                 with contextlib.suppress(Exception), Source.from_path(task.obj) as src:
                     mimes.add(detection.detect(src).mime)
+        from .. import core, ocr  # noqa: F401 (their imports, which every worker needs)
+
         with contextlib.suppress(Exception):
             preload(mimes)
 
