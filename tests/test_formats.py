@@ -200,3 +200,13 @@ def _line(summary: str, label: str) -> str | None:
         if parts[:-1] == label.split() and parts:
             return parts[-1]
     return None
+
+
+def test_a_renamed_format_keeps_what_it_made_current() -> None:
+    """ZIP and TAR were read by the format "archive", now "containers": items tagged with
+    either name at the same version are current, at another version they are not."""
+    assert registry.version_of("textsieve.extractors.containers:extract_zip") == \
+        "1:containers/3"
+    assert registry.is_current("1:archive/3") and registry.is_current("1:containers/3")
+    assert not registry.is_current("1:archive/2") and not registry.is_current("1:nothing/1")
+    assert not registry.is_current("2:containers/3")

@@ -6,7 +6,8 @@ module's FORMAT; tests/test_formats.py checks it. Do not edit.
 
 # format name (and former names) -> module
 MODULES = {
-    'archive': 'textsieve.extractors.archive',
+    'containers': 'textsieve.extractors.containers',
+    'archive': 'textsieve.extractors.containers',
     'docx': 'textsieve.extractors.docx',
     'encrypted': 'textsieve.extractors.encrypted',
     'epub': 'textsieve.extractors.epub',
@@ -121,11 +122,11 @@ HINTS = {
 
 # MIME type -> readers, in the order they are tried
 READERS = {
-    'application/zip': ('textsieve.extractors.archive:extract_zip',),
-    'application/x-tar': ('textsieve.extractors.archive:extract_tar',),
-    'application/gzip': ('textsieve.extractors.archive:extract_compressed',),
-    'application/x-bzip2': ('textsieve.extractors.archive:extract_compressed',),
-    'application/x-xz': ('textsieve.extractors.archive:extract_compressed',),
+    'application/zip': ('textsieve.extractors.containers:extract_zip',),
+    'application/x-tar': ('textsieve.extractors.containers:extract_tar',),
+    'application/gzip': ('textsieve.extractors.containers:extract_compressed',),
+    'application/x-bzip2': ('textsieve.extractors.containers:extract_compressed',),
+    'application/x-xz': ('textsieve.extractors.containers:extract_compressed',),
     'application/vnd.openxmlformats-officedocument.wordprocessingml.document': ('textsieve.extractors.docx:extract',),
     'application/vnd.ms-word.document.macroenabled.12': ('textsieve.extractors.docx:extract',),
     'application/vnd.openxmlformats-officedocument.wordprocessingml.template': ('textsieve.extractors.docx:extract',),

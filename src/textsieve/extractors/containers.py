@@ -44,7 +44,7 @@ from .zipnames import legacy_code_page, member_name
 # legacy code page (GBK, Shift-JIS, CP866) decoded as such, not as CP437; 3 = Korean
 # (CP949) names no longer read as GBK.
 FORMAT = Format(
-    name="archive", version=3,
+    name="containers", version=3, former_names=("archive",),
     readers=(Reader(d.ZIP, "extract_zip"), Reader(d.TAR, "extract_tar"),
              Reader(d.GZIP, "extract_compressed"), Reader(d.BZIP2, "extract_compressed"),
              Reader(d.XZ, "extract_compressed")),

@@ -1,4 +1,5 @@
-"""Archives: members become children; limits stop bombs fast and keep what was read."""
+"""ZIP, TAR and compressed files: members become children; limits stop bombs fast and keep
+what was read."""
 
 from __future__ import annotations
 
