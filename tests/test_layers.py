@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "textsieve.terminal", "textsieve.filekeys", "textsieve.formats")),
     ("kernels and plumbing", (
         "textsieve.kernels", "textsieve.bytesource", "textsieve.textcodec", "textsieve.render",
+        "textsieve.chunking",
         "textsieve.procs", "textsieve.forking", "textsieve.outfiles")),
     ("formats: extractors, OCR, web pages", (
         "textsieve.detection", "textsieve.extractors", "textsieve.ocr", "textsieve.web")),

@@ -29,6 +29,7 @@ __all__ = [
     "Page",
     "Status",
     "__version__",
+    "chunk",
     "detect",
     "extract",
     "handler",
@@ -111,6 +112,23 @@ def extract(source: Input, *, name: str | None = None, options: Options | None =
     from .run.steps import extract_here
 
     return extract_here(source, name, opts)
+
+
+def chunk(document: Document | Input, max_tokens: int = 512, overlap: int = 0, *,
+          tokenizer: Any = None, item: dict[str, Any] | None = None,
+          children: bool = True) -> list[Any]:
+    """A document in chunks for a language model, each within ``max_tokens`` and carrying
+    its provenance (item, heading path, page or slide numbers, offsets into the text,
+    token count). ``document``: a :class:`Document`, or anything :func:`extract` takes
+    (extracted first). ``tokenizer``: None (an approximation), ``"tiktoken:cl100k_base"``,
+    ``"tokenizers:FILE"`` or a callable ``str -> int``; one that would need a download is
+    a ``ChunkError`` (``kind="tokenizer_needs_download"``), never a download. See
+    ``textsieve.chunking``."""
+    from .chunking import chunk as _chunk
+
+    doc = document if isinstance(document, Document) else extract(document)
+    return _chunk(doc, max_tokens, overlap, tokenizer=tokenizer, item=item,
+                  children=children)
 
 
 def preload(mime_types: Iterable[str] | None = None) -> None:

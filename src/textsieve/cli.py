@@ -369,9 +369,20 @@ def _fill_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", required=True, metavar="PATH",
                    help="folder (txt) or file (jsonl, parquet, warc: FILE.warc.gz); or "
                         "s3://bucket/prefix")
-    p.add_argument("--format", choices=["txt", "jsonl", "parquet", "warc"], default="txt",
+    p.add_argument("--format", choices=["txt", "jsonl", "parquet", "warc", "chunks"],
+                   default="txt",
                    help="warc: every kept original as a WARC/1.1 response (or resource) "
-                        "record, with its provenance in a metadata record")
+                        "record, with its provenance in a metadata record; chunks: JSON "
+                        "Lines of chunks for a language model (--max-tokens)")
+    p.add_argument("--max-tokens", type=int, default=512, metavar="N",
+                   help="chunks: at most N tokens a chunk (default 512)")
+    p.add_argument("--overlap", type=int, default=0, metavar="M",
+                   help="chunks: about M tokens of whole sentences or lines repeated from "
+                        "the end of a chunk at the start of the next (default 0)")
+    p.add_argument("--tokenizer", default=None, metavar="SPEC",
+                   help="chunks: how tokens are counted: approx (default), "
+                        "tiktoken:ENCODING (if cached: nothing is downloaded) or "
+                        "tokenizers:FILE (a tokenizer.json)")
     _add_archive_option(p)
 
 
@@ -398,6 +409,15 @@ def _fill_serve(p: argparse.ArgumentParser) -> None:
                    help="file:// URIs of jobs may read and write under this folder only")
     _add_config_option(p)
     _add_option_flags(p, run=True)  # jobs fetch http(s):// and s3:// URIs
+
+
+def _fill_mcp(p: argparse.ArgumentParser) -> None:
+    _add_archive_option(p)
+    p.add_argument("--file-root", action="append", default=[], metavar="DIR",
+                   help="the extract tool may read files under this folder only (repeat "
+                   "for more; none: no files)")
+    _add_config_option(p)
+    _add_option_flags(p, run=True)  # the extract tool fetches URLs: the fetch policy
 
 
 # Every subcommand: its one-line help (and other add_parser settings), and what fills in
@@ -447,6 +467,9 @@ COMMANDS: dict[str, tuple[_Fill, dict[str, Any]]] = {
         "help": "check the archive is whole (every page, index and stored text); --repair "
                 "rebuilds a damaged one, keeping a backup"}),
     "export": (_fill_export, {"help": "write the archive out as files, JSONL or Parquet"}),
+    "mcp": (_fill_mcp, {
+        "help": "an MCP server on stdin/stdout: an assistant searches and reads the "
+                "archive (needs textsieve[mcp])"}),
     "serve": (_fill_serve, {
         "help": "extraction as a service: REST API, Tika-compatible endpoints (needs "
                 "textsieve[server])"}),
@@ -950,6 +973,21 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     serve(config, ns.options)
 
 
+def cmd_mcp(ns: argparse.Namespace) -> int:
+    """``textsieve mcp``: the MCP server on stdio. stdout is the protocol's: nothing else
+    may be printed there."""
+    try:
+        from .server.mcp_server import Backend, run_stdio
+    except ImportError as exc:
+        raise UsageError(f"mcp needs the mcp extra: pip install 'textsieve[mcp]' ({exc})"
+                         ) from exc
+    if not os.path.exists(ns.archive):
+        raise UsageError(f"{ns.archive}: no such archive (textsieve run fills one)")
+    run_stdio(Backend(os.path.abspath(ns.archive), ns.options,
+                      tuple(os.path.abspath(r) for r in ns.file_root)))
+    return EXIT_OK
+
+
 def _enriched(archive, item_id: int) -> dict:
     """What enrichment knows about an item (for show): summary, keyphrases, topics..."""
     from .enrich.candidates import enriched
@@ -1093,6 +1131,16 @@ def cmd_export(ns: argparse.Namespace) -> int:
 
     counts: Counter[str] = Counter()
     with _open_archive(ns.archive, readonly=True) as archive:
+        if ns.format == "chunks":
+            from .archive.chunks import export_chunks
+
+            if ns.to.startswith("s3://"):
+                raise UsageError("--format chunks writes a local file or - (stdout)")
+            n = export_chunks(archive, ns.to, ns.max_tokens, ns.overlap,
+                              tokenizer=ns.tokenizer, counts=counts)
+            print(f"exported {counts['chunks']:,} chunks of {n:,} items to {ns.to}",
+                  file=sys.stderr)
+            return EXIT_OK
         if ns.to.startswith("s3://"):  # written locally, then uploaded
             from .uris import export_to_s3
 
@@ -1202,10 +1250,11 @@ def main(argv: list[str] | None = None) -> int:
                "summarize": cmd_summarize, "keyphrases": cmd_keyphrases,
                "related": cmd_related, "duplicates": cmd_duplicates,
                "stats": cmd_stats, "export": cmd_export, "check": cmd_check,
-               "serve": cmd_serve, "reextract": cmd_reextract, "gc": cmd_gc}[ns.command]
+               "serve": cmd_serve, "reextract": cmd_reextract, "gc": cmd_gc,
+               "mcp": cmd_mcp}[ns.command]
     try:
         if ns.command in ("extract", "run", "ocr", "gmail-auth", "serve",
-                          "reextract"):  # those with Options
+                          "reextract", "mcp"):  # those with Options
             ns.options = _check_sieve(_options(ns))
         return handler(ns)
     except TextsieveError as exc:  # options, config, archive, sources, mail servers

@@ -84,6 +84,27 @@ def item_markdown(request: Request, item_id: ItemId) -> PlainTextResponse:
                              media_type="text/markdown")
 
 
+@router.get("/items/{item_id}/chunks")
+def item_chunks(request: Request, item_id: ItemId,
+                max_tokens: Annotated[int, Query(ge=16, le=1_000_000)] = 512,
+                overlap: Annotated[int, Query(ge=0, le=500_000)] = 0,
+                tokenizer: Annotated[str, Query(pattern=r"^(approx|tiktoken:[\w.-]+)$",
+                                                max_length=100)] = "approx",
+                ) -> dict[str, Any]:
+    """The item's own text in chunks for a language model, each within ``max_tokens``
+    (counted approximately, or by an installed tiktoken encoding), with its heading path,
+    page or slide numbers, offsets into the item's text and token count (as ``textsieve
+    export --format chunks``). Its attachments and members are items of their own."""
+    from ..archive.chunks import item_chunks as chunks_of
+
+    with _archive(request) as archive:
+        chunks = chunks_of(archive, item_id, max_tokens, overlap, tokenizer=tokenizer)
+    if chunks is None:
+        raise ApiError(404, "not_found", f"no item {item_id}")
+    return {"item_id": item_id, "max_tokens": max_tokens, "overlap": overlap,
+            "tokenizer": tokenizer, "chunks": [c.to_dict() for c in chunks]}
+
+
 @router.get("/stats")
 def stats(request: Request) -> dict[str, Any]:
     """Counts by status, type and error kind, and the last runs."""
