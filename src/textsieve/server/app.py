@@ -323,12 +323,18 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
     options = options or Options()
     config.check()
 
+    mcp_run: list[Any] = []  # the MCP session manager's runner, when /mcp is served
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = Service(config, options)
         app.state.service = service
         try:
-            yield
+            if mcp_run:
+                async with mcp_run[0]():
+                    yield
+            else:
+                yield
         finally:
             service.jobs.close()
             service.extractor.close()
@@ -400,6 +406,10 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
     app.include_router(tika.router)
     app.add_api_route("/version", tika.version, methods=["GET"], tags=["tika"],
                       response_class=Response)
+    mcp = _mcp_routes(app, config, options)
+    if mcp is not None:
+        app.router.routes.extend(mcp[0])
+        mcp_run.append(mcp[1])
     pages = {}
     if ui is not None:
         # The reading room over the same archive, as a mounted app of its own: its HTML
@@ -412,6 +422,28 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
                        public=("/", "/healthz", "/ui/login", "/ui/static/*"))
     app.add_middleware(Measure)
     return app
+
+
+def _mcp_routes(app: FastAPI, config: ServerConfig, options: Options
+                ) -> tuple[list[Any], Any] | None:
+    """The MCP server at ``/mcp`` (streamable HTTP), when the mcp extra is installed: the
+    same tools as ``textsieve mcp``, its documents extracted by the service's workers."""
+    try:
+        from .mcp_server import Backend, http_routes
+    except ImportError:
+        log.info("no /mcp: the mcp extra is not installed")
+        return None
+
+    def extract(data: bytes, name: str | None, opts: Options) -> Document:
+        doc: Document = service_of_app(app).run_job(data, name, opts, "extract")
+        return doc
+
+    return http_routes(Backend(config.archive, options, config.file_roots, extract))
+
+
+def service_of_app(app: FastAPI) -> Service:
+    service: Service = app.state.service
+    return service
 
 
 class Measure:
