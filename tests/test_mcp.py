@@ -104,6 +104,14 @@ async def session_checks(client: Client, setup: dict[str, Path], private_url: st
                for c in ch["chunks"])
     assert ch["item"]["path"].endswith("herons.html")
 
+    summary = payload(await client.call_tool("summarize", {"item_id": hid}))
+    assert "grey herons" in summary["summary"]
+    related = await client.call_tool("related", {"item_id": hid})
+    if related.is_error:  # three items may be too few to compare: said, not a crash
+        assert "too few" in error_text(related)
+    else:
+        assert all(r["id"] != hid for r in payload(related)["related"])
+
     memo = setup["allowed"] / "memo.html"
     got = payload(await client.call_tool("extract", {"source": str(memo),
                                                      "format": "markdown"}))
