@@ -117,7 +117,11 @@ def _item_or_error(archive: Archive, item_id: int) -> dict[str, Any]:
 def build(backend: Backend) -> MCPServer:
     """The MCP server over ``backend``: its tools, each a thin call of the archive's own
     reading functions, run in a worker thread (the event loop keeps serving)."""
-    server = MCPServer("textsieve", version=__version__, instructions=INSTRUCTIONS)
+    # The SDK configures the root logger when a server is made: at WARNING it changes
+    # nothing a user sees (what Python shows without configuration), where its INFO
+    # default would print every library's INFO lines in serve's and mcp's stderr.
+    server = MCPServer("textsieve", version=__version__, instructions=INSTRUCTIONS,
+                       log_level="WARNING")
 
     async def off_loop(fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         try:
