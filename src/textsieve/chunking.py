@@ -83,9 +83,10 @@ _MARKS = re.compile(r"[^\w\s]|\t|\n+| {2,}")
 SAFETY = 1.25
 
 
-def approx_tokens(text: str) -> int:
-    """An estimate, on the safe side, of the tokens a BPE tokenizer makes of ``text``
-    (see above)."""
+def _approx_raw(text: str) -> int:
+    """The approximation before SAFETY; additive over whitespace (no token spans it)."""
+    if text == " ":  # the gap between two words or sentences: the common call
+        return 0
     n = len(_ASCII_WORD.findall(text)) + len(_DIGITS.findall(text)) + len(
         _MARKS.findall(text))
     n += sum((len(w) - 1) // 5 for w in _ASCII_LONG.findall(text))
@@ -93,22 +94,40 @@ def approx_tokens(text: str) -> int:
     if not text.isascii():
         n += sum((2 * len(w) + 2) // 3 for w in _OTHER_WORD.findall(text))
         n += len(_CJK.findall(text))
-    return -(-n * 5 // 4)  # SAFETY, in integers: ceil(n * 1.25)
+    return n
+
+
+def approx_tokens(text: str) -> int:
+    """An estimate, on the safe side, of the tokens a BPE tokenizer makes of ``text``
+    (see above)."""
+    return -(-_approx_raw(text) * 5 // 4)  # SAFETY, in integers: ceil(n * 1.25)
 
 
 @dataclass(frozen=True)
 class Tokenizer:
     """How tokens are counted: ``name`` (reported with the chunks) and ``count``.
-    ``additive``: the count of a concatenation (with whitespace between) is the sum of
-    the parts' counts, true of the approximation; an exact tokenizer's count of a packed
-    chunk is checked on the chunk itself."""
+
+    ``raw``: a count that is additive (the count of texts joined by whitespace is the sum
+    of theirs and their gaps'), which packing adds up instead of counting every candidate
+    chunk, with ``ratio`` (num, den): ``count`` is ``ceil(raw * num / den)``. Without it,
+    a packed chunk is counted whole as it grows (an exact tokenizer)."""
 
     name: str
     count: Callable[[str], int]
-    additive: bool = False
+    raw: Callable[[str], int] | None = None
+    ratio: tuple[int, int] = (1, 1)
+
+    @property
+    def additive(self) -> bool:
+        return self.raw is not None
+
+    def packing(self, tokens: int) -> int:
+        """A budget in ``count``'s tokens as one in ``raw``'s (what packing adds up)."""
+        num, den = self.ratio
+        return tokens * den // num if self.raw is not None else tokens
 
 
-APPROX = Tokenizer("approx", approx_tokens, additive=True)
+APPROX = Tokenizer("approx", approx_tokens, raw=_approx_raw, ratio=(5, 4))
 
 
 def _tiktoken_cached(encoding: str) -> bool:
@@ -305,13 +324,14 @@ class _Packer:
 
     def __init__(self, text: str, tok: Tokenizer, max_tokens: int, overlap: int,
                  emit: Callable[[int, int, int, str | None], None]) -> None:
-        self.text, self.tok, self.max, self.overlap, self.emit = (
-            text, tok, max_tokens, overlap, emit)
+        self.text, self.tok, self.emit = text, tok, emit
+        self.max, self.overlap = tok.packing(max_tokens), tok.packing(overlap)
+        self.counter = tok.raw or tok.count
         self.units: list[tuple[int, int, int]] = []  # (start, end, tokens) of the open chunk
         self.total = 0
 
     def count(self, a: int, b: int) -> int:
-        return self.tok.count(self.text[a:b])
+        return self.counter(self.text[a:b])
 
     def gap(self, a: int) -> int:
         """The tokens of the whitespace between the open chunk's end and ``a``."""
@@ -401,8 +421,10 @@ def _split_chars(p: _Packer, a: int, b: int) -> None:
     characters, each within the budget."""
     pos = a
     while pos < b:
-        lo, hi = pos + 1, b
-        while lo < hi:  # the longest run from pos that fits
+        # The longest run from pos that fits, looked for within 16 characters a token
+        # (more than any tokenizer packs): a run of 100 kB is not counted whole 17 times.
+        lo, hi = pos + 1, min(b, pos + 16 * p.max)
+        while lo < hi:
             mid = (lo + hi + 1) // 2
             if p.count(pos, mid) <= p.max:
                 lo = mid
@@ -490,9 +512,8 @@ def _chunk_one(doc: Document, tok: Tokenizer, max_tokens: int, overlap: int,
             section_path[:] = [h for _, h in path]
         if new_page and not blk.heading:
             pending_heading = False
-        t = packer.count(blk.start, blk.end) if not tok.additive else tok.count(
-            text[blk.start:blk.end])
-        if t <= max_tokens:
+        t = packer.count(blk.start, blk.end)
+        if t <= packer.max:
             packer.add(blk.start, blk.end, t)
         elif blk.table:
             # Headings waiting for their content lead the table's first piece.
