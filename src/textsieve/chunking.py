@@ -499,9 +499,9 @@ def _chunk_one(doc: Document, tok: Tokenizer, max_tokens: int, overlap: int,
     current_page: int | None = None
     pending_heading = False  # the open chunk holds nothing but headings so far
     for blk in _blocks(doc):
-        pg = page_at(blk.start) if page_starts else None
-        new_page = hard_pages and pg != current_page and current_page is not None
-        current_page = pg
+        here = page_at(blk.start) if page_starts else None
+        new_page = hard_pages and here != current_page and current_page is not None
+        current_page = here
         if blk.heading or new_page:
             if not (blk.heading and pending_heading and packer.units):
                 packer.flush()
