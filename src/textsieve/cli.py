@@ -545,7 +545,7 @@ def _read_stdin(options: Options, name: str) -> bytes | Document:
 
 
 # `textsieve extract FILE` on one file up to this size skips the worker pool: it runs in
-# one forked child under the same deadline and memory cap (forking.call_alone).
+# one forked child under the same deadline and memory cap (``core.Isolation.CHILD``).
 ALONE_MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -560,12 +560,13 @@ def cmd_extract(ns: argparse.Namespace) -> int:
     if ns.explain and (options.html != "sieve" or many):
         raise UsageError("--explain draws the sieve of one page: --html sieve --topic T PAGE")
     docs: Iterator[Document]
-    alone = _extract_alone(paths[0], options) if not many and expanded[0][1] is None and \
-        _alone(paths[0], options) else None
-    if alone is not None:
-        docs = iter([alone])
+    if not many and expanded[0][1] is None and _alone(paths[0], options):
+        from .core import Isolation, extract
+
+        # One child reads it; a scan with pages enough to spread goes on to a pool.
+        docs = iter([extract(paths[0], options=options, isolation=Isolation.CHILD)])
     else:
-        from .run.pool import extract_many
+        from .core import extract_many
 
         # A path that leads nowhere is its typed record at once: never opened (a pipe in a
         # folder would wait for a writer for ever), never sent to a worker.
@@ -610,46 +611,6 @@ def _alone(path: str, options: Options) -> bool:
     return small and options.searchable_pdf_dir is None and can_fork()
 
 
-def _extract_alone(path: str, options: Options) -> Document | None:
-    """One file in one forked child: a hang, a native crash or a memory hog becomes that
-    file's typed error, as in the pool. None: it has more pages to OCR than the child
-    reads itself (``OCR_FAN_OUT_PAGES``), which the pool spreads over every core under
-    one deadline for the document and its pages."""
-    from .forking import isolated_document
-
-    doc: Document = isolated_document(_extract_in_child, path, options,
-                                      name=os.path.basename(path), timeout=options.timeout,
-                                      memory=options.memory_limit)
-    if doc.ok and doc.metadata.extra.get("ocr_pending"):
-        # A scan: the pool reads it again and spreads its pages over every core, under the
-        # one document deadline that bounds them all (re-reading its text is cheap).
-        return None
-    return doc
-
-
-# A scan with fewer pages than this is OCRed in the child itself, as ``textsieve.extract``
-# does (run.steps.extract_here): starting the pool for one or two pages costs more than it
-# can spread.
-OCR_FAN_OUT_PAGES = 3
-
-
-def _extract_in_child(path: str, options: Options) -> Document:
-    from . import _source
-    from .core import extract_source, finish_ocr
-    from .forking import quiet_native_chatter
-
-    quiet_native_chatter()
-    doc = extract_source(_source(path, None, options), options, defer_ocr=True,
-                         page_workers=options.worker_count)
-    pages: list[int] = doc.metadata.extra.get("ocr_pending") or [] if doc.ok else []
-    if pages and len(pages) < OCR_FAN_OUT_PAGES:
-        from .ocr import ocr_pages
-
-        assert doc.mime_type is not None
-        finish_ocr(doc, ocr_pages(_source(path, None, options), doc.mime_type, pages, options))
-    return doc
-
-
 def _say(message: str) -> None:
     """One line on stderr: ``textsieve: message``, with the escape sequences and line
     breaks a hostile path, title or server answer may carry taken out."""
@@ -687,18 +648,21 @@ def _emit(out, path: str, doc: Document, fmt: str, many: bool, *, clean: bool) -
 
 
 def cmd_detect(ns: argparse.Namespace) -> int:
-    from . import _source
     from .detection import detect
     from .model import ExtractionError
-    from .source import os_problem
+    from .source import Source, os_problem, read_capped
+
+    limit = Options().max_file_size
 
     failed = 0
     for path, why in _expand(ns.inputs):
         try:
             if why is not None:  # never opened: a pipe in a folder would wait for ever
                 raise ExtractionError(why.kind, why.message)
-            with _source(sys.stdin.buffer if path == "-" else path, None,
-                         Options()) as src:
+            src = Source.from_bytes(read_capped(sys.stdin.buffer, limit), name="<stdin>",
+                                    max_size=limit) if path == "-" else \
+                Source.from_path(path, max_size=limit)
+            with src:
                 det = detect(src)
         except OSError as exc:
             why = os_problem(path, exc)
@@ -806,8 +770,8 @@ def cmd_gc(ns: argparse.Namespace) -> int:
 
 
 def cmd_ocr(ns: argparse.Namespace) -> int:
+    from .core import make_searchable
     from .model import ExtractionError
-    from .ocr.searchable import make_searchable
     from .run.pool import WorkerPool
 
     options: Options = ns.options

@@ -49,8 +49,8 @@ _PR_SET_PDEATHSIG = 1  # prctl(2), linux/prctl.h
 
 # Modules the forkserver imports once, before it forks any worker (parsers stay warm;
 # run.warm loads every parser and what they import on first use).
-FORKSERVER_PRELOAD = ["textsieve", "textsieve.core", "textsieve.run.executor",
-                      "textsieve.server._job", "textsieve.run.warm"]
+FORKSERVER_PRELOAD = ["textsieve", "textsieve.core", "textsieve.run.pool",
+                      "textsieve.run.warm"]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The ``ray`` executor: tasks on a Ray cluster (``pip install 'textsieve[ray]'``).
 
-The same tasks as the local executor, run by the same ``run_task`` in Ray worker
+The same tasks as the local executor, run by the same ``core.perform`` in Ray worker
 processes, so a cluster gives the documents a laptop gives. Units of work are whole inputs
-and the pages of scans (``steps.py`` fans them out and puts them back in order), so a
+and the pages of scans (``core.DocumentFlow`` fans them out, puts them back in order), so a
 500-page scan spreads over the cluster's cores. At most ``size`` tasks (the cluster's CPUs)
 are in flight: results stream back to the driver, where the archive's one writer is, and
 its memory stays flat however many items there are.
@@ -33,10 +33,10 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..core import Task, failed, late_message, perform
 from ..errors import UnreachableError, UsageError
 from ..model import ErrorKind
 from ..options import Options
-from .executor import Task, failed, late_message, run_task
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def _run_on_worker(task: Task, obj: Any, options: Options) -> Any:
     task.obj = obj
     _warm()
     with memory_cap(options.memory_limit):
-        return run_task(task, options)
+        return perform(task, options)
 
 
 def _run_batch(tasks: list[Task], options: Options) -> list[Any]:
@@ -115,7 +115,7 @@ def _run_batch(tasks: list[Task], options: Options) -> list[Any]:
     _warm()
     for task in tasks:
         with memory_cap(options.memory_limit):
-            out.append(run_task(task, options))
+            out.append(perform(task, options))
     return out
 
 
@@ -245,7 +245,7 @@ class RayExecutor:
                 deadline = min(deadline, task.deadline)
             elif task.page is None:
                 task.deadline = deadline  # its pages inherit it
-            wire = Task(task.key, None, task.name, task.page, task.mime, task.want_pdf)
+            wire = Task(task.key, None, task.name, task.work)
             ref = self._remote.remote(wire, self._wire(task), self._options_ref)
             self._running[ref] = (task, deadline)
             self.ray_tasks += 1

@@ -3,12 +3,13 @@
 Each step is a small function (or object) of its input and the options; this module only
 wires them. Listing is the sources' (``sources/``); deciding is the one freshness policy
 (``fresh.py``); fetching and resolving are ``_WebStage`` and ``resolve``; extraction and
-OCR pages run on an executor (``steps.py`` over ``executor.py``: local processes or a Ray
-cluster); writing is ``_Writer``, the archive's single writer, here in the driver, in
-batches of one transaction each. Documents are written in the order they finish, and a
-batch is committed within ``BATCH_SECONDS`` of its first document, so one slow input (a
-big scan) never holds back the items finished after it: search sees them during the run,
-and a run killed at any moment is resumed by running the same command again.
+OCR pages run through the document steps of ``core`` (``as_done``) on an executor (local
+processes or a Ray cluster); writing is ``_Writer``, the archive's single writer, here in
+the driver, in batches of one transaction each. Documents are written in the order they
+finish, and a batch is committed within ``BATCH_SECONDS`` of its first document, so one
+slow input (a big scan) never holds back the items finished after it: search sees them
+during the run, and a run killed at any moment is resumed by running the same command
+again.
 """
 
 from __future__ import annotations
@@ -25,14 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..archive.store import Archive, ArchiveError, Check, Entry, Known, Original
+from ..core import as_done, make_executor
 from ..extractors import FETCH_TAG
 from ..items import Response
 from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef
 from ..options import Options
 from ..sources import ItemSource
-from .executor import make_executor
 from .fresh import TRANSIENT_ERRORS, Freshness, Mode, Why
-from .steps import as_done
 
 __all__ = ["TRANSIENT_ERRORS", "Mode", "RunStats", "Why", "run"]
 

@@ -44,10 +44,11 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       f"'textsieve[server]' ({exc})") from exc
 
 from .. import __version__
+from ..core import EXTRACT, Detect, Result, Work
 from ..errors import TextsieveError, UsageError
 from ..model import Document, ErrorKind
 from ..options import MiB, Options, OptionsError
-from ..run.steps import Busy, ExtractionService
+from ..run.service import Busy, ExtractionService
 from .guard import Guard, Policy, check_token, is_loopback
 
 log = logging.getLogger(__name__)
@@ -161,17 +162,18 @@ class Service:
         deadline (``options.timeout``) counts its wait for a free worker."""
         with self.admit():
             fut = self.extractor.submit(upload.input, name, options=options,
-                                        mode="detect" if detect_only else "extract")
+                                        work=Detect() if detect_only else EXTRACT)
             doc: Document = await asyncio.wrap_future(fut)
         if upload.path is not None and name is None:
             doc.name = None  # the spooled file's name is nobody's business
         self.documents.labels(str(doc.status)).inc()
         return doc
 
-    def run_job(self, data: bytes | str, name: str | None, options: Options,
-                mode: str) -> Any:
+    def run_job(self, data: bytes, name: str | None, options: Options, work: Work) -> Result:
         """One job of an event (``events.handle``'s runner), from a job thread."""
-        return self.extractor.submit(data, name, options=options, mode=mode).result()
+        result: Result = self.extractor.submit(data, name, options=options,
+                                               work=work).result()
+        return result
 
     def admit(self) -> Any:
         """A context manager holding one admission; ``Busy`` becomes 503 + Retry-After."""
