@@ -149,7 +149,8 @@ def preload(mimes: Iterable[str] | None = None) -> None:
     light so that a one-file CLI call does not load every parser; a long-lived caller (a
     service, the pool before it forks its workers, a benchmark) wants the ~0.2 s paid once,
     up front, and not by the first file of each format."""
-    from .. import core, ocr, textcodec  # noqa: F401 (core, ocr: imported for their imports)
+    # ocr: imported for its imports (core, the layer above, is its callers' to load).
+    from .. import ocr, textcodec  # noqa: F401
 
     wanted = REGISTRY.keys() if mimes is None else [m for m in mimes if m in REGISTRY]
     for spec in {s for m in wanted for s in REGISTRY[m]}:

@@ -15,7 +15,8 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       f"'textsieve[server]' ({exc})") from exc
 
 from ..model import Status
-from .app import ApiError, document_error, service_of
+from .runs import JOB
+from .service import ApiError, document_error, service_of
 
 router = APIRouter(prefix="/v1")
 
@@ -132,11 +133,11 @@ class EventBody(BaseModel):
 @router.post("/jobs", tags=["jobs"], status_code=202)
 async def submit_job(request: Request, event: EventBody) -> dict[str, Any]:
     """Queue an event; poll ``GET /v1/jobs/{id}`` for its reply."""
-    return service_of(request).jobs.submit(event.model_dump(exclude_none=True))
+    return service_of(request).submit_job(event.model_dump(exclude_none=True))
 
 
 @router.get("/jobs/{job_id}", tags=["jobs"])
 async def get_job(request: Request,
                   job_id: Annotated[str, Path(max_length=64)]) -> dict[str, Any]:
     """A job's status (queued, running, done) and, once done, the event's reply."""
-    return service_of(request).jobs.get(job_id)
+    return service_of(request).runs.get(JOB, job_id)

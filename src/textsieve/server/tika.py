@@ -24,8 +24,8 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 
 from .. import __version__
 from ..model import Document, Status
-from .app import document_error, service_of
 from .routes import Param, params
+from .service import document_error, service_of
 
 ACCEPT = Param("accept", where="header")
 PASSWORD = Param("password", where="header")
