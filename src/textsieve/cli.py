@@ -28,12 +28,11 @@ from .options import (
     KNOBS,
     MiB,
     Options,
-    OptionsError,
     convert_value,
     field_names,
     flag_of,
-    load_config,
     parse_size,
+    resolve,
 )
 from .terminal import for_terminal
 
@@ -91,39 +90,14 @@ def _expand(args: list[str]) -> Iterator[tuple[str, ErrorInfo | None]]:
 
 
 def _options(ns: argparse.Namespace) -> Options:
-    """The run's Options: the defaults, then the config file, then TEXTSIEVE_PASSWORD and
-    --password-file, then the flags given (a flag not given is None and changes nothing)."""
-    values: dict[str, Any] = {}
-    config = getattr(ns, "config", None) or (CONFIG_FILE if os.path.isfile(CONFIG_FILE)
-                                              else None)
-    if config:
-        values.update(load_config(config))
-    for name, knob in KNOBS.items():  # secrets: read here, never by the library
-        if knob.env and os.environ.get(knob.env):
-            values[name] = os.environ[knob.env]
-        if knob.secret and getattr(ns, f"{name}_file", None):
-            values[name] = _read_secret(flag_of(name) + "-file", getattr(ns, f"{name}_file"))
+    """The command's Options (``options.resolve``: defaults < config file < environment <
+    flags): the flags given (a flag not given is None and changes nothing) and the secret
+    files named (``--password-file``)."""
     given = {name: tuple(v) if isinstance(v, list) else v for name in field_names()
              if (v := getattr(ns, name, None)) is not None}
-    values.update(given)
-    try:
-        return Options(**values)
-    except OptionsError as exc:  # name what the user wrote: the flag, or the config key
-        if exc.field in given:
-            raise OptionsError(f"{flag_of(exc.field)}: {exc}", exc.field) from None
-        if exc.field and config:
-            raise OptionsError(f"config {config}: {exc}", exc.field) from None
-        raise
-
-
-def _read_secret(flag: str, path: str) -> str:
-    """The first line of a file (a password kept out of ``ps`` and shell history)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.readline().rstrip("\r\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or exc
-        raise UsageError(f"{flag} {path}: cannot read it ({why})") from None
+    files = {name: path for name, knob in KNOBS.items()
+             if knob.secret and (path := getattr(ns, f"{name}_file", None))}
+    return resolve(flags=given, secret_files=files, config=getattr(ns, "config", None))
 
 
 def _sqlite_int(text: str) -> int:
@@ -1047,7 +1021,7 @@ def cmd_stats(ns: argparse.Namespace) -> int:
 def _s3_options() -> Options:
     """Options for s3:// of a command without option flags: the endpoint from the
     environment, as ``--s3-endpoint`` would take it."""
-    return Options(s3_endpoint=os.environ.get(KNOBS["s3_endpoint"].env) or None)
+    return resolve(config_file=False)
 
 
 def cmd_export(ns: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import procs
@@ -106,8 +106,9 @@ class LocalExecutor:
         self.close()
 
     def _spawn(self) -> _Worker:
-        return _Worker(procs.start(_worker_main, self.options, setup=self._setup,
-                                   method=self.start_method))
+        # A worker is given the extraction part of the options alone (Options.for_workers).
+        return _Worker(procs.start(_worker_main, self.options.for_workers(),
+                                   setup=self._setup, method=self.start_method))
 
     def worker_pids(self) -> list[int]:
         """Pids of the live workers, busy or idle (tests kill one to see the run or the
@@ -186,12 +187,14 @@ class LocalExecutor:
                 if _readable([w.conn], 0):  # an idle worker has nothing to say: it died
                     w.child.kill()
                     w = self._workers[i] = self._spawn()
+                wire = task if task.options is None else \
+                    replace(task, options=task.options.for_workers())
                 try:
-                    w.conn.send(task)
+                    w.conn.send(wire)
                 except (OSError, ValueError):
                     w.child.kill()
                     w = self._workers[i] = self._spawn()
-                    w.conn.send(task)
+                    w.conn.send(wire)
                 self.stats["jobs"] += 1
                 w.jobs += 1
                 w.task, w.deadline = task, time.monotonic() + task.limit(options)

@@ -170,7 +170,7 @@ class RayExecutor:
             num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
         self._remote_batch = ray.remote(_run_batch).options(
             num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
-        self._options_ref = ray.put(options)
+        self._options_ref = ray.put(options.for_workers())  # the extraction part alone
         self._backlog: deque[Task] = deque()
         # ObjectRef -> (the task, or a batch of them; deadline)
         self._running: dict[Any, tuple[Task | list[Task], float]] = {}

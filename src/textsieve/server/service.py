@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 try:
@@ -53,7 +53,8 @@ class ServerConfig:
 
     host: str = "127.0.0.1"
     port: int = 8000
-    token: str | None = None  # bearer token; required when host is not loopback
+    # Bearer token; required when host is not loopback. A secret: never in its repr.
+    token: str | None = field(default=None, repr=False)
     allowed_hosts: tuple[str, ...] = ()  # Host names answered besides loopback ones
     archive: str | None = None  # the archive of /v1/search, /v1/items, /v1/runs, /v1/stats
     max_upload: int = 100 * MiB  # request bodies above this are refused (413)
