@@ -33,10 +33,9 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 
 from . import detection as d
 from .extractors import (
@@ -66,34 +65,54 @@ OCR_FAN_OUT_PAGES = 3
 
 
 # -- work items and their results --------------------------------------------------------
+# Immutable records, not dataclasses: this module is on the path of every
+# `textsieve extract FILE`, and a dataclass costs ~0.3 ms to make at import, a record
+# ~0.05 ms, a class without fields nothing.
 
-@dataclass(frozen=True)
-class Extract:
+
+class _Fieldless:
+    """A work item that needs no parameter: equal to any other of its kind."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self).__name__)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class Extract(_Fieldless):
     """The whole document. Its result is ``Extracted``: the pages it needs OCRed are left
     pending, for the caller to read here or to spread over an executor."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True)
-class Detect:
+
+class Detect(_Fieldless):
     """Only the document's type (a Document with ``mime_type`` and status ``empty``)."""
 
+    __slots__ = ()
 
-@dataclass(frozen=True)
-class OcrPage:
+
+class Searchable(_Fieldless):
+    """A copy of a PDF with an invisible text layer on the pages that need OCR: a
+    ``SearchableCopy`` (or a failed Document)."""
+
+    __slots__ = ()
+
+
+class OcrPage(NamedTuple):
     """The OCR of page (or frame) ``number`` of a document, as a Document with that page's
     text; a page past the end is an ``out_of_range`` error."""
 
     number: int
 
 
-@dataclass(frozen=True)
-class Searchable:
-    """A copy of a PDF with an invisible text layer on the pages that need OCR: a
-    ``SearchableCopy`` (or a failed Document)."""
-
-
-@dataclass(frozen=True)
-class DocumentPage:
+class DocumentPage(NamedTuple):
     """One pending page of a document being extracted (a flow's fan-out unit): an
     ``ocr.PageOcr``, with its text-only PDF page when ``want_pdf`` (a searchable copy)."""
 
@@ -106,16 +125,14 @@ Work = Extract | Detect | OcrPage | Searchable | DocumentPage
 EXTRACT = Extract()
 
 
-@dataclass
-class Extracted:
+class Extracted(NamedTuple):
     """An ``Extract``'s result: the Document and the pages it left for OCR (1-based)."""
 
     document: Document
     pending: tuple[int, ...] = ()
 
 
-@dataclass
-class SearchableCopy:
+class SearchableCopy(NamedTuple):
     """A ``Searchable``'s result: the PDF's bytes and the report (pages OCRed, kept and
     missing, see ``ocr.searchable.make_searchable``)."""
 
@@ -374,23 +391,39 @@ def _status(doc: Document) -> Status:
 
 # -- one work item, in this process: what every worker runs ---------------------------------
 
-@dataclass
 class Task:
-    """One unit of work for an executor: a work item on one input."""
+    """One unit of work for an executor: a work item on one input. (A plain class with
+    slots, not a dataclass: see the work items.)"""
 
-    key: int
-    obj: Any  # a path, bytes, or a Source holding fetched bytes
-    name: str | None
-    work: Work = EXTRACT
-    out: list[str] | None = None  # where its searchable copy goes (safe parts), if not by name
-    page_workers: int = 1  # whole inputs: processes it may fork for its pages (idle cores)
-    # When the document's time is up (``Options.timeout`` from its start): it bounds its
-    # OCR pages too, however many there are, not only their extraction. Monotonic clock
-    # of the driver; set by the executor when the whole input starts.
-    deadline: float | None = None
-    alone: bool = False  # never batched with others (it failed in a batch once)
-    # Its own options (a service request's choices), else the executor's.
-    options: Options | None = None
+    __slots__ = ("alone", "deadline", "key", "name", "obj", "options", "out", "page_workers",
+                 "work")
+
+    def __init__(self, key: int, obj: Any, name: str | None, work: Work = EXTRACT, *,
+                 out: list[str] | None = None, page_workers: int = 1,
+                 deadline: float | None = None, alone: bool = False,
+                 options: Options | None = None) -> None:
+        self.key = key
+        self.obj = obj  # a path, bytes, or a Source holding fetched bytes
+        self.name = name
+        self.work = work
+        self.out = out  # where its searchable copy goes (safe parts), if not by name
+        self.page_workers = page_workers  # whole inputs: processes it may fork for pages
+        # When the document's time is up (``Options.timeout`` from its start): it bounds
+        # its OCR pages too, however many there are, not only their extraction. Monotonic
+        # clock of the driver; set by the executor when the whole input starts.
+        self.deadline = deadline
+        self.alone = alone  # never batched with others (it failed in a batch once)
+        # Its own options (a service request's choices), else the executor's.
+        self.options = options
+
+    def __repr__(self) -> str:
+        return f"Task({self.key!r}, {self.name!r}, {self.work!r})"
+
+    def with_options(self, options: Options | None) -> Task:
+        """A copy of this task with other ``options``."""
+        return Task(self.key, self.obj, self.name, self.work, out=self.out,
+                    page_workers=self.page_workers, deadline=self.deadline, alone=self.alone,
+                    options=options)
 
     @property
     def page(self) -> int | None:
@@ -853,7 +886,8 @@ def _extract_in_child(obj: Input, name: str | None, options: Options) -> Documen
                             timeout=options.timeout, memory=options.memory_limit)
     if isinstance(got, Extracted):
         return None if got.pending else got.document
-    return got  # type: ignore[no-any-return]  # the child's typed failure
+    doc: Document = got  # the child's typed failure
+    return doc
 
 
 def _child(obj: Input, name: str | None, options: Options) -> Extracted:

@@ -46,7 +46,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import uris
-from .core import EXTRACT, Isolation, OcrPage, Result, Searchable, SearchableCopy, Work
+from .core import (
+    EXTRACT,
+    Extract,
+    Isolation,
+    OcrPage,
+    Result,
+    Searchable,
+    SearchableCopy,
+    Work,
+)
 from .errors import UsageError
 from .model import Document, ErrorKind, Status
 from .options import Options
@@ -313,6 +322,6 @@ def local_runner(data: bytes, name: str | None, options: Options, work: Work) ->
     forkserver-started helper)."""
     from .core import extract, perform_at
 
-    if work == EXTRACT:
+    if isinstance(work, Extract):
         return extract(data, name, options=options, isolation=Isolation.of(options))
     return perform_at(work, data, name, options, Isolation.CHILD)

@@ -18,7 +18,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .. import procs
@@ -188,7 +188,7 @@ class LocalExecutor:
                     w.child.kill()
                     w = self._workers[i] = self._spawn()
                 wire = task if task.options is None else \
-                    replace(task, options=task.options.for_workers())
+                    task.with_options(task.options.for_workers())
                 try:
                     w.conn.send(wire)
                 except (OSError, ValueError):
