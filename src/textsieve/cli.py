@@ -436,11 +436,11 @@ class _Parser(argparse.ArgumentParser):
     lean = False
     _args: list[str] | None = None
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+    def parse_known_args(self, args=None, namespace=None):
         self._args = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
-    def error(self, message: str):  # type: ignore[no-untyped-def]
+    def error(self, message: str) -> NoReturn:
         if self.lean and self._args is not None:
             build_parser().parse_args(self._args)  # exits with the full message
         super().error(message)
@@ -795,8 +795,9 @@ def cmd_search(ns: argparse.Namespace) -> int:
             hits = kept
     for h in hits:
         print(format_hit(h))
-        if summaries.get(h.id):
-            print("    = " + for_terminal(summaries[h.id], one_line=True))
+        summary = summaries.get(h.id)
+        if summary:
+            print("    = " + for_terminal(summary, one_line=True))
         if collapsed.get(h.id):
             print("    + near-duplicates: " + " ".join(f"[{d}]" for d in collapsed[h.id]))
     if not hits:
@@ -886,6 +887,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
                           file_roots=tuple(os.path.abspath(r) for r in ns.file_root))
     config.check()
     serve(config, ns.options)
+    return EXIT_OK
 
 
 def _enriched(archive, item_id: int) -> dict:

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, NamedTuple, Protocol, TypeAlias, cast
 
 from . import detection as d
 from .extractors import (
@@ -53,6 +53,8 @@ from .render import Builder
 from .source import Source, os_problem, read_capped
 
 if TYPE_CHECKING:
+    import io
+
     from .ocr import PageOcr
 
 Input = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes] | Source
@@ -161,7 +163,7 @@ def open_input(obj: Input, name: str | None, options: Options) -> Source:
             src.name = name
         return src
     if hasattr(obj, "read"):
-        data = read_capped(obj, options.max_file_size)
+        data = read_capped(cast("BinaryIO", obj), options.max_file_size)
         return Source.from_bytes(data, name=name or stream_name(obj),
                                  max_size=options.max_file_size)
     raise TypeError(f"cannot extract from {type(obj).__name__}")
@@ -222,8 +224,8 @@ def _sha256(src: Source) -> str:
 
     if src.data_ is not None:
         return hashlib.sha256(src.data_).hexdigest()
-    with src.open() as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()  # one reused buffer, no copies
+    with src.open() as f:  # one reused buffer, no copies
+        return hashlib.file_digest(cast("io.BufferedReader", f), "sha256").hexdigest()
 
 
 def extract_source(src: Source, options: Options, ctx: Context | None = None, *,

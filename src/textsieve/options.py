@@ -452,9 +452,8 @@ class Options:
         return self.workers if self.workers > 0 else _cores()
 
 
-@functools.cache
 def _default_part(cls: type[Part]) -> Part:
-    return cls()
+    return _PART_DEFAULTS[cls]
 
 
 def _from_parts(*parts: Part) -> Options:
@@ -629,6 +628,7 @@ def field_names() -> tuple[str, ...]:
 
 
 _FIELD_NAMES = tuple(name for name, value in vars(Options).items() if isinstance(value, _Field))
+_PART_DEFAULTS: dict[type[Part], Part] = {cls: cls() for cls in PARTS.values()}
 if set(_FIELD_NAMES) != set(_PART_OF):  # a part's field without its flat name
     raise TypeError(f"Options lacks {sorted(set(_PART_OF) - set(_FIELD_NAMES))}")
 

@@ -217,14 +217,14 @@ class LocalExecutor:
         finally:
             self.all_busy = False
         for i, w in enumerate(self._workers):
-            task = w.task
-            if task is None:
+            running = w.task
+            if running is None:
                 continue
             if w.conn in ready:
                 try:
                     _key, _page, result = w.conn.recv()
                     w.task = None
-                    out.append((task, result))
+                    out.append((running, result))
                     if self._worn(w):
                         self.stats["recycled"] += 1
                         w.child.retire()
@@ -232,16 +232,16 @@ class LocalExecutor:
                     continue
                 except (EOFError, OSError):
                     self.stats["crashes"] += 1
-                    out.append((task, failed(task, ErrorKind.CRASHED,
-                                             procs.exit_message(w.child.exitcode()))))
+                    out.append((running, failed(running, ErrorKind.CRASHED,
+                                                procs.exit_message(w.child.exitcode()))))
             elif time.monotonic() >= w.deadline:
-                options = self._options(task)
+                options = self._options(running)
                 self.stats["timeouts"] += 1
-                what = "extraction" if task.page is None else f"OCR of page {task.page}"
-                message = late_message(task, options) if task.page is not None and \
-                    task.deadline is not None and w.deadline >= task.deadline \
-                    else f"{what} exceeded {task.limit(options):g} s"
-                out.append((task, failed(task, ErrorKind.TIMEOUT, message)))
+                what = "extraction" if running.page is None else f"OCR of page {running.page}"
+                message = late_message(running, options) if running.page is not None and \
+                    running.deadline is not None and w.deadline >= running.deadline \
+                    else f"{what} exceeded {running.limit(options):g} s"
+                out.append((running, failed(running, ErrorKind.TIMEOUT, message)))
             else:
                 continue
             w.child.kill()

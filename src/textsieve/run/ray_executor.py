@@ -259,20 +259,21 @@ class RayExecutor:
         if ready:  # and whatever else is done by now
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in ready:
-            task, _deadline = self._running.pop(ref)
-            if isinstance(task, list):
-                out.extend(self._batch_result(ref, task))
+            done, _deadline = self._running.pop(ref)
+            if isinstance(done, list):
+                out.extend(self._batch_result(ref, done))
             else:
-                out.append((task, self._result(ref, task)))
+                out.append((done, self._result(ref, done)))
         now = time.monotonic()
-        for ref, (task, deadline) in list(self._running.items()):
+        for ref, (late, deadline) in list(self._running.items()):
             if now < deadline:
                 continue
             del self._running[ref]
             self._cancel(ref)
-            if isinstance(task, list):
-                self._unbatch(task)
+            if isinstance(late, list):
+                self._unbatch(late)
                 continue
+            task = late
             what = "extraction" if task.page is None else f"OCR of page {task.page}"
             message = late_message(task, self.options) if task.page is not None and \
                 task.deadline is not None and deadline >= task.deadline \

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,7 +76,7 @@ TICK = 0.1  # how often the writer looks at the clock while the executor works
 LIST_CHUNK = 256  # items looked up in the archive at once
 
 
-def run(sources: list[ItemSource], archive: Archive, options: Options, *,
+def run(sources: Sequence[ItemSource], archive: Archive, options: Options, *,
         mode: Mode = Mode.INCREMENTAL, progress: ProgressFn | None = None,
         run_options: dict[str, object] | None = None) -> RunStats:
     stats = RunStats()
@@ -100,7 +100,7 @@ def run(sources: list[ItemSource], archive: Archive, options: Options, *,
     return stats
 
 
-def _count_ahead(sources: list[ItemSource], stats: RunStats) -> None:
+def _count_ahead(sources: Sequence[ItemSource], stats: RunStats) -> None:
     """Count the items in a background thread when every source can (files, folders and
     globs: names only), so the progress has a total, and an ETA, from the start."""
     counters = [getattr(s, "count", None) for s in sources]
@@ -207,7 +207,7 @@ class _Writer:
                                                          self.source_ids)
 
 
-def list_items(sources: list[ItemSource]) -> Iterator[tuple[str, list[Item]]]:
+def list_items(sources: Sequence[ItemSource]) -> Iterator[tuple[str, list[Item]]]:
     """The list step: each source's items, in chunks (looked up in the archive at once)."""
     for src in sources:
         for chunk in _chunks(src.items(), LIST_CHUNK):
@@ -411,7 +411,7 @@ def _finished(job: _Job, doc: Document) -> Entry:
                  original=original, check=job.check, stored=job.stored)
 
 
-def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mode,
+def _run(sources: Sequence[ItemSource], archive: Archive, options: Options, mode: Mode,
          stats: RunStats, run_id: int, source_ids: dict[str, int],
          progress: ProgressFn | None) -> None:
     """Wire the steps: list -> decide -> fetch -> resolve -> extract/OCR -> write."""
@@ -454,7 +454,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
     writer.notify(stats, None)
 
 
-def _copies_root(sources: list[ItemSource]) -> str | None:
+def _copies_root(sources: Sequence[ItemSource]) -> str | None:
     """The folder the searchable copies mirror: the deepest one holding every file source's
     root, so files of one run never share a copy (``a/scan.pdf``, ``b/scan.pdf``)."""
     roots = [r for r in (getattr(s, "root", None) for s in sources) if r]
@@ -641,10 +641,9 @@ class _WebStage:
                                    "final_url": response.url,
                                    "http_status": response.status, "content_type": ctype}
         resolved = self._resolve(item, response.url, content, follow)
+        name: str | None = item.name
         if resolved is not None:
             content, name, ctype = resolved
-        else:
-            name = item.name
         return Source(name=name, data_=content, max_size=self.options.max_file_size,
                       url=response.url, charset=charset, content_type=ctype), \
             {k: v for k, v in info.items() if v is not None}

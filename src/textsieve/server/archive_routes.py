@@ -121,8 +121,8 @@ def start_run(request: Request, body: RunBody) -> dict[str, Any]:
     path = service.config.archive
     if not path:
         raise ApiError(404, "no_archive", "this server has no archive (serve --archive FILE)")
-    request = RunRequest(tuple(specs), Mode.FORCE if body.force else Mode.INCREMENTAL)
-    return service.runs.start_run(request, sources=specs)
+    run = RunRequest(tuple(specs), Mode.FORCE if body.force else Mode.INCREMENTAL)
+    return service.runs.start_run(run, sources=specs)
 
 
 @router.get("/runs/{run_id}")

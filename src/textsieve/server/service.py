@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +88,7 @@ class ApiError(Exception):
 
 
 def error_response(status: int, kind: str, message: str,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+                   headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": {"kind": kind, "message": message}}, status_code=status,
                         headers=headers)
 
@@ -126,11 +127,13 @@ class Service:
         self.documents = Counter("textsieve_documents", "documents extracted, by status",
                                  ["status"], registry=self.registry)
         Gauge("textsieve_in_flight", "requests admitted now",
-              registry=self.registry).set_function(lambda: self.extractor.in_flight)
+              registry=self.registry).set_function(lambda: float(self.extractor.in_flight))
         for key in self.extractor.stats:
             Gauge(f"textsieve_pool_{key}", f"worker pool: {key} since start",
-                  registry=self.registry).set_function(
-                      lambda k=key: self.extractor.stats[k])
+                  registry=self.registry).set_function(functools.partial(self._stat, key))
+
+    def _stat(self, key: str) -> float:
+        return float(self.extractor.stats[key])
 
     def options_for(self, values: dict[str, Any]) -> Options:
         """The server's options with a request's choices; a bad value is a 400. A request

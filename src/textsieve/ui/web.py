@@ -53,6 +53,7 @@ from ..archive.search import (
     COUNT_CAP,
     RANK_WINDOW,
     Filters,
+    Hit,
     QueryError,
     find,
     ranks_past_window,
@@ -249,7 +250,9 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
                           mailbox=mailbox or None, site=site or None,
                           since=_day(since), until=_day(until), language=language or None)
         page_no = max(1, min(page_no, 500))
-        error, hits, total = None, [], 0
+        error: str | None = None
+        hits: list[Hit] = []
+        total = 0
         try:
             hits, count = find(archive(), q, filters, sort=sort, limit=PER_PAGE,
                                offset=(page_no - 1) * PER_PAGE, count=True,
