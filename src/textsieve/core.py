@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     import io
 
     from .ocr import PageOcr
+    from .ocr.searchable import PageReader
 
 Input = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes] | Source
 
@@ -400,7 +401,7 @@ class Task:
     __slots__ = ("alone", "deadline", "key", "name", "obj", "options", "out", "page_workers",
                  "work")
 
-    def __init__(self, key: int, obj: Any, name: str | None, work: Work = EXTRACT, *,
+    def __init__(self, key: int, obj: Input, name: str | None, work: Work = EXTRACT, *,
                  out: list[str] | None = None, page_workers: int = 1,
                  deadline: float | None = None, alone: bool = False,
                  options: Options | None = None) -> None:
@@ -522,7 +523,7 @@ def _page_count(src: Source, mime: str, options: Options) -> int | None:
 
 
 def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLike[str],
-                    options: Options, pool: Any = None) -> dict[str, Any]:
+                    options: Options, pool: PageReader | None = None) -> dict[str, Any]:
     """``ocr.searchable.make_searchable`` with the extraction's own decision of which
     pages need OCR; ``pool`` (a ``run.pool.WorkerPool``) spreads them over its workers."""
     from .ocr.searchable import make_searchable as overlay
@@ -534,15 +535,17 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
     return overlay(src_path, out_path, options, plan, pool=pool)
 
 
-def _searchable(obj: Any, options: Options) -> SearchableCopy:
+def _searchable(obj: Input, options: Options) -> SearchableCopy:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="textsieve-") as tmp:
         src = Path(tmp) / "in.pdf"
-        if isinstance(obj, bytes):
+        if isinstance(obj, (bytes, bytearray, memoryview)):
             src.write_bytes(obj)
-        else:
+        elif isinstance(obj, (str, os.PathLike)):
             src = Path(obj)
+        else:
+            src.write_bytes(open_input(obj, None, options).read())
         out = Path(tmp) / "out.pdf"
         report = make_searchable(src, out, options)
         return SearchableCopy(out.read_bytes(), report)
@@ -560,7 +563,7 @@ class Executor(Protocol):
         """Queue tasks (no waiting). ``first``: ahead of what is queued (the pages of a
         document already started, so it finishes and leaves memory)."""
 
-    def wait(self, timeout: float | None = None) -> list[tuple[Task, Any]]:
+    def wait(self, timeout: float | None = None) -> list[tuple[Task, Result]]:
         """Run what is queued; return the tasks finished by now, at least one unless
         ``timeout`` passes or nothing is queued or running. Each result is ``perform``'s
         (or ``failed``'s, for a task past its deadline or whose worker died)."""
@@ -629,9 +632,9 @@ class DocumentFlow:
         self.executor, self.options = executor, options
         self._next = 0
         self._keys: dict[int, Hashable] = {}  # task key -> the caller's key
-        self._waiting: dict[int, tuple[Document, set[int], list[Any]]] = {}
+        self._waiting: dict[int, tuple[Document, set[int], list[PageOcr]]] = {}
 
-    def add(self, key: Hashable, obj: Any, name: str | None,
+    def add(self, key: Hashable, obj: Input, name: str | None,
             out: list[str] | None = None, *, options: Options | None = None,
             work: Work = EXTRACT, deadline: float | None = None) -> None:
         """Queue one input; ``key`` comes back with its result (for ``Extract`` the
@@ -649,20 +652,22 @@ class DocumentFlow:
         """Inputs added and not yet finished."""
         return len(self._keys)
 
-    def step(self, timeout: float | None = None) -> list[tuple[Hashable, Any]]:
+    def step(self, timeout: float | None = None) -> list[tuple[Hashable, Result]]:
         """Run until some inputs finish (or ``timeout``): (key, result) pairs."""
-        out: list[tuple[Hashable, Any]] = []
+        out: list[tuple[Hashable, Result]] = []
         for task, result in self.executor.wait(timeout):
             done = self._finished(task, result)
             if done is not None:
                 out.append((self._keys.pop(task.key), done))
         return out
 
-    def _finished(self, task: Task, result: Any) -> Any:
+    def _finished(self, task: Task, result: Result) -> Result | None:
         options = task.options or self.options
         if isinstance(task.work, Extract):
-            doc, pages = (result.document, result.pending) if isinstance(result, Extracted) \
-                else (result, ())
+            if isinstance(result, Extracted):
+                doc, pages = result.document, result.pending
+            else:  # a worker that died or ran out of time: a failed Document
+                doc, pages = _document(result), ()
             if not pages or not doc.ok:
                 return doc
             self._waiting[task.key] = (doc, set(pages), [])
@@ -677,7 +682,7 @@ class DocumentFlow:
         if not isinstance(task.work, DocumentPage):
             return result  # another work item's result goes back as it is
         doc, left, results = self._waiting[task.key]
-        results.append(result)
+        results.append(cast("PageOcr", result))
         left.discard(task.work.number)
         if left:
             return None
@@ -685,7 +690,14 @@ class DocumentFlow:
         return finish_pages(doc, task, results, options)
 
 
-def finish_pages(doc: Document, task: Task, results: list[Any], options: Options) -> Document:
+def _document(result: Result) -> Document:
+    """The result of an ``Extract`` a flow finished: its Document."""
+    assert isinstance(result, Document), type(result)
+    return result
+
+
+def finish_pages(doc: Document, task: Task, results: list[PageOcr], options: Options
+                 ) -> Document:
     """Put a document's OCRed pages back in order and merge them; write its searchable
     copy when asked; a document whose pages ran past its deadline is a ``timeout``."""
     results.sort(key=lambda r: r.number)
@@ -703,7 +715,7 @@ def finish_pages(doc: Document, task: Task, results: list[Any], options: Options
     return doc
 
 
-def _write_copy(task: Task, doc: Document, results: list[Any], options: Options) -> None:
+def _write_copy(task: Task, doc: Document, results: list[PageOcr], options: Options) -> None:
     """Lay the pages' text-only PDFs over the original: a searchable copy in
     ``searchable_pdf_dir`` at ``task.out``, else named like the input (its path is in the
     metadata), written only through ``outfiles`` (safe names, no symlink followed)."""
@@ -721,7 +733,7 @@ def _write_copy(task: Task, doc: Document, results: list[Any], options: Options)
         r.pdf = None  # the page layers are large: do not keep them
 
 
-def as_done(executor: Executor, jobs: Iterable[tuple[Hashable, Any, str | None,
+def as_done(executor: Executor, jobs: Iterable[tuple[Hashable, Input, str | None,
                                                       list[str] | None]],
             options: Options, *, tick: float | None = None
             ) -> Iterator[tuple[Hashable, Document] | None]:
@@ -756,7 +768,7 @@ def as_done(executor: Executor, jobs: Iterable[tuple[Hashable, Any, str | None,
         now = time.monotonic()
         if done:
             last = now
-            yield from done
+            yield from ((key, _document(result)) for key, result in done)
         elif tick is not None and now - last >= tick:
             last = now
             yield None
@@ -788,17 +800,17 @@ def in_order(executor: Executor, pairs: Iterable[tuple[Any, ...]],
             yield done.pop(order.popleft())
         if exhausted and not order:
             return
-        done.update(flow.step())
+        done.update((key, _document(result)) for key, result in flow.step())
 
 
-def ocr_pages_on(executor: Executor, obj: Any, name: str | None, mime: str,
+def ocr_pages_on(executor: Executor, obj: Input, name: str | None, mime: str,
                  pages: Sequence[int], *, want_pdf: bool = False) -> list[PageOcr]:
     """OCR pages of one PDF or image across an executor; PageOcr per page, in order."""
     executor.submit(Task(0, obj, name, DocumentPage(p, mime, want_pdf)) for p in pages)
     results: dict[int, PageOcr] = {}
     while len(results) < len(pages):
         for task, result in executor.wait():
-            results[task.page or 0] = result
+            results[task.page or 0] = cast("PageOcr", result)
     return [results[p] for p in pages]
 
 
@@ -825,7 +837,7 @@ def extract(source: Input, name: str | None = None, *, options: Options,
                                   workers=options.worker_count)))
 
 
-def extract_many(inputs: Iterable[Any], options: Options, *,
+def extract_many(inputs: Iterable[Input], options: Options, *,
                  names: Iterable[str | None] | None = None,
                  isolation: Isolation | None = None,
                  workers: int | None = None) -> Iterator[Document]:

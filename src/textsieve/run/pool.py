@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from .. import procs
 from ..core import Task, failed, in_order, late_message, ocr_pages_on, perform
@@ -99,7 +99,7 @@ class LocalExecutor:
         self.all_busy = False
         self.stats = {"jobs": 0, "timeouts": 0, "crashes": 0, "recycled": 0}
 
-    def __enter__(self) -> LocalExecutor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

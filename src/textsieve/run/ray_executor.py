@@ -31,7 +31,7 @@ import os
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Self
 
 from ..core import Task, failed, late_message, perform
 from ..errors import UnreachableError, UsageError
@@ -178,7 +178,7 @@ class RayExecutor:
         self._refs: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
         self.ray_tasks = 0  # Ray tasks started (a batch is one): for stats and tests
 
-    def __enter__(self) -> RayExecutor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -245,7 +245,7 @@ class RayExecutor:
                 deadline = min(deadline, task.deadline)
             elif task.page is None:
                 task.deadline = deadline  # its pages inherit it
-            wire = Task(task.key, None, task.name, task.work)
+            wire = Task(task.key, b"", task.name, task.work)  # its input goes apart
             ref = self._remote.remote(wire, self._wire(task), self._options_ref)
             self._running[ref] = (task, deadline)
             self.ray_tasks += 1

@@ -23,16 +23,19 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..archive.store import Archive, ArchiveError, Check, Entry, Known, Original
-from ..core import as_done, make_executor
+from ..core import Input, as_done, make_executor
 from ..extractors import FETCH_TAG
 from ..items import Response
 from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef
 from ..options import Options
 from ..sources import ItemSource
 from .fresh import TRANSIENT_ERRORS, Freshness, Mode, Why
+
+if TYPE_CHECKING:
+    from ..source import Source
 
 __all__ = ["TRANSIENT_ERRORS", "Mode", "RunStats", "Why", "run"]
 
@@ -121,7 +124,7 @@ class _Job:
     """An item on its way to the executor, with what fetching it taught us."""
 
     item: Item
-    obj: object  # a path, or a Source holding fetched bytes and transport hints
+    obj: Input  # a path, or a Source holding fetched bytes and transport hints
     why: Why
     fetched: dict[str, object] | None = None  # url, final_url, http_status, validators...
     response: Response | None = None  # what the server answered with the bytes
@@ -426,7 +429,7 @@ def _run(sources: Sequence[ItemSource], archive: Archive, options: Options, mode
         if options.searchable_pdf_dir is not None:
             from ..ocr.searchable import searchable_parts
 
-        def queued() -> Iterator[tuple[int, object, str | None, list[str] | None]]:
+        def queued() -> Iterator[tuple[int, Input, str | None, list[str] | None]]:
             for n, job in enumerate(decider.jobs(list_items(sources))):
                 stats.why[job.why] += 1
                 pending[n] = job
@@ -630,7 +633,7 @@ class _WebStage:
         return Entry(item, doc, check=check)
 
     def source(self, item: Item, content: bytes, response: Response, *, follow: bool = False
-               ) -> tuple[object, dict[str, object]]:
+               ) -> tuple[Source, dict[str, object]]:
         """Bytes a server sent (now, or kept, or in a WARC) as the input to extract, with
         the facts a fetch puts in the metadata. Resolver pages become their context."""
         from ..fetch import parse_content_type
