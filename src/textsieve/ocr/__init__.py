@@ -114,7 +114,6 @@ def merge(doc: Document, results: list[PageOcr]) -> None:
         doc.warnings.append("OCR failed on page(s) " + ", ".join(
             f"{n} ({reasons[n]})" for n in missing[:10]))
     extra.pop("pages_needing_ocr", None)
-    extra.pop("ocr_pending", None)
 
 
 def _tidy(text: str) -> str:
