@@ -19,8 +19,9 @@ from .. import detection as d
 from ..bytesource import Source
 from ..model import ErrorKind, ExtractionError
 from ..options import Options
-from . import PageOcr, engine, reread
+from . import engine, reread
 from .layout import tables as layout_tables
+from .result import PageOcr
 
 if TYPE_CHECKING:
     from PIL import Image
