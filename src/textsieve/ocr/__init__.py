@@ -64,11 +64,11 @@ def merge(doc: Document, results: list[PageOcr]) -> None:
     ocred, missing = [], []
     for p in pages:
         out.start_page(p.number)
-        r = by_page.get(p.number)
+        got = by_page.get(p.number)
         text = p.text
-        if r is not None:
-            if r.error is None:
-                text = _tidy(r.text)
+        if got is not None:
+            if got.error is None:
+                text = _tidy(got.text)
                 ocred.append(p.number)
             else:
                 missing.append(p.number)
