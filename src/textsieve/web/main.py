@@ -258,26 +258,52 @@ def page_metadata(root: etree._Element, url: str | None, doc: Document) -> None:
             md.extra[key] = value
     if doc.title:
         doc.title = strip_site_name(doc.title, md.extra.get("sitename"))
-    next_page = _next_page(root, url or md.extra.get("canonical_url"))
+    next_page = _next_page(root, url, md.extra.get("canonical_url"))
     if next_page:
         md.extra["next_page"] = next_page
 
 
-# A multi-page article names its next page: <link rel="next"> in the head, or the pager's
-# <a rel="next">. Kept as metadata (the fetcher may follow it); the pager itself is chrome.
+# A multi-page article (or thread) names its next page: <link rel="next"> in the head, or
+# the pager's <a rel="next">. Kept as metadata (the fetcher may follow it); the pager
+# itself is chrome. Blogs put rel="next" on the link to the next *post* as well, so a
+# link counts only when it differs from the page's own URL by a page number alone.
 _NEXT = etree.XPath("//link[contains(concat(' ', normalize-space(@rel), ' '), ' next ')]/@href"
                     "|//a[contains(concat(' ', normalize-space(@rel), ' '), ' next ')]/@href",
                     smart_strings=False)
+# The page number of a URL: "?page=2", "&p=2", "/page/2/", "/page-2", "/2/" at the end.
+_PAGE_PART = re.compile(
+    r"(?:(?<=[?&;])(?:page|paged|p|pg|pn|pagina|seite|sayfa|strona|start|offset)=\d{1,5}[&;]?"
+    r"|/(?:page|pages|seite|pagina|strona)?[/_-]?\d{1,4}/?$"
+    r"|[_-](?:page|seite|pagina)?-?\d{1,3}(?=\.html?$))", re.I)
 
 
-def _next_page(root: etree._Element, base: str | None) -> str | None:
-    """The URL of the article's next page, absolute when the page's URL is known."""
+def _without_page(url: str) -> str:
+    """``url`` without its page number, scheme, "www." and trailing "?", "&" or "/"."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.netloc.lower().removeprefix("www.")
+    rest = parts.path + (f"?{parts.query}" if parts.query else "")
+    return host + _PAGE_PART.sub("", rest).rstrip("/?&;")
+
+
+def _next_page(root: etree._Element, base: str | None,
+               canonical: str | None = None) -> str | None:
+    """The URL of the document's next page, absolute when the page's URL is known: a
+    rel="next" link to the same URL but for the page number (see ``_NEXT``)."""
     from urllib.parse import urljoin
 
+    own = {_without_page(u) for u in (base, canonical) if u}
     for href in _NEXT(root):
         href = href.strip()
-        if href and not href.startswith(("#", "javascript:")):
-            return urljoin(base, href) if base else href
+        if not href or href.startswith(("#", "javascript:")):
+            continue
+        target = urljoin(base or canonical or "", href)
+        if not _PAGE_PART.search(target.split("#")[0]):
+            continue  # the next post, not the next page
+        if own and "//" in target and _without_page(target) not in own:
+            continue
+        return target
     return None
 
 
