@@ -572,6 +572,15 @@ REAL: dict[str, tuple[str, list[str], list[str]]] = {
          "By continuing on our website", "I Agree",
          "For more finance tips", "What Are FIFO and LIFO?",
          "Skip to main content", "Coming Soon: Free AI Training"]),
+    # A community's front page: a feed of post cards (title, author, tags, reactions)
+    # between two sidebars; neither trafilatura nor the article extractor reads the feed.
+    "real_devto.html": (
+        "https://dev.to/",
+        ["3 words worth a billion dollars: Drift to Determinism",
+         "Join the 2026 WeCoded Challenge", "The Women Who Helped Me Grow as a Developer",
+         "I overpowered AI by inventing", "The Micro-Coercion of Speed"],
+        ["Log in", "Create account", "Popular Tags", "Diamond Sponsors",
+         "A space to discuss and keep up software development"]),
     # Page 1 of a forum thread of two pages: the pager ("Pages: 1 2 Next") above and
     # below the posts names page 2 (rel="next").
     "real_archforum.html": (

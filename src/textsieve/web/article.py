@@ -419,6 +419,7 @@ class Article:
     link_share: float  # link characters of the container's characters
     prose_chars: int  # prose characters in the container
     kept: float  # share of the container's prose left by the link boxes and teasers
+    scope_chars: int = 0  # characters of the pruned content scope (``prune``)
 
 
 # ``confident``: an article of at least CONFIDENT_PROSE characters of prose, with at least
@@ -502,8 +503,9 @@ def _subtract(m: Measures, top: etree._Element, drops: list[etree._Element]) -> 
         d.drop_tree()
 
 
-def article(body: etree._Element) -> Article:
-    """The page's article (see the module docstring). Modifies the tree under ``body``."""
+def prune(body: etree._Element) -> Measures:
+    """Remove the boilerplate containers and link rails under ``body`` (step 2 of the
+    module docstring) and return the measures of what is left. Modifies the tree."""
     m = measure(body)
     page_prose = m.prose.get(body, 0)
     # A container marked by a word is kept when it holds half the page's text; one named
@@ -517,6 +519,13 @@ def article(body: etree._Element) -> Article:
         keep_frame=lambda d: (m.prose.get(d, 0) > KEEP_SHARE * page_prose
                               and m.links.get(d, 0) < FRAME_LINKS * m.chars.get(d, 1))))
     _subtract(m, body, region.rails(body, m.chars.get(body, 0)))
+    return m
+
+
+def article(body: etree._Element) -> Article:
+    """The page's article (see the module docstring). Modifies the tree under ``body``."""
+    m = prune(body)
+    scope_chars = m.chars.get(body, 0)
     box = _with_lede(container(body, m), m)
     total = m.prose.get(body, 0) or 1
     prose = m.prose.get(box, 0)
@@ -525,4 +534,4 @@ def article(body: etree._Element) -> Article:
     _subtract(m, box, listing)
     kept = m.prose.get(box, 0) / (prose or 1)
     _subtract(m, box, drop)
-    return Article(box, prose / total, link_share, prose, kept)
+    return Article(box, prose / total, link_share, prose, kept, scope_chars)
