@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -314,8 +315,6 @@ def test_read_later_exports_by_their_documented_formats(tmp_path: Path) -> None:
         'https://i.example/a,Article A,A quoted passage,Unread,1690000000,"[""longread""]"\n'
         "https://i.example/b,Article B,,Science,1690000100,[]\n", "utf-8")
     omnivore = tmp_path / "omnivore.zip"
-    import zipfile
-
     with zipfile.ZipFile(omnivore, "w") as z:
         z.writestr("metadata_0_to_2.json", json.dumps([
             {"id": "1", "slug": "x", "title": "Omni one", "description": "Its excerpt",
@@ -324,6 +323,17 @@ def test_read_later_exports_by_their_documented_formats(tmp_path: Path) -> None:
             {"id": "2", "title": "Omni two", "url": "https://o.example/2", "labels": [],
              "savedAt": "not a date"}]))
         z.writestr("content/x.html", "<html>saved article</html>")
+    pocket_zip = tmp_path / "pocket.zip"
+    with zipfile.ZipFile(pocket_zip, "w") as z:
+        z.writestr("part_000000.csv", "title,url,time_added,tags,status\n"
+                   "Zipped,https://p.example/zipped,1700000200,later,unread\n")
+    ril = tmp_path / "ril_export.html"
+    ril.write_text(
+        '<!DOCTYPE html>\n<html><head><meta http-equiv="Content-Type" content="text/html; '
+        'charset=UTF-8"><title>Pocket Export</title></head><body>\n<h1>Unread</h1>\n<ul>\n'
+        '<li><a href="https://p.example/ril" time_added="1500000000" tags="old,web">'
+        "Old Pocket</a></li>\n</ul>\n<h1>Read Archive</h1>\n<ul>\n</ul>\n</body></html>",
+        "utf-8")
     pinboard = tmp_path / "pinboard_export.json"
     pinboard.write_text(json.dumps([
         {"href": "https://pb.example/a", "description": "Pin A", "extended": "why I kept it",
@@ -331,10 +341,15 @@ def test_read_later_exports_by_their_documented_formats(tmp_path: Path) -> None:
          "toread": "no", "tags": "python web"}]), "utf-8")
     db = tmp_path / "a.db"
     res = _run(db, "--fetch", "never", *(f"bookmarks:{p}" for p in
-                                         (pocket, instapaper, omnivore, pinboard)))
+                                         (pocket, instapaper, omnivore, pinboard,
+                                          pocket_zip, ril)))
     assert res.returncode == 0, res.stderr
     rows = _rows(db)
-    assert len(rows) == 7
+    assert len(rows) == 9
+    assert rows["https://p.example/zipped"]["labels"] == ["later"]
+    ril_row = rows["https://p.example/ril"]
+    assert ril_row["title"] == "Old Pocket" and ril_row["labels"] == ["old", "web"]
+    assert ril_row["listings"][0]["listed"] == "2017-07-14T02:40:00Z"
     assert rows["https://p.example/heron"]["labels"] == ["birds", "nature"]
     assert rows["https://p.example/heron"]["listings"][0]["listed"] == "2023-11-14T22:13:20Z"
     assert rows["https://p.example/soup"]["title"] == "Soup, French"

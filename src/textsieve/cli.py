@@ -50,6 +50,9 @@ sources:
                                 an IMAP folder (password: --imap-password-file,
                                 TEXTSIEVE_IMAP_PASSWORD, ~/.netrc or a prompt)
   gmail:LABEL                   a Gmail label (after `textsieve gmail-auth`)
+  bookmarks:FILE                the links of a bookmark or read-later export: a browser's
+                                bookmarks.html, places.sqlite or Bookmarks JSON, Pocket,
+                                Instapaper, Omnivore, Pinboard (folders, tags as labels)
 
 options: sizes (MiB) also take a unit: 512MiB, 2GiB. Every option can also be set in a
 config file, textsieve.toml in the working folder or --config FILE, as `name = value` with
