@@ -255,7 +255,7 @@ class _Decider:
                         self.stats.skipped += 1
                         unchanged.append((k.id, None, None, None))
                     continue
-                if item.url is not None and self.policy.options.fetch == "never":
+                if item.url is not None and self.policy.options.fetch_mode == "never":
                     if k is None:  # archived as listed; a run that may fetch fetches it
                         self.stats.why[Why.NEW] += 1
                         self.writer.record(Entry(item, listed(item)))
