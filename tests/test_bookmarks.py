@@ -209,6 +209,23 @@ def test_firefox_export_archived_without_fetching_then_fetched(pages: _Server,
     assert _search_label(db, "Later") == {f"{base}example.net/no-date", f"{base}example.net/new"}
 
 
+def test_buku_export_with_a_note(tmp_path: Path) -> None:
+    """buku's Netscape export: tags as labels, its toolbar folder a container, the <DD>
+    note as the listed item's text (searchable) and in its listing."""
+    db = tmp_path / "a.db"
+    res = _run(db, "--fetch", "never", f"bookmarks:{FIXTURES / 'buku-5.1.html'}")
+    assert res.returncode == 0, res.stderr
+    rows = _rows(db)
+    assert len(rows) == 6
+    heron = rows["https://en.wikipedia.org/wiki/Heron"]
+    assert heron["labels"] == ["birds", "reading", "wading birds"]
+    note = "Grey herons stand still for hours; a note kept in buku."
+    assert heron["text"] == note and heron["listings"][0]["note"] == note
+    assert rows["https://example.com/bread/sourdough"]["labels"] == ["baking"]
+    hit = _cli(db, "search", "stand still")
+    assert "en.wikipedia.org/wiki/Heron" in hit.stdout
+
+
 def test_chromium_bookmarks_json(tmp_path: Path) -> None:
     db = tmp_path / "a.db"
     res = _run(db, "--fetch", "never", f"bookmarks:{CHROMIUM_JSON}")
