@@ -295,12 +295,24 @@ def test_hostile_exports_are_typed_records(tmp_path: Path) -> None:
     truncated.write_bytes(CHROMIUM_JSON.read_bytes()[:2000])
     junk = tmp_path / "junk.bin"
     junk.write_bytes(bytes(range(256)) * 10)
+    # Internet Explorer writes the system code page and declares nothing.
+    ie = tmp_path / "ie.htm"
+    ie.write_bytes(b"<!DOCTYPE NETSCAPE-Bookmark-file-1>\r\n<TITLE>Bookmarks</TITLE>\r\n"
+                   b"<DL><p>\r\n<DT><H3 FOLDED>Liens fran\xe7ais</H3>\r\n<DL><p>\r\n"
+                   b'<DT><A HREF="https://ie.example/caf%C3%A9" ADD_DATE="1401000000">'
+                   b"Caf\xe9 cr\xe8me \x96 \x93menu\x94</A>\r\n</DL><p>\r\n</DL><p>\r\n")
+    huge = tmp_path / "huge.html"
+    huge.write_text(NETSCAPE_HEAD + "".join(
+        f'<DT><A HREF="https://big.example/{i}">Link {i}</A>\n' for i in range(40_000)),
+        "utf-8")
     db = tmp_path / "a.db"
-    res = _run(db, "--fetch", "never", f"bookmarks:{bad_dates}", f"bookmarks:{deep}",
-               f"bookmarks:{truncated}", f"bookmarks:{junk}")
-    assert res.returncode == 1  # the two damaged files failed; the rest is archived
+    res = _run(db, "--fetch", "never", "--max-file-size", "1", f"bookmarks:{bad_dates}",
+               f"bookmarks:{deep}", f"bookmarks:{truncated}", f"bookmarks:{junk}",
+               f"bookmarks:{ie}", f"bookmarks:{huge}")
+    assert res.returncode == 1  # three files failed; the rest is archived
     assert f"{truncated}: corrupt: damaged JSON" in res.stderr
     assert f"{junk}: unsupported:" in res.stderr
+    assert f"{huge}: too_large:" in res.stderr  # past --max-file-size (1 MiB)
     assert "Traceback" not in res.stderr
     rows = _rows(db)
     one = rows["https://a.example/1"]
@@ -316,6 +328,9 @@ def test_hostile_exports_are_typed_records(tmp_path: Path) -> None:
     assert len(deep_x["labels"]) == 64 and "folder levels" in deep_x["warnings"][0]
     assert rows["https://deep.example/y"]["labels"] == []  # the stack came back up
     assert rows[str(truncated)]["error"]["kind"] == "corrupt"
+    cafe = rows["https://ie.example/caf%C3%A9"]
+    assert cafe["title"] == "Café crème – “menu”" and cafe["labels"] == ["Liens français"]
+    assert not cafe.get("warnings")
 
 
 def test_read_later_exports_by_their_documented_formats(tmp_path: Path) -> None:
