@@ -305,14 +305,17 @@ def test_hostile_exports_are_typed_records(tmp_path: Path) -> None:
     huge.write_text(NETSCAPE_HEAD + "".join(
         f'<DT><A HREF="https://big.example/{i}">Link {i}</A>\n' for i in range(40_000)),
         "utf-8")
+    cut_places = tmp_path / "places.sqlite"  # a copy cut short, as a full disk leaves it
+    cut_places.write_bytes(gzip.decompress(PLACES_GZ.read_bytes())[:40_000])
     db = tmp_path / "a.db"
     res = _run(db, "--fetch", "never", "--max-file-size", "1", f"bookmarks:{bad_dates}",
                f"bookmarks:{deep}", f"bookmarks:{truncated}", f"bookmarks:{junk}",
-               f"bookmarks:{ie}", f"bookmarks:{huge}")
+               f"bookmarks:{ie}", f"bookmarks:{huge}", f"bookmarks:{cut_places}")
     assert res.returncode == 1  # three files failed; the rest is archived
     assert f"{truncated}: corrupt: damaged JSON" in res.stderr
     assert f"{junk}: unsupported:" in res.stderr
     assert f"{huge}: too_large:" in res.stderr  # past --max-file-size (1 MiB)
+    assert f"{cut_places}: corrupt:" in res.stderr
     assert "Traceback" not in res.stderr
     rows = _rows(db)
     one = rows["https://a.example/1"]
