@@ -126,6 +126,7 @@ def test_firefox_export_archived_without_fetching_then_fetched(pages: _Server,
     first = _run(db, "--fetch", "never", f"bookmarks:{export}")
     assert first.returncode == 0, first.stderr
     assert pages.paths == []  # nothing fetched
+    assert re.search(r"status listed +6\n", first.stderr)  # the summary says so
     rows = _rows(db)
     # One item per distinct link: python.org is in the toolbar and in Reading; the
     # bookmarklet and the place: query are not links; the ftp: link is kept as listed.
