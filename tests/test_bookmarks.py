@@ -396,6 +396,13 @@ def test_read_later_exports_by_their_documented_formats(tmp_path: Path) -> None:
     assert one["labels"] == ["AI", "Newsletter"] and one["text"] == "Its excerpt"
     assert one["listings"][0]["listed"] == "2024-01-02T03:04:05Z"
     assert rows["https://o.example/2"]["warnings"] == ["date 'not a date' is not a date"]
+    # Named without bookmarks:, Pocket's and Instapaper's CSVs are still read as exports.
+    bare = tmp_path / "bare.db"
+    res = _run(bare, "--fetch", "never", pocket, instapaper)
+    assert res.returncode == 0, res.stderr
+    bare_rows = _rows(bare)
+    assert bare_rows["https://p.example/heron"]["labels"] == ["birds", "nature"]
+    assert bare_rows["https://i.example/a"]["title"] == "Article A"
     pin = rows["https://pb.example/a"]
     assert pin["title"] == "Pin A" and pin["text"] == "why I kept it"
     assert pin["labels"] == ["python", "web"]

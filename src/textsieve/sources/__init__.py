@@ -56,6 +56,10 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
     if spec.startswith("urls:"):
         return UrlListSource(spec[5:])
     if os.path.isfile(spec) and looks_like_url_list(spec):
+        from .bookmarks import BookmarkSource, is_read_later_csv
+
+        if is_read_later_csv(spec):  # Pocket's or Instapaper's: titles, tags, dates too
+            return BookmarkSource(spec, options)
         return UrlListSource(spec)
     from .warc import WarcExpander
 

@@ -417,6 +417,22 @@ def _split_tags(value: str) -> list[str]:
 
 # -- CSV: Pocket, Instapaper, and any list with a url column ------------------------------
 
+# The header rows of the read-later exports a bare CSV is recognised by (``textsieve run
+# pocket.csv``, without ``bookmarks:``): read as exports, not as plain URL lists.
+_READ_LATER_HEADERS = ({"title", "url", "time_added", "tags"},  # Pocket
+                       {"url", "title", "selection", "folder", "timestamp"})  # Instapaper
+
+
+def is_read_later_csv(path: str) -> bool:
+    """A CSV file whose header is Pocket's or Instapaper's export header."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(4096).decode("utf-8-sig", "replace")
+    except OSError:
+        return False
+    names = {c.strip().strip('"').lower() for c in first.split(",")}
+    return any(h <= names for h in _READ_LATER_HEADERS)
+
 _CSV_COLUMNS = {
     "url": ("url", "href", "link"),
     "title": ("title", "name", "description"),
