@@ -739,7 +739,11 @@ def cmd_reextract(ns: argparse.Namespace) -> int:
     if source.without and not ns.quiet:
         print(f"{source.without:,} selected item(s) have no kept original: `textsieve run` "
               "their sources to extract them again", file=sys.stderr)
-    return EXIT_FAILED if stats.status.get("error") else EXIT_OK
+    if stats.lost_originals:  # damage, said even with -q: their text stays as it was
+        _say(f"{ns.archive}: {stats.lost_originals:,} item(s) not re-extracted: their kept "
+             "original is missing or damaged (`textsieve check` names them); their text "
+             "is kept")
+    return EXIT_FAILED if stats.status.get("error") or stats.lost_originals else EXIT_OK
 
 
 def cmd_gc(ns: argparse.Namespace) -> int:

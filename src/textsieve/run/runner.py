@@ -55,6 +55,9 @@ class RunStats:
     why: Counter[str] = field(default_factory=Counter)  # new / changed / failed ...
     # Sources that failed this run while the item's text was kept from its capture (by kind)
     gone: Counter[str] = field(default_factory=Counter)
+    # Items whose kept original is missing or damaged: not read again, their text kept
+    # (`textsieve check` names them).
+    lost_originals: int = 0
     started: float = field(default_factory=time.monotonic)
     listing_done: bool = False
     # Items the sources will list, counted ahead of the listing (None: not known, or not
@@ -69,7 +72,8 @@ class RunStats:
                 **{f"status_{k}": v for k, v in self.status.items()},
                 **{f"error_{k}": v for k, v in self.errors.items()},
                 **{f"why_{k}": v for k, v in self.why.items()},
-                **{f"gone_{k}": v for k, v in self.gone.items()}}
+                **{f"gone_{k}": v for k, v in self.gone.items()},
+                **({"lost_originals": self.lost_originals} if self.lost_originals else {})}
 
 
 ProgressFn = Callable[[RunStats, Document | None], None]
@@ -355,11 +359,18 @@ class _Decider:
                        ) -> _Job | None:
         """The current capture of an item, read again from its kept original."""
         cap = self.archive.current_capture(known.id)
+        lost = None  # why a kept original cannot be read again, if it cannot
         try:
             data = self.archive.original_bytes(known.original) if known.original else None
+            if data is None and known.original:
+                lost = f"its kept original {known.original[:12]} is missing"
         except ArchiveError as exc:
-            logger.warning("%s: %s", item.key, exc)
-            data = None
+            data, lost = None, str(exc)
+        if lost is not None:
+            # The item keeps its text, and the run says so instead of passing it over as
+            # if nothing needed doing.
+            self.stats.lost_originals += 1
+            logger.warning("%s: %s", item.key, lost)
         if cap is None or data is None:
             return None
         why = Why.FORCED if self.policy.mode is Mode.FORCE else Why.OUTDATED

@@ -31,6 +31,7 @@ text nodes; no element is visited twice in Python.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -110,7 +111,7 @@ _BOILER_PHRASES = re.compile(
     r"partager.*|lire aussi.*|à lire aussi.*|sur le même sujet.*|"
     r"compartir.*|lee también.*|leer más.*|te puede interesar.*|noticias relacionadas.*|"
     r"condividi.*|leggi anche.*|compartilhe.*|leia também.*|leia mais.*|"
-    r"deel dit.*|lees ook.*|lees meer.*|"
+    r"deel dit.*|lees ook.*|lees meer.*|lire\s*:.*|"
     r"(?:©|copyright|\(c\)).{0,120}|all rights reserved.*|"
     r"(?:\d+\s+)?(?:comments?|responses?|replies|kommentare?|commentaires?|comentarios?|"
     r"commenti|reacties)|leave a (?:reply|comment).*|post a comment|add (?:a )?comment|"
@@ -119,6 +120,21 @@ _BOILER_PHRASES = re.compile(
     r"subscribe to (?:continue|read).*|already a subscriber.*"
     r")\W*$", re.I)
 BOILER_MAX_CHARS = 90
+# A label that says its box is paid for: the box it opens goes with it (an ad slot, a
+# sponsor's pitch inside the article).
+_PAID_LABEL = re.compile(
+    r"^\W*(?:advertisements?|advertising|sponsored(?: content| by\b.*)?|brought to you by\b.*|"
+    r"presented by\b.*|paid (?:content|post|partnership)|partner content|promoted(?: content)?|"
+    r"anzeige|werbung|publicit[ée]|publicidad|pubblicit[àa]|advertentie|reklama|annons|"
+    r"mainos)(?:\W.{0,40})?$", re.I)
+# A pull quote repeats a sentence of the article: a quote (<blockquote>, <aside>, <q>, or
+# named a quote) of at least QUOTE_WORDS words whose words stand inside a longer block
+# of the container is read once, there.
+QUOTE_WORDS = 8
+_QUOTE_TAGS = frozenset(("blockquote", "aside", "figure", "q"))
+_QUOTE_NAMES = re.compile(r"quote|pull|callout", re.I)
+QUOTE_MAX_CHARS = 400
+_TOKENS = re.compile(r"\w+")
 # A newsletter box's pitch and its small print, up to SIGNUP_MAX_CHARS.
 _SIGNUP = re.compile(
     r"^\W*(?:(?:subscribe|sign up|join|get)\b.{0,120}\b(?:newsletters?|inbox)\b|"
@@ -260,6 +276,55 @@ def _announced(heading: etree._Element, m: Measures, total: int,
     return nxt if nxt is not None and fits(nxt) else None
 
 
+def _labelled(label: etree._Element, m: Measures, total: int) -> etree._Element | None:
+    """The box a paid-for label opens: the label's parent when the label is its first
+    element and the parent is small next to the container (an ad slot, a sponsor's box)."""
+    parent = label.getparent()
+    if (parent is None or parent.index(label) != 0 or (parent.text or "").strip()
+            or m.chars.get(parent, 0) >= LINK_BOX_MAX * total):
+        return None
+    return parent
+
+
+def _quote(el: etree._Element) -> bool:
+    """Whether ``el`` is set apart as a quote: by its tag, a <q> inside, or its name or
+    its parent's."""
+    if el.tag in _QUOTE_TAGS or next(el.iter("q"), None) is not None:
+        return True
+    for e in (el, el.getparent()):
+        if e is not None and _QUOTE_NAMES.search(f"{e.get('class') or ''} {e.get('id') or ''}"):
+            return True
+    return False
+
+
+def _repeated(box: etree._Element, m: Measures) -> list[etree._Element]:
+    """Pull quotes: quotes whose words stand inside a longer block of ``box`` (see
+    ``QUOTE_WORDS``). A block repeated whole elsewhere (the same line twice) stays."""
+    leaves: Counter[str] = Counter()
+    quotes: dict[str, list[etree._Element]] = {}
+    for el in box.iter():
+        if not isinstance(el.tag, str) or m.blocks.get(el, 0) != 1 or el.tag in _TABLE_PARTS:
+            continue
+        leaf = not any(m.blocks.get(c, 0) for c in el)
+        quote = (el.tag not in _HEADING and m.chars.get(el, 0) <= QUOTE_MAX_CHARS
+                 and _quote(el))
+        if not (leaf or quote):
+            continue
+        words = " ".join(_TOKENS.findall(" ".join(el.itertext()).lower()))
+        if leaf:
+            leaves[words] += 1
+        if quote and words.count(" ") + 1 >= QUOTE_WORDS:
+            quotes.setdefault(words, []).append(el)
+    if not quotes:
+        return []
+    whole = f" {' | '.join(leaves.elements())} "
+    found: list[etree._Element] = []
+    for words, els in quotes.items():
+        if whole.count(f" {words} ") > leaves[words]:  # also inside a longer block
+            found.extend(els)
+    return found
+
+
 def _teasers(parent: etree._Element, m: Measures, total: int) -> list[etree._Element]:
     """Cards that point to other pages: ``TEASERS`` or more siblings of one tag and class,
     each a linked headline and a line or two (two blocks or more, some link text), together
@@ -324,12 +389,17 @@ def clean(box: etree._Element, m: Measures,
             drop.append(el)  # "Subscribe to our free daily newsletter, ..."
             continue
         if (c <= BOILER_MAX_CHARS and (tag in _HEADING or m.blocks.get(el, 0) == 1)
-                and _BOILER_PHRASES.match(_words(el))):
+                and (_BOILER_PHRASES.match(words := _words(el)) or _PAID_LABEL.match(words))):
             drop.append(el)
             if tag in _HEADING:  # "Related stories" + the box it announces
-                announced = _announced(el, m, total, _COMMENTS.match(_words(el)) is not None)
+                announced = _announced(el, m, total, _COMMENTS.match(words) is not None)
                 if announced is not None:
                     drop.append(announced)
+            elif _PAID_LABEL.match(words):  # "Advertisement", "Brought to you by" + its box
+                box_ = _labelled(el, m, total)
+                if box_ is not None:
+                    drop.append(box_)
+    drop.extend(_repeated(box, m))
     for el in _TIME(box):  # a dateline: the date is metadata
         block, _link = _block_of(el)
         if block is not box and m.chars.get(block, 0) <= FRAME_MAX_CHARS:
@@ -349,6 +419,7 @@ class Article:
     link_share: float  # link characters of the container's characters
     prose_chars: int  # prose characters in the container
     kept: float  # share of the container's prose left by the link boxes and teasers
+    scope_chars: int = 0  # characters of the pruned content scope (``prune``)
 
 
 # ``confident``: an article of at least CONFIDENT_PROSE characters of prose, with at least
@@ -432,8 +503,9 @@ def _subtract(m: Measures, top: etree._Element, drops: list[etree._Element]) -> 
         d.drop_tree()
 
 
-def article(body: etree._Element) -> Article:
-    """The page's article (see the module docstring). Modifies the tree under ``body``."""
+def prune(body: etree._Element) -> Measures:
+    """Remove the boilerplate containers and link rails under ``body`` (step 2 of the
+    module docstring) and return the measures of what is left. Modifies the tree."""
     m = measure(body)
     page_prose = m.prose.get(body, 0)
     # A container marked by a word is kept when it holds half the page's text; one named
@@ -447,6 +519,13 @@ def article(body: etree._Element) -> Article:
         keep_frame=lambda d: (m.prose.get(d, 0) > KEEP_SHARE * page_prose
                               and m.links.get(d, 0) < FRAME_LINKS * m.chars.get(d, 1))))
     _subtract(m, body, region.rails(body, m.chars.get(body, 0)))
+    return m
+
+
+def article(body: etree._Element) -> Article:
+    """The page's article (see the module docstring). Modifies the tree under ``body``."""
+    m = prune(body)
+    scope_chars = m.chars.get(body, 0)
     box = _with_lede(container(body, m), m)
     total = m.prose.get(body, 0) or 1
     prose = m.prose.get(box, 0)
@@ -455,4 +534,4 @@ def article(body: etree._Element) -> Article:
     _subtract(m, box, listing)
     kept = m.prose.get(box, 0) / (prose or 1)
     _subtract(m, box, drop)
-    return Article(box, prose / total, link_share, prose, kept)
+    return Article(box, prose / total, link_share, prose, kept, scope_chars)

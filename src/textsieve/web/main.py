@@ -9,8 +9,10 @@ page), its article is the answer. Otherwise trafilatura gives a second opinion: 
 extractor without the readability/jusText fallbacks (``fast``), on the same parsed tree,
 and its body is taken unless it is short next to ours (``SHORT_RATIO``), where it missed
 content (a listing, a product grid, a service page) or kept too little of a long page.
+When both are much shorter than the content scope without its boilerplate, both missed
+the page's content (``REGION_RATIO``: a listing's cards) and that pruned scope is taken.
 The chosen candidate is rendered on trial: if it renders to much less than it counted,
-the other is taken. Either is rendered by ``HtmlWalker`` into the ``Builder``, so
+the next is taken. Either is rendered by ``HtmlWalker`` into the ``Builder``, so
 headings, lists, tables and code keep their structure.
 """
 
@@ -30,7 +32,7 @@ from ..kernels.html import HtmlWalker, decode_html, drop_hidden, html_metadata, 
 from ..model import Document
 from ..render import Builder
 from . import region as content_region
-from .article import Article, article, confident
+from .article import Article, article, confident, prune
 from .structured import page_kind
 
 _WORD = re.compile(r"\w+")
@@ -46,6 +48,15 @@ _TO_HTML = {"list": "ul", "item": "li", "row": "tr", "cell": "td", "quote": "blo
 # page), it missed content: ours is taken. Tuned on the tune sites of both dev sets
 # (bench/bench_web.py), checked on the held-out sites.
 SHORT_RATIO = 0.3
+# When both are much shorter than the page's pruned content scope (``article.prune``:
+# the scope without its boilerplate containers and rails), both missed content: a
+# listing's cards, a category grid, a thread's posts. The scope is then taken. On a page
+# that declares itself a product (``structured.page_kind``) the scope's extra words are
+# mostly specifications and reviews: it must be longer still. Tuned on the tune sites of
+# WCXB dev (bench/bench_web.py), checked on its holdout sites and articles-dev: higher
+# shares gain recall on listings but take the boxes around short articles.
+REGION_RATIO = 0.2
+REGION_RATIO_PRODUCT = 0.1
 
 
 def _trafilatura_body(tree: etree._Element, url: str | None) -> etree._Element | None:
@@ -182,12 +193,32 @@ def _select(root: etree._Element, url: str | None,
         return [ours]
     words = _words(traf)
     body = functools.cache(lambda: _as_html(traf))
-    page_words = len(_WORD.findall(" ".join(_PAGE_TEXT(root))))
+    texts = _PAGE_TEXT(root)
+    page_words = len(_WORD.findall(" ".join(texts)))
     if page_words and words >= SHORT_RATIO * page_words:
         return [body, ours]
-    if art is not None and words < SHORT_RATIO * _words(art.element):
+    own = _words(art.element) if art is not None else 0
+    # The pruned scope's words, from its characters (counted by ``article``) at the
+    # page's characters per word: the scope is built only when it is taken.
+    page_chars = sum(len(t.strip()) for t in texts)
+    scope_words = (art.scope_chars * page_words / page_chars
+                   if art is not None and page_chars else 0)
+    ratio = REGION_RATIO_PRODUCT if kind == "product" else REGION_RATIO
+    if max(words, own) < ratio * scope_words:
+        return [lambda: _pruned_scope(root), body, ours]
+    if words < SHORT_RATIO * own:
         return [ours, body]
     return [body, ours]
+
+
+def _pruned_scope(root: etree._Element) -> etree._Element:
+    """A copy of the page's content scope without its boilerplate (``article.prune``)."""
+    scope = copy.deepcopy(content_region.scope(root))
+    try:
+        prune(scope)
+    except Exception:  # the unpruned scope is still a candidate
+        _log.warning("pruning the content scope failed", exc_info=True)
+    return scope
 
 
 def _html_body(body: etree._Element | None) -> etree._Element | None:
@@ -258,26 +289,52 @@ def page_metadata(root: etree._Element, url: str | None, doc: Document) -> None:
             md.extra[key] = value
     if doc.title:
         doc.title = strip_site_name(doc.title, md.extra.get("sitename"))
-    next_page = _next_page(root, url or md.extra.get("canonical_url"))
+    next_page = _next_page(root, url, md.extra.get("canonical_url"))
     if next_page:
         md.extra["next_page"] = next_page
 
 
-# A multi-page article names its next page: <link rel="next"> in the head, or the pager's
-# <a rel="next">. Kept as metadata (the fetcher may follow it); the pager itself is chrome.
+# A multi-page article (or thread) names its next page: <link rel="next"> in the head, or
+# the pager's <a rel="next">. Kept as metadata (the fetcher may follow it); the pager
+# itself is chrome. Blogs put rel="next" on the link to the next *post* as well, so a
+# link counts only when it differs from the page's own URL by a page number alone.
 _NEXT = etree.XPath("//link[contains(concat(' ', normalize-space(@rel), ' '), ' next ')]/@href"
                     "|//a[contains(concat(' ', normalize-space(@rel), ' '), ' next ')]/@href",
                     smart_strings=False)
+# The page number of a URL: "?page=2", "&p=2", "/page/2/", "/page-2", "/2/" at the end.
+_PAGE_PART = re.compile(
+    r"(?:(?<=[?&;])(?:page|paged|p|pg|pn|pagina|seite|sayfa|strona|start|offset)=\d{1,5}[&;]?"
+    r"|/(?:page|pages|seite|pagina|strona)?[/_-]?\d{1,4}/?$"
+    r"|[_-](?:page|seite|pagina)?-?\d{1,3}(?=\.html?$))", re.I)
 
 
-def _next_page(root: etree._Element, base: str | None) -> str | None:
-    """The URL of the article's next page, absolute when the page's URL is known."""
+def _without_page(url: str) -> str:
+    """``url`` without its page number, scheme, "www." and trailing "?", "&" or "/"."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.netloc.lower().removeprefix("www.")
+    rest = parts.path + (f"?{parts.query}" if parts.query else "")
+    return host + _PAGE_PART.sub("", rest).rstrip("/?&;")
+
+
+def _next_page(root: etree._Element, base: str | None,
+               canonical: str | None = None) -> str | None:
+    """The URL of the document's next page, absolute when the page's URL is known: a
+    rel="next" link to the same URL but for the page number (see ``_NEXT``)."""
     from urllib.parse import urljoin
 
+    own = {_without_page(u) for u in (base, canonical) if u}
     for href in _NEXT(root):
         href = href.strip()
-        if href and not href.startswith(("#", "javascript:")):
-            return urljoin(base, href) if base else href
+        if not href or href.startswith(("#", "javascript:")):
+            continue
+        target = urljoin(base or canonical or "", href)
+        if not _PAGE_PART.search(target.split("#")[0]):
+            continue  # the next post, not the next page
+        if own and "//" in target and _without_page(target) not in own:
+            continue
+        return target
     return None
 
 
