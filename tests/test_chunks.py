@@ -357,3 +357,27 @@ def corpus_archive(corpus: Path, factory: pytest.TempPathFactory) -> Path:
         assert done.returncode in (0, 1), done.stderr[-2000:]  # some files fail by design
         _CORPUS_DB["db"] = db
     return _CORPUS_DB["db"]
+
+
+def test_chunks_export_takes_a_label(tmp_path: Path) -> None:
+    """`export --format chunks --label L` chunks only the items with that label, as the
+    other export formats do (a reading list's folder handed to a model)."""
+    marks = tmp_path / "marks.html"
+    notes = {"https://birds.example/heron": ("Birds", "Grey herons wait in the shallows."),
+             "https://birds.example/avocet": ("Birds", "Avocets sweep the mud for food."),
+             "https://bread.example/rye": ("Baking", "Rye dough wants a long cold rest.")}
+    body = "".join(f'<DT><H3>{folder}</H3>\n<DL><p>\n<DT><A HREF="{url}">{url}</A>\n'
+                   f"<DD>{note}\n</DL><p>\n" for url, (folder, note) in notes.items())
+    marks.write_text('<!DOCTYPE NETSCAPE-Bookmark-file-1>\n<META HTTP-EQUIV="Content-Type" '
+                     'CONTENT="text/html; charset=UTF-8">\n<TITLE>Bookmarks</TITLE>\n'
+                     f"<H1>Bookmarks</H1>\n<DL><p>\n{body}</DL><p>\n")
+    db = tmp_path / "a.db"
+    r = textsieve_cli("run", "--archive", db, "--fetch", "never", f"bookmarks:{marks}", "-q")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "birds.jsonl"
+    r = textsieve_cli("export", "--archive", db, "--format", "chunks", "--to", out,
+                      "--label", "birds")
+    assert r.returncode == 0, r.stderr
+    chunks = [json.loads(line) for line in out.read_text().splitlines()]
+    text = " ".join(c["text"] for c in chunks)
+    assert "herons" in text and "Avocets" in text and "Rye" not in text

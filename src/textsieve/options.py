@@ -38,6 +38,9 @@ EXECUTORS = ("local", "ray")
 # Which originals (bytes as received) `textsieve run` keeps in the archive: none, what was
 # fetched or came inside a mail or a WARC (gone once the server or mail is), or all (files too).
 KEEP_ORIGINALS = ("none", "fetched", "all")
+# Whether `textsieve run` fetches the links its sources name: auto (what needs it) or never
+# (links are archived with what their source says about them; a later run fetches them).
+FETCH_MODES = ("auto", "never")
 # What `textsieve run --enrich` may keep up to date (textsieve.enrich), in the order it runs.
 ENRICH_KINDS = ("topics", "summaries", "keyphrases", "related", "duplicates")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
@@ -52,7 +55,7 @@ _AT_LEAST: dict[str, float] = {
 _POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "read_timeout",
              "fetch_timeout")
 # Fields whose value is one of their knob's ``choices``.
-_CHOICE_FIELDS = frozenset({"ocr", "html", "keep_originals", "executor"})
+_CHOICE_FIELDS = frozenset({"ocr", "html", "keep_originals", "executor", "fetch_mode"})
 
 
 class OptionsError(UsageError, ValueError):
@@ -110,6 +113,7 @@ class RunOptions(NamedTuple):
     searchable_pdf_dir: str | None = None  # run: write OCRed PDFs here, with a text layer
     # Originals kept by `textsieve run` (re-extraction without the network, WARC export).
     keep_originals: str = "fetched"
+    fetch_mode: str = "auto"  # run --fetch never: links archived as listed, nothing fetched
 
     def __repr__(self) -> str:
         return _repr(self)
@@ -333,6 +337,7 @@ class Options:
     topics_k: _Field[int] = _Field()
     summary_sentences: _Field[int] = _Field()
     keep_originals: _Field[str] = _Field()
+    fetch_mode: _Field[str] = _Field()
 
     def __init__(self, **values: Any) -> None:
         unknown = sorted(set(values) - _PART_OF.keys())
@@ -610,6 +615,10 @@ KNOBS: dict[str, Knob] = {
                            "compressed): what was fetched or came in a mail or WARC, all "
                            "(files too), or none; items are re-extracted from them offline",
                            "documents", choices=KEEP_ORIGINALS, run_only=True),
+    "fetch_mode": Knob("never: archive the links of bookmarks, lists and mails with what "
+                       "their source says (title, labels, date, note) and fetch nothing; "
+                       "a later run without it fetches them", "fetch", flag="--fetch",
+                       choices=FETCH_MODES, run_only=True),
 }
 
 CONFIG_FILE = "textsieve.toml"  # looked for in the working folder when --config is not given

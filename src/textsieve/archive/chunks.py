@@ -66,17 +66,20 @@ def item_chunks(archive: Archive, item_id: int, max_tokens: int, overlap: int = 
 
 
 def all_chunks(archive: Archive, max_tokens: int, overlap: int = 0, *,
-               tokenizer: Any = None, counts: Counter[str] | None = None
-               ) -> Iterator[Chunk]:
+               tokenizer: Any = None, counts: Counter[str] | None = None,
+               label: str | None = None) -> Iterator[Chunk]:
     """The chunks of every item with text, one item at a time (bounded memory), in
-    archive order: each top-level item followed by its attachments and members."""
+    archive order: each top-level item followed by its attachments and members.
+    ``label``: only the items with that label and their parts."""
     from ..chunking import get_tokenizer
+    from .labels import LABEL_SQL
 
     tok = get_tokenizer(tokenizer)  # once, and a bad one before anything is written
     counts = Counter() if counts is None else counts
+    where, args = (f" AND {LABEL_SQL}", (label,)) if label else ("", ())
     ids = [i for (i,) in archive.conn.execute(
-        "SELECT id FROM items NOT INDEXED WHERE status != 'error' AND text_chars > 0 "
-        "ORDER BY id")]
+        "SELECT id FROM items i NOT INDEXED WHERE status != 'error' AND text_chars > 0"
+        f"{where} ORDER BY id", args)]
     for iid in ids:
         chunks = item_chunks(archive, iid, max_tokens, overlap, tokenizer=tok)
         if not chunks:
@@ -87,11 +90,13 @@ def all_chunks(archive: Archive, max_tokens: int, overlap: int = 0, *,
 
 
 def export_chunks(archive: Archive, to: str, max_tokens: int, overlap: int = 0, *,
-                  tokenizer: Any = None, counts: Counter[str] | None = None) -> int:
+                  tokenizer: Any = None, counts: Counter[str] | None = None,
+                  label: str | None = None) -> int:
     """``textsieve export --format chunks``: JSON Lines, one chunk a line (``-``: stdout).
     Returns how many items were chunked."""
     counts = Counter() if counts is None else counts
-    it = all_chunks(archive, max_tokens, overlap, tokenizer=tokenizer, counts=counts)
+    it = all_chunks(archive, max_tokens, overlap, tokenizer=tokenizer, counts=counts,
+                    label=label)
 
     def lines() -> Iterator[str]:
         for c in it:

@@ -108,6 +108,8 @@ class Progress:
         parts = [f"{handled:,}/{total} items", f"ok {st.status.get('ok', 0):,}"]
         if st.status.get("empty"):
             parts.append(f"empty {st.status['empty']:,}")
+        if st.status.get("listed"):  # --fetch never: archived as listed, not fetched
+            parts.append(f"listed {st.status['listed']:,}")
         parts += [f"error {st.status.get('error', 0):,}", f"skipped {st.skipped:,}",
                   f"{rate:.1f}/s"]
         if known is not None and left > 0 and rate > 0:

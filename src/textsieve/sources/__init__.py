@@ -21,7 +21,8 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
 
     ``https://...`` is a page to fetch; ``urls:FILE`` (or a file whose every line is a URL,
     or a CSV with a ``url`` column) a list of pages; ``mbox:``, ``maildir:``, ``eml:``,
-    ``imap://`` and ``gmail:`` mailboxes of links; ``s3://bucket/prefix/`` the objects
+    ``imap://`` and ``gmail:`` mailboxes of links; ``bookmarks:FILE`` the links of a
+    bookmark or read-later export (``sources.bookmarks``); ``s3://bucket/prefix/`` the objects
     under a prefix; anything else a file, folder or glob (a WARC file among them gives
     the responses recorded in it).
     """
@@ -42,6 +43,10 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
         if mail_source is None:
             raise SourceError(f"{spec}: not a mail source this textsieve knows")
         return MailLinkSource(mail_source, opts)
+    if spec.startswith("bookmarks:"):
+        from .bookmarks import BookmarkSource
+
+        return BookmarkSource(spec[len("bookmarks:"):], options)
     if spec.startswith("s3://"):
         from .s3 import S3Source
 
@@ -51,6 +56,10 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
     if spec.startswith("urls:"):
         return UrlListSource(spec[5:])
     if os.path.isfile(spec) and looks_like_url_list(spec):
+        from .bookmarks import BookmarkSource, is_read_later_csv
+
+        if is_read_later_csv(spec):  # Pocket's or Instapaper's: titles, tags, dates too
+            return BookmarkSource(spec, options)
         return UrlListSource(spec)
     from .warc import WarcExpander
 
