@@ -152,8 +152,8 @@ def recognize(img: Image.Image, lang: str, *, dpi: int = 300, want_pdf: bool = F
         if not want_pdf:
             api.SetImage(img)
             api.SetSourceResolution(dpi)
-            text = api.GetUTF8Text()
-            return Recognized(text, float(api.MeanTextConf()), lines=_lines(api))
+            api.Recognize()  # the text is made from the lines (Recognized): no GetUTF8Text
+            return Recognized("", float(api.MeanTextConf()), lines=_lines(api))
         # One recognition pass gives both the text and tesseract's own text-only PDF (its
         # GlyphLessFont maps every glyph to Unicode, any script): ProcessPages wants a file.
         with tempfile.TemporaryDirectory(prefix="textsieve-ocr-") as tmp:
