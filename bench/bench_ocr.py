@@ -1,7 +1,9 @@
 """OCR throughput and accuracy, side by side in one run, on the same generated scans.
 
 Run by hand: ``.venv/bin/python bench/bench_ocr.py [--pages 10] [--cores N] [--held-out]``
-(both parts below), ``--only real [--split aside] [-v]`` or ``--only synthetic``.
+(both parts below), ``--only real [--split aside] [-v]`` or ``--only synthetic``;
+``--against REV [--repeat N]``: in-process CPU a page and CER of this tree against git
+revision REV's code on the synthetic scans, side by side (see ``against``).
 
 Part one, real-world page kinds: the pages of bench/ocr_devset.py (articles, tables,
 leaders, forms, charts, slides, receipts, court filings, letters, screenshots; wrong DPI
