@@ -40,7 +40,7 @@ FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 # the archive from a second connection on a thread.
 _DRIVER = r"""
 import json, sqlite3, sys, threading, time
-from textsieve.run import steps
+from textsieve import core as steps
 from textsieve import cli
 
 finished = {}

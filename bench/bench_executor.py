@@ -3,7 +3,7 @@
 Run by hand (niced; it starts Ray clusters): ``nice -n 10 .venv/bin/python
 bench/bench_executor.py [--small 400] [--pages 8]``.
 
-Two workloads, each through ``steps.extract`` (what ``textsieve run`` and ``extract -j``
+Two workloads, each through ``core.in_order`` (what ``textsieve run`` and ``extract -j``
 use), end to end from the first task submitted to the last document back, after a warm-up
 round (worker start, imports) that is not timed:
 
@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from textsieve import Options
-from textsieve.run.executor import Executor
+from textsieve.core import Executor
+from textsieve.core import in_order as extract
 from textsieve.run.pool import LocalExecutor
-from textsieve.run.steps import extract
 
 
 def small_files(root: Path, n: int) -> list[str]:

@@ -339,8 +339,8 @@ def textsieve_cli(pdf: Path, cores: int) -> list[str]:
 
 
 def textsieve_pool(pdf: Path, cores: int) -> list[str]:
+    from textsieve.core import extract_many
     from textsieve.options import Options
-    from textsieve.run.pool import extract_many
 
     doc = next(iter(extract_many([str(pdf)], Options(workers=cores), workers=cores)))
     assert doc.ok, doc.error

@@ -47,3 +47,10 @@ def wait_in_tool(src, ctx, doc, out) -> None:
     with open(src.read().decode().strip(), "w") as f:
         f.write(str(proc.pid))
     proc.wait()
+
+
+def tell_options(src, ctx, doc, out) -> None:
+    """Not a fault: says which options the worker was given (a mail password must not
+    reach it, nor any fetching setting)."""
+    o = ctx.options
+    out.paragraph(f"imap={o.imap_password} retries={o.retries} ocr={o.ocr} password={o.password}")

@@ -169,7 +169,7 @@ def test_pipe_item_reads_at_most_one_byte_past_the_limit(tmp_path: Path) -> None
 
     import textsieve
     from textsieve import Options
-    from textsieve.run.pool import extract_many
+    from textsieve.core import extract_many
     from textsieve.sources.files import FileSource
 
     fifo = tmp_path / "endless.fifo"

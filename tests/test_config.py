@@ -3,7 +3,6 @@ definition (``options.KNOBS``); the password kept out of ``ps``."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import subprocess
@@ -18,7 +17,7 @@ from reportlab.pdfgen import canvas
 from textsieve import Options, OptionsError
 from textsieve.cli import _options, build_parser
 from textsieve.errors import ExitCode
-from textsieve.options import KNOBS, GiB, MiB, flag_of, load_config
+from textsieve.options import KNOBS, GiB, MiB, field_names, flag_of, load_config
 
 DEFAULTS = Options()
 
@@ -56,7 +55,7 @@ def other_value(name: str) -> tuple[Any, Any]:
     return f"value-of-{name}", f"value-of-{name}"
 
 
-FIELDS = [f.name for f in dataclasses.fields(Options)]
+FIELDS = list(field_names())
 
 
 def test_every_field_has_a_knob() -> None:

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pytest
 
+from textsieve.core import extract_many
 from textsieve.model import Document, ErrorKind, Status
 from textsieve.options import Options
-from textsieve.run.pool import extract_many
 
 # Every file of the dev corpus, OCR included: minutes. CI runs it; locally --run-slow.
 pytestmark = pytest.mark.slow

@@ -17,9 +17,9 @@ import pytest
 
 import textsieve
 from cpu_budget import cpu, cpu_with_children
+from textsieve.core import extract_many
 from textsieve.model import ErrorKind
 from textsieve.options import Options
-from textsieve.run.pool import extract_many
 
 
 def test_rust_parser_panic_is_corrupt_not_an_escaping_exception(corpus: Path) -> None:

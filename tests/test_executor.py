@@ -12,11 +12,11 @@ import pytest
 
 from textsieve import Options, Status
 from textsieve import detection as d
+from textsieve.core import DocumentFlow, Extracted, Task, make_executor
 from textsieve.extractors import REGISTRY
 from textsieve.model import ErrorKind
-from textsieve.run.executor import Task, make_executor
 from textsieve.run.pool import LocalExecutor
-from textsieve.run.steps import DocumentFlow, ExtractionService
+from textsieve.run.service import ExtractionService
 
 
 def test_the_extraction_core_imports_no_executor() -> None:
@@ -59,8 +59,10 @@ def test_local_executor_returns_results_as_they_finish(tmp_path: Path, monkeypat
                 seen.append(task.key)
                 got[task.key] = result
     assert seen[-1] == 1  # the hang finished last, as a timeout
-    assert got[1].error.kind is ErrorKind.TIMEOUT
-    assert got[2].status is Status.OK and got[3].status is Status.OK
+    assert got[1].error.kind is ErrorKind.TIMEOUT  # a failed Document
+    # A whole input's result is its Document and the pages it left for OCR (none here).
+    assert all(isinstance(got[k], Extracted) and got[k].pending == () for k in (2, 3))
+    assert got[2].document.status is Status.OK and got[3].document.status is Status.OK
 
 
 def test_document_flow_gives_each_document_its_key(tmp_path: Path) -> None:

@@ -47,43 +47,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("command", ("textsieve.cli", "textsieve.demo", "textsieve.__main__")),
 )
 
-# Imports that break the rules today and are being removed by the other half of this
-# redesign (one road for a document: members extracted through a function the core hands
-# down, the searchable copy planned by the core, one façade for the executors and the
-# service, the service's routes given the app's parts). Each entry is checked to still
-# exist, so it goes the day its import does, and the list cannot hide a new offender;
-# empty it when that work is merged. (importer, imported): a circle is broken by removing
-# one of its edges.
-KNOWN_TO_BE_REMOVED: frozenset[tuple[str, str]] = frozenset({
-    ("textsieve.extractors", "textsieve.core"),
-    ("textsieve.ocr.raster", "textsieve.ocr"),
-    ("textsieve.ocr.raster", "textsieve.extractors.pdf"),
-    ("textsieve.ocr.raster", "textsieve.extractors.image"),
-    ("textsieve.ocr.searchable", "textsieve.core"),
-    ("textsieve.run.executor", "textsieve"),
-    ("textsieve.run.executor", "textsieve.run.pool"),
-    ("textsieve.run.executor", "textsieve.run.ray_executor"),
-    ("textsieve.run.executor", "textsieve.server._job"),
-    ("textsieve.run.steps", "textsieve"),
-    ("textsieve.run.pool", "textsieve.run.steps"),
-    ("textsieve.events", "textsieve"),
-    ("textsieve.events", "textsieve.server._job"),
-    ("textsieve.server.app", "textsieve.server.routes"),
-    ("textsieve.server.app", "textsieve.server.tika"),
-    ("textsieve.server.app", "textsieve.server.archive_routes"),
-})
+# Imports that break the rules, to be removed (importer, imported): none. An entry here
+# must still exist (checked below), so a list of exceptions goes the day its import does
+# and cannot hide a new offender.
+KNOWN_TO_BE_REMOVED: frozenset[tuple[str, str]] = frozenset()
 
-# Private names imported across modules today, removed by the same work (``_source`` of the
-# package's __init__ becomes the core's; ``server/_job.py`` goes):
-# (importer, module, name).
-KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
-    ("textsieve.cli", "textsieve", "_source"),
-    ("textsieve.run.executor", "textsieve", "_source"),
-    ("textsieve.run.steps", "textsieve", "_source"),
-    ("textsieve.server._job", "textsieve", "_source"),
-    ("textsieve.events", "textsieve.server", "_job"),
-    ("textsieve.run.executor", "textsieve.server", "_job"),
-})
+# Private names imported across modules (importer, module, name): none.
+KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset()
 
 
 @dataclass(frozen=True)

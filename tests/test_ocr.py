@@ -19,9 +19,9 @@ from PIL import Image, ImageChops, ImageDraw, ImageFont
 
 import textsieve
 from cpu_budget import cpu, inflate_cpu
+from textsieve.core import extract_many
 from textsieve.model import Document, ErrorKind, Status
 from textsieve.options import Options
-from textsieve.run.pool import extract_many
 
 canvas = pytest.importorskip("reportlab.pdfgen.canvas")
 from reportlab.lib.utils import ImageReader  # noqa: E402

@@ -80,3 +80,46 @@ def test_memory_limit_zero_means_no_cap(corpus) -> None:
     doc = textsieve.extract(corpus / "xls" / "poi__florida_data.ashx.xls", options=opts)
     assert doc.status == "ok", doc.error
     assert doc.text.strip()
+
+
+def test_secrets_never_show_in_a_repr() -> None:
+    """A password in a log line or a traceback's locals is a leaked password."""
+    from textsieve.server.guard import Policy
+    from textsieve.server.service import ServerConfig
+
+    opts = Options(password="pdf-secret-1", imap_password="imap-secret-2", retries=1)
+    token = "tok-secret-3-abcdefghijkl"
+    shown = repr(opts) + repr(ServerConfig(token=token)) + repr(Policy(token=token)) + \
+        repr(opts.mail) + repr(opts.extraction) + str(opts)
+    assert "retries=1" in shown  # the rest is shown
+    assert not any(s in shown for s in ("pdf-secret-1", "imap-secret-2", token)), shown
+
+
+def test_options_are_composed_per_area_and_read_flat() -> None:
+    opts = Options(ocr="never", retries=0, imap_password="x", topics_k=4, workers=2)
+    assert (opts.extraction.ocr, opts.fetch.retries, opts.mail.imap_password) == \
+        ("never", 0, "x")
+    assert (opts.enrich.topics_k, opts.run.workers) == (4, 2)
+    assert (opts.ocr, opts.retries, opts.topics_k) == ("never", 0, 4)
+    assert opts.with_(ocr="auto").fetch is opts.fetch  # a change remakes its part only
+    assert Options.compose(extraction=opts.extraction) == Options(ocr="never")
+    assert hash(opts) == hash(Options(ocr="never", retries=0, imap_password="x", topics_k=4,
+                                      workers=2))
+    with pytest.raises(TypeError, match="colour"):
+        Options(colour="red")
+
+
+def test_a_worker_is_given_the_extraction_options_alone(tmp_path, monkeypatch) -> None:
+    """Only the extraction part of the options travels to a worker process: no mail
+    password, no fetching setting; the PDF password, which reading needs, does."""
+    from textsieve import detection as d
+    from textsieve.core import extract_many
+    from textsieve.extractors import REGISTRY
+
+    monkeypatch.setitem(REGISTRY, d.TEXT, ["fault_plugins:tell_options"])
+    f = tmp_path / "note.txt"
+    f.write_text("words\n")
+    opts = Options(imap_password="imap-secret", retries=7, ocr="never", password="pw",
+                   workers=1)
+    [doc] = list(extract_many([str(f)], opts))
+    assert doc.text.strip() == "imap=None retries=3 ocr=never password=pw", doc

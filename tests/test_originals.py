@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -355,3 +356,38 @@ def test_warc_records_are_captures_by_date(tmp_path: Path) -> None:
     assert record["source_state"]["error_kind"] == "http_404"
     again = ts("run", tmp_path / "a.warc.gz", "--archive", db)  # read before: nothing to do
     assert "unchanged (skipped)  1" in again.stderr
+
+
+def test_reextract_says_which_originals_are_lost(site: Site, tmp_path: Path) -> None:
+    """An original deleted or damaged since it was kept: reextract used to pass over its
+    item as if nothing needed doing. It now says so, fails, and keeps the item's text."""
+    urls = []
+    for i in range(3):
+        path = f"/lost/{i}.html"
+        site.pages[path] = Page(essay(f"Lost note {i}", [f"Lost {i}: {p}" for p in PARAS[:3]]))
+        urls.append(site.url(path))
+    listing = tmp_path / "links.txt"
+    listing.write_text("\n".join(urls) + "\n")
+    db = tmp_path / "a.db"
+    assert run(listing, "--archive", db).returncode == 0
+    with Archive(db, readonly=True) as a:
+        texts = dict(a.conn.execute("SELECT key, ts_unzstd(text) FROM items"))
+    site.stop()
+    _outdate(db)
+    conn = sqlite3.connect(db)
+    shas = [r[0] for r in conn.execute(
+        "SELECT c.original FROM captures c JOIN items i ON i.id = c.item_id "
+        "WHERE c.current ORDER BY i.key")]
+    assert len(set(shas)) == 3
+    conn.execute("DELETE FROM originals WHERE sha256 = ?", (shas[0],))
+    conn.execute("UPDATE originals SET data = ? WHERE sha256 = ?", (b"not zstd", shas[1]))
+    conn.commit()
+    conn.close()
+    p = ts("reextract", "--archive", db)
+    assert p.returncode == 1, p.stderr
+    assert "2 item(s) not re-extracted" in p.stderr and "textsieve check" in p.stderr
+    assert re.search(r"^extracted +1$", p.stderr, re.M), p.stderr
+    with Archive(db, readonly=True) as a:
+        assert dict(a.conn.execute("SELECT key, ts_unzstd(text) FROM items")) == texts
+        assert a.conn.execute("SELECT count(*) FROM items WHERE extractor_version LIKE "
+                              "'0:html/0%'").fetchone()[0] == 2

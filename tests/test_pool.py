@@ -9,9 +9,9 @@ import pytest
 
 from textsieve import Options, Status, extract
 from textsieve import detection as d
+from textsieve.core import extract_many
 from textsieve.extractors import REGISTRY
 from textsieve.model import ErrorKind
-from textsieve.run.pool import extract_many
 
 
 @pytest.fixture

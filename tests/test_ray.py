@@ -171,8 +171,8 @@ def test_deadlines_hold_on_ray_batches_included(cluster, tmp_path: Path) -> None
 def test_small_files_share_ray_tasks(cluster, tmp_path: Path) -> None:
     """Ray costs a few ms per task: small files go in batches (each CPU takes a whole
     one), and the documents still come back in input order, each its own."""
+    from textsieve.core import in_order as extract
     from textsieve.run.ray_executor import RayExecutor
-    from textsieve.run.steps import extract
 
     paths = []
     for i in range(40):

@@ -22,7 +22,7 @@ pytest.importorskip("pypdfium2")
 from PIL import Image, ImageChops, ImageDraw, ImageFont, ImageStat
 
 from textsieve import extract
-from textsieve.ocr.searchable import make_searchable
+from textsieve.core import make_searchable
 from textsieve.options import Options
 from textsieve.run.pool import WorkerPool
 

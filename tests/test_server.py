@@ -19,6 +19,7 @@ pytest.importorskip("uvicorn")
 
 from proctree import alive, descendants
 from server_proc import running_server
+from textsieve.core import Detect
 from textsieve.model import ErrorKind
 from textsieve.options import Options
 
@@ -326,7 +327,7 @@ def _reader_waiting(fifo: Path) -> int | None:
 
 
 def _service(**kw):
-    from textsieve.run.steps import ExtractionService
+    from textsieve.run.service import ExtractionService
 
     return ExtractionService(Options(), workers=1, threads_run=True, **kw)
 
@@ -402,7 +403,7 @@ def test_service_admission_is_bounded():
 def test_service_modes_besides_extract():
     service = _service()
     try:
-        detected = service.submit((SAMPLES / "field-notes.pdf").read_bytes(), mode="detect")
+        detected = service.submit((SAMPLES / "field-notes.pdf").read_bytes(), work=Detect())
         assert detected.result(30).mime_type == "application/pdf"
     finally:
         service.close()

@@ -86,3 +86,42 @@ def test_serve_opens_the_reading_room_over_its_archive(tmp_path):
         missing_api = c.get("/v1/items/999999")
         assert missing_api.status_code == 404 and missing_api.json()["error"]["kind"]
         assert c.get("/ui/items/999999").status_code == 404
+
+
+def test_the_reading_room_retries_through_the_api_run_service(tmp_path):
+    """One run service for the API and the reading room: a retry from the problems page is
+    a run of its own process, listed under /v1/runs like any run, and the archive's one
+    writer is never shared (a retry while a run goes on is refused, 503)."""
+    import subprocess
+    import sys
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    shutil.copy(SAMPLES / "letter.docx", docs / "letter.docx")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4\n broken beyond repair")
+    archive = tmp_path / "a.db"
+    made = subprocess.run([sys.executable, "-m", "textsieve", "run", str(docs), "--archive",
+                           str(archive), "-q", "-j", "1"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert made.returncode == 1, made.stderr  # the broken PDF failed
+    with running_server("-j", "1", "--archive", str(archive), "--file-root",
+                        str(tmp_path)) as server, server.client() as c:
+        page = c.get("/ui/problems").text
+        token = page.split('name="csrf_token" value="')[1].split('"')[0]
+        item = page.split('name="item" value="')[1].split('"')[0]
+        shutil.copy(SAMPLES / "field-notes.pdf", docs / "broken.pdf")  # mended on disk
+        origin = {"Origin": str(c.base_url).rstrip("/")}
+        retry = c.post("/ui/problems/retry", data={"item": item, "csrf_token": token},
+                       headers=origin, follow_redirects=False)
+        assert retry.status_code == 303, retry.text
+        run_id = retry.headers["location"].rsplit("/", 1)[1]
+        done = _wait(c, f"/v1/runs/{run_id}")  # the API knows the reading room's run
+        assert done["status"] == "done" and done["result"]["ok"] == 1, done
+        assert done["items"] == [int(item)]
+        assert "done" in c.get(f"/ui/jobs/{run_id}").text
+        # While a run goes on, a retry is refused rather than a second writer started.
+        slow = c.post("/v1/runs", json={"sources": [str(docs)], "force": True}).json()
+        busy = c.post("/ui/problems/retry", data={"item": item, "csrf_token": token},
+                      headers=origin, follow_redirects=False)
+        _wait(c, f"/v1/runs/{slow['id']}")
+    assert busy.status_code == 503 and busy.headers["retry-after"]

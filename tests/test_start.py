@@ -75,14 +75,14 @@ def test_the_child_of_one_text_file_loads_no_parser(tmp_path: Path) -> None:
     f = tmp_path / "note.txt"
     f.write_text("grey herons stand in the shallows\n")
     seen = tmp_path / "child-modules.json"
-    proc = _fresh("import textsieve.cli as cli\n"
-                  "inner = cli._extract_in_child\n"
-                  "def spy(path, options):\n"
-                  "    doc = inner(path, options)\n"
+    proc = _fresh("import textsieve.cli as cli, textsieve.core as core\n"
+                  "inner = core._child\n"
+                  "def spy(path, name, options):\n"
+                  "    doc = inner(path, name, options)\n"
                   "    with open(sys.argv[3], 'w') as out:\n"
                   "        out.write(repr(sorted({m.split('.')[0] for m in sys.modules})))\n"
                   "    return doc\n"
-                  "cli._extract_in_child = spy\n"
+                  "core._child = spy\n"
                   "code = cli.main(['extract', sys.argv[2]])", str(f), str(seen))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "grey herons stand in the shallows\n"

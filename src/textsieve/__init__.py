@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import IO, Any
 
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Metadata, Page, Status
@@ -36,33 +35,6 @@ __all__ = [
 ]
 
 Input = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
-
-
-def _source(obj: Input, name: str | None, options: Options):  # -> Source
-    """The Source of an input; a file object is read here, at most ``max_file_size``
-    bytes (ExtractionError ``too_large`` past it)."""
-    from .bytesource import Source, read_capped
-
-    if isinstance(obj, Source):
-        return obj
-    if isinstance(obj, (bytes, bytearray, memoryview)):
-        return Source.from_bytes(bytes(obj), name=name, max_size=options.max_file_size)
-    if isinstance(obj, (str, os.PathLike)):
-        src = Source.from_path(obj, max_size=options.max_file_size)
-        if name:
-            src.name = name
-        return src
-    if hasattr(obj, "read"):
-        data = read_capped(obj, options.max_file_size)
-        return Source.from_bytes(data, name=name or _stream_name(obj),
-                                 max_size=options.max_file_size)
-    raise TypeError(f"cannot extract from {type(obj).__name__}")
-
-
-def _stream_name(obj: Any) -> str | None:
-    """The file name of an open file object, as a hint (``open(fd)`` has a number)."""
-    name = getattr(obj, "name", None)
-    return Path(name).name or None if isinstance(name, str) else None
 
 
 _DEFAULTS = Options()
@@ -93,24 +65,23 @@ def extract(source: Input, *, name: str | None = None, options: Options | None =
     limit, so a hang or a native crash in a parser becomes an error record instead of
     taking the caller down. Bad input never raises: look at ``Document.status``.
     """
+    from . import core
+
     opts = _options(options or _DEFAULTS, option_values)
     if hasattr(source, "read"):
         # Read here, capped, before anything else: a file object cannot be handed to a
         # worker process, and an endless stream must end in too_large, not in the OOM killer.
         from .bytesource import read_capped
 
-        name = name or _stream_name(source)
+        name = name or core.stream_name(source)
         try:
             source = read_capped(source, opts.max_file_size)  # type: ignore[arg-type]
         except ExtractionError as exc:
             return Document.failed(exc.kind, exc.message, name=name)
     if isolate:
-        from .run.pool import extract_many
-
-        return next(iter(extract_many([source], opts, names=[name])))
-    from .run.steps import extract_here
-
-    return extract_here(source, name, opts)
+        # The executor ``opts.executor`` names: worker processes here, or a Ray cluster.
+        return core.extract(source, name, options=opts, isolation=core.Isolation.of(opts))
+    return core.extract(source, name, options=opts)
 
 
 def preload(mime_types: Iterable[str] | None = None) -> None:
@@ -119,16 +90,16 @@ def preload(mime_types: Iterable[str] | None = None) -> None:
     steady per-file times. ``import textsieve`` itself stays light (~50 ms)."""
     from . import core  # noqa: F401  every extraction goes through it
     from .extractors import preload as _preload
-    from .run import steps  # noqa: F401  extract() goes through it (the page fan-out)
 
     _preload(mime_types)
 
 
 def detect(source: Input, *, name: str | None = None) -> str:
     """The MIME type of an input, decided by its content (the name is only a hint)."""
+    from .core import open_input
     from .detection import detect as _detect
 
-    with _source(source, name, Options()) as src:
+    with open_input(source, name, Options()) as src:
         return _detect(src).mime
 
 

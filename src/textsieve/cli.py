@@ -28,12 +28,11 @@ from .options import (
     KNOBS,
     MiB,
     Options,
-    OptionsError,
     convert_value,
     field_names,
     flag_of,
-    load_config,
     parse_size,
+    resolve,
 )
 from .terminal import for_terminal
 
@@ -91,39 +90,14 @@ def _expand(args: list[str]) -> Iterator[tuple[str, ErrorInfo | None]]:
 
 
 def _options(ns: argparse.Namespace) -> Options:
-    """The run's Options: the defaults, then the config file, then TEXTSIEVE_PASSWORD and
-    --password-file, then the flags given (a flag not given is None and changes nothing)."""
-    values: dict[str, Any] = {}
-    config = getattr(ns, "config", None) or (CONFIG_FILE if os.path.isfile(CONFIG_FILE)
-                                              else None)
-    if config:
-        values.update(load_config(config))
-    for name, knob in KNOBS.items():  # secrets: read here, never by the library
-        if knob.env and os.environ.get(knob.env):
-            values[name] = os.environ[knob.env]
-        if knob.secret and getattr(ns, f"{name}_file", None):
-            values[name] = _read_secret(flag_of(name) + "-file", getattr(ns, f"{name}_file"))
+    """The command's Options (``options.resolve``: defaults < config file < environment <
+    flags): the flags given (a flag not given is None and changes nothing) and the secret
+    files named (``--password-file``)."""
     given = {name: tuple(v) if isinstance(v, list) else v for name in field_names()
              if (v := getattr(ns, name, None)) is not None}
-    values.update(given)
-    try:
-        return Options(**values)
-    except OptionsError as exc:  # name what the user wrote: the flag, or the config key
-        if exc.field in given:
-            raise OptionsError(f"{flag_of(exc.field)}: {exc}", exc.field) from None
-        if exc.field and config:
-            raise OptionsError(f"config {config}: {exc}", exc.field) from None
-        raise
-
-
-def _read_secret(flag: str, path: str) -> str:
-    """The first line of a file (a password kept out of ``ps`` and shell history)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.readline().rstrip("\r\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or exc
-        raise UsageError(f"{flag} {path}: cannot read it ({why})") from None
+    files = {name: path for name, knob in KNOBS.items()
+             if knob.secret and (path := getattr(ns, f"{name}_file", None))}
+    return resolve(flags=given, secret_files=files, config=getattr(ns, "config", None))
 
 
 def _sqlite_int(text: str) -> int:
@@ -462,11 +436,11 @@ class _Parser(argparse.ArgumentParser):
     lean = False
     _args: list[str] | None = None
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+    def parse_known_args(self, args=None, namespace=None):
         self._args = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
-    def error(self, message: str):  # type: ignore[no-untyped-def]
+    def error(self, message: str) -> NoReturn:
         if self.lean and self._args is not None:
             build_parser().parse_args(self._args)  # exits with the full message
         super().error(message)
@@ -545,7 +519,7 @@ def _read_stdin(options: Options, name: str) -> bytes | Document:
 
 
 # `textsieve extract FILE` on one file up to this size skips the worker pool: it runs in
-# one forked child under the same deadline and memory cap (forking.call_alone).
+# one forked child under the same deadline and memory cap (``core.Isolation.CHILD``).
 ALONE_MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -560,12 +534,13 @@ def cmd_extract(ns: argparse.Namespace) -> int:
     if ns.explain and (options.html != "sieve" or many):
         raise UsageError("--explain draws the sieve of one page: --html sieve --topic T PAGE")
     docs: Iterator[Document]
-    alone = _extract_alone(paths[0], options) if not many and expanded[0][1] is None and \
-        _alone(paths[0], options) else None
-    if alone is not None:
-        docs = iter([alone])
+    if not many and expanded[0][1] is None and _alone(paths[0], options):
+        from .core import Isolation, extract
+
+        # One child reads it; a scan with pages enough to spread goes on to a pool.
+        docs = iter([extract(paths[0], options=options, isolation=Isolation.CHILD)])
     else:
-        from .run.pool import extract_many
+        from .core import extract_many
 
         # A path that leads nowhere is its typed record at once: never opened (a pipe in a
         # folder would wait for a writer for ever), never sent to a worker.
@@ -610,46 +585,6 @@ def _alone(path: str, options: Options) -> bool:
     return small and options.searchable_pdf_dir is None and can_fork()
 
 
-def _extract_alone(path: str, options: Options) -> Document | None:
-    """One file in one forked child: a hang, a native crash or a memory hog becomes that
-    file's typed error, as in the pool. None: it has more pages to OCR than the child
-    reads itself (``OCR_FAN_OUT_PAGES``), which the pool spreads over every core under
-    one deadline for the document and its pages."""
-    from .forking import isolated_document
-
-    doc: Document = isolated_document(_extract_in_child, path, options,
-                                      name=os.path.basename(path), timeout=options.timeout,
-                                      memory=options.memory_limit)
-    if doc.ok and doc.metadata.extra.get("ocr_pending"):
-        # A scan: the pool reads it again and spreads its pages over every core, under the
-        # one document deadline that bounds them all (re-reading its text is cheap).
-        return None
-    return doc
-
-
-# A scan with fewer pages than this is OCRed in the child itself, as ``textsieve.extract``
-# does (run.steps.extract_here): starting the pool for one or two pages costs more than it
-# can spread.
-OCR_FAN_OUT_PAGES = 3
-
-
-def _extract_in_child(path: str, options: Options) -> Document:
-    from . import _source
-    from .core import extract_source, finish_ocr
-    from .forking import quiet_native_chatter
-
-    quiet_native_chatter()
-    doc = extract_source(_source(path, None, options), options, defer_ocr=True,
-                         page_workers=options.worker_count)
-    pages: list[int] = doc.metadata.extra.get("ocr_pending") or [] if doc.ok else []
-    if pages and len(pages) < OCR_FAN_OUT_PAGES:
-        from .ocr import ocr_pages
-
-        assert doc.mime_type is not None
-        finish_ocr(doc, ocr_pages(_source(path, None, options), doc.mime_type, pages, options))
-    return doc
-
-
 def _say(message: str) -> None:
     """One line on stderr: ``textsieve: message``, with the escape sequences and line
     breaks a hostile path, title or server answer may carry taken out."""
@@ -687,18 +622,21 @@ def _emit(out, path: str, doc: Document, fmt: str, many: bool, *, clean: bool) -
 
 
 def cmd_detect(ns: argparse.Namespace) -> int:
-    from . import _source
-    from .bytesource import os_problem
+    from .bytesource import Source, os_problem, read_capped
     from .detection import detect
     from .model import ExtractionError
+
+    limit = Options().max_file_size
 
     failed = 0
     for path, why in _expand(ns.inputs):
         try:
             if why is not None:  # never opened: a pipe in a folder would wait for ever
                 raise ExtractionError(why.kind, why.message)
-            with _source(sys.stdin.buffer if path == "-" else path, None,
-                         Options()) as src:
+            src = Source.from_bytes(read_capped(sys.stdin.buffer, limit), name="<stdin>",
+                                    max_size=limit) if path == "-" else \
+                Source.from_path(path, max_size=limit)
+            with src:
                 det = detect(src)
         except OSError as exc:
             why = os_problem(path, exc)
@@ -792,7 +730,11 @@ def cmd_reextract(ns: argparse.Namespace) -> int:
     if source.without and not ns.quiet:
         print(f"{source.without:,} selected item(s) have no kept original: `textsieve run` "
               "their sources to extract them again", file=sys.stderr)
-    return EXIT_FAILED if stats.status.get("error") else EXIT_OK
+    if stats.lost_originals:  # damage, said even with -q: their text stays as it was
+        _say(f"{ns.archive}: {stats.lost_originals:,} item(s) not re-extracted: their kept "
+             "original is missing or damaged (`textsieve check` names them); their text "
+             "is kept")
+    return EXIT_FAILED if stats.status.get("error") or stats.lost_originals else EXIT_OK
 
 
 def cmd_gc(ns: argparse.Namespace) -> int:
@@ -806,8 +748,8 @@ def cmd_gc(ns: argparse.Namespace) -> int:
 
 
 def cmd_ocr(ns: argparse.Namespace) -> int:
+    from .core import make_searchable
     from .model import ExtractionError
-    from .ocr.searchable import make_searchable
     from .run.pool import WorkerPool
 
     options: Options = ns.options
@@ -857,8 +799,9 @@ def cmd_search(ns: argparse.Namespace) -> int:
             hits = kept
     for h in hits:
         print(format_hit(h))
-        if summaries.get(h.id):
-            print("    = " + for_terminal(summaries[h.id], one_line=True))
+        summary = summaries.get(h.id)
+        if summary:
+            print("    = " + for_terminal(summary, one_line=True))
         if collapsed.get(h.id):
             print("    + near-duplicates: " + " ".join(f"[{d}]" for d in collapsed[h.id]))
     if not hits:
@@ -948,6 +891,7 @@ def cmd_serve(ns: argparse.Namespace) -> int:
                           file_roots=tuple(os.path.abspath(r) for r in ns.file_root))
     config.check()
     serve(config, ns.options)
+    return EXIT_OK
 
 
 def _enriched(archive, item_id: int) -> dict:
@@ -1083,7 +1027,7 @@ def cmd_stats(ns: argparse.Namespace) -> int:
 def _s3_options() -> Options:
     """Options for s3:// of a command without option flags: the endpoint from the
     environment, as ``--s3-endpoint`` would take it."""
-    return Options(s3_endpoint=os.environ.get(KNOBS["s3_endpoint"].env) or None)
+    return resolve(config_file=False)
 
 
 def cmd_export(ns: argparse.Namespace) -> int:

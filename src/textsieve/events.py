@@ -29,8 +29,9 @@ A merge lists what the page events left (one listing of the prefix on s3:// and 
 and reads those pages a few at a time, so 10,000 pages that never came back cost one
 listing, not 10,000 requests.
 
-How a document is extracted is the caller's: the service passes its isolated worker pool,
-the serverless handler extracts in an isolated process of its own.
+How a document is extracted is the caller's (a ``Runner``, given typed work items of
+``core``): the service passes its isolated worker pool, the serverless handler extracts in
+an isolated process of its own (``local_runner``).
 """
 
 from __future__ import annotations
@@ -45,12 +46,24 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import uris
+from .core import (
+    EXTRACT,
+    Extract,
+    Isolation,
+    OcrPage,
+    Result,
+    Searchable,
+    SearchableCopy,
+    Work,
+)
 from .errors import UsageError
 from .model import Document, ErrorKind, Status
 from .options import Options
 
-# (data, name, options, mode) -> a Document, or for mode "searchable" (pdf, report)
-Runner = Callable[[bytes, str | None, Options, str], Any]
+# (data, name, options, work) -> the work item's result: a Document for ``Extract`` (its
+# pages OCRed) and ``OcrPage``, a ``SearchableCopy`` (or a failed Document) for
+# ``Searchable``.
+Runner = Callable[[bytes, str | None, Options, Work], Result]
 
 MAX_PAGES = 10_000
 MERGE_READERS = 8  # page texts a merge reads at once
@@ -170,9 +183,8 @@ def handle(raw: Mapping[str, Any], options: Options, runner: Runner, *,
         name = _name(event.document_uri)
         t = time.perf_counter()
         if event.page:
-            doc = runner(blob.data, name, opts, f"page:{event.page}")
+            doc = _document(runner(blob.data, name, opts, OcrPage(event.page)))
             timings["extract"] = time.perf_counter() - t
-            _check(doc)
             reply["text_uri"] = uri = event.page_uri(event.page)
             uris.write(uri, doc.text.encode(), opts, roots=roots,
                        overwrite=event.overwrite, protect=blob.identity,
@@ -182,9 +194,8 @@ def handle(raw: Mapping[str, Any], options: Options, runner: Runner, *,
             reply.update(status=str(doc.status), page=event.page,
                          missing_text_pages=[] if doc.text.strip() else [event.page])
             return reply
-        doc = runner(blob.data, name, opts, "extract")
+        doc = _document(runner(blob.data, name, opts, EXTRACT))
         timings["extract"] = time.perf_counter() - t
-        _check(doc)
         missing = [p.number for p in doc.pages if not p.text.strip()]
         t = time.perf_counter()
         uris.write(event.text_uri, doc.full_text().encode(), opts, roots=roots,
@@ -196,11 +207,12 @@ def handle(raw: Mapping[str, Any], options: Options, runner: Runner, *,
                      page_count=doc.metadata.page_count, missing_text_pages=missing)
         if event.create_searchable_pdf and doc.mime_type == "application/pdf":
             t = time.perf_counter()
-            made = runner(blob.data, name, opts.with_(ocr="auto"), "searchable")
+            made = runner(blob.data, name, opts.with_(ocr="auto"), Searchable())
             _check(made)
-            pdf, report = made
-            lost = list(report.get("missing_pages", []))
-            uris.write(event.searchable_pdf_uri, pdf, opts, roots=roots,
+            if not isinstance(made, SearchableCopy):
+                raise _Failed(ErrorKind.INTERNAL, f"no searchable copy: {type(made).__name__}")
+            lost = list(made.report.get("missing_pages", []))
+            uris.write(event.searchable_pdf_uri, made.pdf, opts, roots=roots,
                        overwrite=event.overwrite, protect=blob.identity,
                        content_type="application/pdf",
                        metadata={"missing_searchable_pdf_pages": _pages(lost)})
@@ -229,6 +241,14 @@ def _check(result: Any) -> None:
     if isinstance(result, Document) and result.status is Status.ERROR:
         assert result.error is not None
         raise _Failed(result.error.kind, result.error.message)
+
+
+def _document(result: Result) -> Document:
+    """A runner's Document, its failure raised as ``_Failed``."""
+    _check(result)
+    if not isinstance(result, Document):
+        raise _Failed(ErrorKind.INTERNAL, f"not a document: {type(result).__name__}")
+    return result
 
 
 def _merge(event: Event, options: Options, reply: dict[str, Any],
@@ -294,16 +314,14 @@ def _pages_there(event: Event, options: Options, roots: tuple[str, ...]) -> set[
     return {int(m.group(1)) for n in names if (m := _PAGE_NAME.fullmatch(n))}
 
 
-def local_runner(data: bytes, name: str | None, options: Options, mode: str) -> Any:
+def local_runner(data: bytes, name: str | None, options: Options, work: Work) -> Result:
     """Run a job in an isolated process of this one (the serverless handler's way: a
-    function instance runs one event at a time): one forked child with a pool worker's
-    guarantees, or, where threads run, the forkserver-started helper."""
-    from .forking import isolated_document
-    from .server._job import run_job
+    function instance runs one event at a time): a document through the executor that
+    ``options.executor`` names (its pages spread over every core), any other work item in
+    one forked child with a pool worker's guarantees (or, where threads run, the
+    forkserver-started helper)."""
+    from .core import extract, perform_at
 
-    if mode == "extract":
-        import textsieve
-
-        return textsieve.extract(data, name=name, options=options, isolate=True)
-    return isolated_document(run_job, data, name, options, mode, name=name,
-                             timeout=options.timeout, memory=options.memory_limit)
+    if isinstance(work, Extract):
+        return extract(data, name, options=options, isolation=Isolation.of(options))
+    return perform_at(work, data, name, options, Isolation.CHILD)

@@ -49,6 +49,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from typing import IO, cast
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
@@ -365,8 +366,9 @@ def _deflate(raw: Iterator[bytes]) -> Iterator[bytes]:
 def _unzstd(raw: Iterator[bytes]) -> Iterator[bytes]:
     import zstandard
 
+    # zstandard only calls read(): the chunks need not be a whole file object.
     reader = zstandard.ZstdDecompressor().stream_reader(
-        _RawReader(raw), read_size=_CHUNK, read_across_frames=True)
+        cast("IO[bytes]", _RawReader(raw)), read_size=_CHUNK, read_across_frames=True)
     while True:
         out = reader.read(_CHUNK)
         if not out:
@@ -496,8 +498,8 @@ class Fetcher:
             if f.status:
                 result.status = f.status
         except Exception as exc:  # a bug or an exotic library error: typed, never raised
-            f = classify_exception(exc)
-            result.error = ErrorInfo(f.kind, f.message)
+            failure = classify_exception(exc)
+            result.error = ErrorInfo(failure.kind, failure.message)
             result.content = None
         result.elapsed = time.monotonic() - t0
         return result

@@ -291,9 +291,10 @@ _death = procs.death
 
 def isolated_document(fn: Callable[..., Any], *args: Any, name: str | None,
                       timeout: float, memory: int) -> Any:
-    """``fn(*args)`` (which returns a Document) in one isolated process, as a pool worker
-    would run it: ``call_alone`` where this process may fork, else ``call_isolated``. A
-    deadline passed, a death or a bug in the child is the document's typed error."""
+    """``fn(*args)`` (a document's work, see ``core``) in one isolated process, as a pool
+    worker would run it: ``call_alone`` where this process may fork, else
+    ``call_isolated``. A deadline passed, a death or a bug in the child is the document's
+    typed error (a failed Document)."""
     from .model import Document, ErrorKind
 
     call = call_alone if can_fork() else call_isolated

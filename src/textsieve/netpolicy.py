@@ -64,10 +64,10 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
 # getaddrinfo's shape: (host, port) -> [(family, type, proto, canonname, sockaddr), ...]
-Lookup = Callable[[str, int], list[tuple]]  # type: ignore[type-arg]
+Lookup = Callable[[str, int], list[tuple]]
 
 
-def system_lookup(host: str, port: int) -> list[tuple]:  # type: ignore[type-arg]
+def system_lookup(host: str, port: int) -> list[tuple]:
     """The system resolver (hosts file, DNS, whatever nsswitch says), TCP addresses."""
     return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
 
@@ -77,7 +77,7 @@ class DnsTimeout(socket.timeout):
 
 
 def lookup_within(lookup: Lookup, host: str, port: int, timeout: float | None
-                  ) -> list[tuple]:  # type: ignore[type-arg]
+                  ) -> list[tuple]:
     """``lookup(host, port)``, given up after ``timeout`` seconds (None: wait for it).
 
     The lookup runs in a daemon thread: a blocking resolver call cannot be cancelled, so

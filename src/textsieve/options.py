@@ -1,12 +1,18 @@
-"""All knobs of an extraction in one typed, immutable object.
+"""All knobs of textsieve in one typed, immutable object, composed of one part per area.
 
 It flows unchanged from the CLI / API / server into every stage; no stage reads the
-environment or a global instead.
+environment or a global instead. Each area has its part (``ExtractionOptions``,
+``RunOptions``, ``FetchOptions``, ``MailOptions``, ``S3Options``, ``EnrichOptions``), so a
+stage can be given the part it needs: a worker process gets the extraction part alone
+(``Options.for_workers``). ``Options`` is made and read flat all the same.
 
 ``KNOBS`` says, for every field, how a person sets it: the flag, its help, its group, its
-unit. The command line's flags (``cli.build_parser``), the config file (``textsieve.toml``,
-``load_config``) and ``Options.from_mapping`` are all made from it, so a new field is one
-line here and one in ``KNOBS`` (tests/test_options.py fails when the second is missing).
+unit, its secrecy, its allowed values. The command line's flags (``cli.build_parser``), the
+config file (``textsieve.toml``, ``load_config``), ``Options.from_mapping`` and the
+service's request parameters (``server.routes.Param.of``) are all made from it. The order
+in which they win is ``resolve``'s alone. A new field is one line in its part, one in
+``Options`` (its flat name) and one in ``KNOBS`` (the module and tests/test_config.py fail
+when one is missing).
 """
 
 from __future__ import annotations
@@ -15,9 +21,9 @@ import functools
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import FrozenInstanceError
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from .errors import UsageError
 
@@ -45,6 +51,8 @@ _AT_LEAST: dict[str, float] = {
 }
 _POSITIVE = ("timeout", "tool_timeout", "ocr_page_timeout", "connect_timeout", "read_timeout",
              "fetch_timeout")
+# Fields whose value is one of their knob's ``choices``.
+_CHOICE_FIELDS = frozenset({"ocr", "html", "keep_originals", "executor"})
 
 
 class OptionsError(UsageError, ValueError):
@@ -57,17 +65,15 @@ class OptionsError(UsageError, ValueError):
         self.field = field
 
 
-@dataclass(frozen=True)
-class Options:
-    password: str | None = None  # for encrypted PDFs / office files
+# -- the parts: one immutable record per area, checked when an Options is made of them ----
+
+
+class ExtractionOptions(NamedTuple):
+    """What reading a document needs: the only part a worker process is given."""
+
+    password: str | None = None  # encrypted PDFs / office files (a secret: never shown)
     timeout: float = 120.0  # seconds per top-level file (isolated runs)
     memory_limit: int = 4 * GiB  # address-space cap per worker process (isolated runs); 0: none
-    workers: int = 0  # 0: one per core
-    # Where tasks run: "local" (worker processes here) or "ray" (a Ray cluster at
-    # ``address``: "auto" an existing one, "ray://host:port" a remote one, "local" a new one).
-    executor: str = "local"
-    address: str = "auto"
-    batch: int = 32  # small files per Ray task (Ray's per-task overhead, shared); 1: none
     max_file_size: int = 2 * GiB  # larger inputs are refused with too_large
     # Containers (ZIP/TAR/GZ, mail attachments, embedded files).
     max_depth: int = 8  # nesting levels below the top file
@@ -84,13 +90,36 @@ class Options:
     ocr_dpi: int = 300  # render resolution for PDF pages (lower for huge pages)
     ocr_page_timeout: float = 180.0  # seconds per page (isolated runs)
     max_image_pixels: int = 250_000_000  # larger images are refused (decompression bombs)
-    searchable_pdf_dir: str | None = None  # run: write OCRed PDFs here, with a text layer
-    # Link resolvers: hosts whose /item?id=N pages are Hacker News discussions.
-    hn_hosts: tuple[str, ...] = ("news.ycombinator.com", "ycombinator.com")
     # HTML: auto (main for fetched pages, full for files) | main | full | sieve (--topic).
     html: str = "auto"
     topic: str | None = None  # --html sieve: a preset name, a words file, or words
-    # Fetching web pages (textsieve.fetch): polite, bounded, typed errors.
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+
+class RunOptions(NamedTuple):
+    """Where and how many documents are extracted at once, and what a run keeps."""
+
+    workers: int = 0  # 0: one per core
+    # Where tasks run: "local" (worker processes here) or "ray" (a Ray cluster at
+    # ``address``: "auto" an existing one, "ray://host:port" a remote one, "local" a new one).
+    executor: str = "local"
+    address: str = "auto"
+    batch: int = 32  # small files per Ray task (Ray's per-task overhead, shared); 1: none
+    searchable_pdf_dir: str | None = None  # run: write OCRed PDFs here, with a text layer
+    # Originals kept by `textsieve run` (re-extraction without the network, WARC export).
+    keep_originals: str = "fetched"
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+
+class FetchOptions(NamedTuple):
+    """Fetching web pages (textsieve.fetch): polite, bounded, typed errors."""
+
+    # Link resolvers: hosts whose /item?id=N pages are Hacker News discussions.
+    hn_hosts: tuple[str, ...] = ("news.ycombinator.com", "ycombinator.com")
     user_agent: str | None = None  # None: textsieve's own (``agent``), naming contact_url
     contact_url: str | None = None  # where a site owner can reach whoever runs the fetches
     # Addresses (textsieve.netpolicy): only public ones unless opened here, for every URL.
@@ -108,63 +137,261 @@ class Options:
     max_retry_after: float = 60.0  # a longer Retry-After is not waited for: the fetch fails
     per_host_concurrency: int = 2  # requests in flight to one host
     per_host_delay: float = 0.5  # minimum seconds between request starts to one host
-    # Gmail source (textsieve.mailsrc.gmail); the URLs are overridable for a local test server.
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+
+class MailOptions(NamedTuple):
+    """Mail sources: IMAP, and the Gmail API (its URLs overridable for a local test
+    server)."""
+
     gmail_api_base: str = "https://gmail.googleapis.com"
     gmail_token_url: str = "https://oauth2.googleapis.com/token"
     gmail_token_file: str | None = None  # None: ~/.config/textsieve/gmail-token.json
-    imap_password: str | None = None  # None: ~/.netrc, else a prompt on a terminal
-    # s3:// URIs (textsieve.uris): any S3-compatible endpoint; None: the environment's
-    # (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 when set, else AWS).
+    imap_password: str | None = None  # None: ~/.netrc, a prompt (a secret: never shown)
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+
+class S3Options(NamedTuple):
+    """s3:// URIs (textsieve.uris): any S3-compatible endpoint; None: the environment's
+    (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 when set, else AWS)."""
+
     s3_endpoint: str | None = None
-    # Enrichment (textsieve.enrich: `run --enrich`, `topics`, `summarize`): the number of
-    # topics (0: chosen by coherence) and the sentences per summary.
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+
+class EnrichOptions(NamedTuple):
+    """Enrichment (textsieve.enrich: `run --enrich`, `topics`, `summarize`): the number of
+    topics (0: chosen by coherence) and the sentences per summary."""
+
     topics_k: int = 0
     summary_sentences: int = 3
-    # Originals kept by `textsieve run` (re-extraction without the network, WARC export).
-    keep_originals: str = "fetched"
 
-    def __post_init__(self) -> None:
-        if self.ocr not in OCR_MODES:
-            raise OptionsError(f"ocr must be one of {', '.join(OCR_MODES)}, not {self.ocr!r}",
-                               "ocr")
-        if self.html not in HTML_MODES:
-            raise OptionsError(
-                f"html must be one of {', '.join(HTML_MODES)}, not {self.html!r}", "html")
-        if self.keep_originals not in KEEP_ORIGINALS:
-            raise OptionsError(f"keep_originals must be one of {', '.join(KEEP_ORIGINALS)}, "
-                               f"not {self.keep_originals!r}", "keep_originals")
-        if self.executor not in EXECUTORS:
-            raise OptionsError(f"executor must be one of {', '.join(EXECUTORS)}, "
-                               f"not {self.executor!r}", "executor")
-        if not self.ocr_lang or not isinstance(self.ocr_lang, str):
+    def __repr__(self) -> str:
+        return _repr(self)
+
+
+Part = ExtractionOptions | RunOptions | FetchOptions | MailOptions | S3Options | EnrichOptions
+# The parts of an Options, by attribute name, in order.
+PARTS: dict[str, type[Part]] = {
+    "extraction": ExtractionOptions, "run": RunOptions, "fetch": FetchOptions,
+    "mail": MailOptions, "s3": S3Options, "enrich": EnrichOptions,
+}
+# Which part holds each field.
+_PART_OF: dict[str, str] = {name: part for part, cls in PARTS.items() for name in cls._fields}
+
+
+def _repr(part: Part) -> str:
+    """A part as it is written, its secrets (``Knob.secret``) left out."""
+    shown = ", ".join(f"{name}={value!r}" for name, value in zip(part._fields, part,
+                                                                 strict=True)
+                      if not KNOBS[name].secret)
+    return f"{type(part).__name__}({shown})"
+
+
+def _check(part: Part) -> Part:
+    """``part``, once every value in it is one a run could use; else ``OptionsError``
+    naming the field. The rules come from ``KNOBS`` (choices) and the tables above."""
+    names = set(part._fields)
+    for name in names & _CHOICE_FIELDS:
+        value, choices = getattr(part, name), KNOBS[name].choices
+        if value not in choices:
+            raise OptionsError(f"{name} must be one of {', '.join(choices)}, "
+                               f"not {value!r}", name)
+    if isinstance(part, ExtractionOptions):
+        lang = part.ocr_lang
+        if not lang or not isinstance(lang, str):
             raise OptionsError("ocr_lang must name at least one tesseract language",
                                "ocr_lang")
-        for name, low in _AT_LEAST.items():
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < low:
-                raise OptionsError(f"{name} must be a number >= {low:,}, not {value!r}", name)
-        if not isinstance(self.memory_limit, int) or (
-                self.memory_limit != 0 and self.memory_limit < MIN_MEMORY):
+    for name, low in _AT_LEAST.items():
+        if name not in names:
+            continue
+        value = getattr(part, name)
+        if not isinstance(value, (int, float)) or value < low:
+            raise OptionsError(f"{name} must be a number >= {low:,}, not {value!r}", name)
+    if isinstance(part, ExtractionOptions):
+        memory = part.memory_limit
+        if not isinstance(memory, int) or (memory != 0 and memory < MIN_MEMORY):
             raise OptionsError(f"memory_limit must be 0 (no cap) or at least {MIN_MEMORY:,} "
-                               f"bytes ({MIN_MEMORY // MiB} MiB), not {self.memory_limit!r}",
+                               f"bytes ({MIN_MEMORY // MiB} MiB), not {memory!r}",
                                "memory_limit")
-        if isinstance(self.allow_cidrs, str):  # one string would be read char by char
+    if isinstance(part, FetchOptions):
+        cidrs = part.allow_cidrs
+        if isinstance(cidrs, str):  # one string would be read char by char
             raise OptionsError("allow_cidrs must be a tuple of networks, not one string",
                                "allow_cidrs")
-        if self.allow_cidrs:
+        if cidrs:
             import ipaddress  # here: most runs allow no private networks
 
-        for cidr in self.allow_cidrs:
+        for cidr in cidrs:
             try:
                 ipaddress.ip_network(cidr.strip(), strict=False)
             except (ValueError, AttributeError):
                 raise OptionsError(f"allow_cidrs: {cidr!r} is not a network like "
                                    f"10.0.0.0/8 or an address", "allow_cidrs") from None
-        for name in _POSITIVE:
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not value > 0:
-                raise OptionsError(f"{name} must be a number of seconds > 0, not {value!r}",
-                                   name)
+    for name in _POSITIVE:
+        if name not in names:
+            continue
+        value = getattr(part, name)
+        if not isinstance(value, (int, float)) or not value > 0:
+            raise OptionsError(f"{name} must be a number of seconds > 0, not {value!r}",
+                               name)
+    return part
+
+
+_T = TypeVar("_T")
+
+
+class _Field(Generic[_T]):
+    """An Options field read through to the part that holds it (``options.timeout`` is
+    ``options.extraction.timeout``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.part = name, _PART_OF[name]
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Field[_T]: ...
+
+    @overload
+    def __get__(self, obj: Options, owner: type) -> _T: ...
+
+    def __get__(self, obj: Options | None, owner: type) -> _Field[_T] | _T:
+        if obj is None:
+            return self
+        value: _T = getattr(getattr(obj, self.part), self.name)
+        return value
+
+
+class Options:
+    """All knobs of textsieve in one typed, immutable object, composed of one part per
+    area: ``extraction`` (what a worker needs to read a document, and nothing more: it is
+    all a worker process is sent), ``run`` (executor, workers, what a run keeps),
+    ``fetch``, ``mail`` (IMAP, Gmail), ``s3``, ``enrich``. Made and read flat, as one
+    object: ``Options(ocr="never", retries=0)``, ``options.timeout``; ``with_`` derives
+    one with changes. Secrets (``password``, ``imap_password``) never show in its
+    ``repr``."""
+
+    __slots__ = tuple(PARTS)
+    extraction: ExtractionOptions
+    run: RunOptions
+    fetch: FetchOptions
+    mail: MailOptions
+    s3: S3Options
+    enrich: EnrichOptions
+
+    # Every field, flat, in the order of ``--help`` and of ``field_names()``.
+    password: _Field[str | None] = _Field()
+    timeout: _Field[float] = _Field()
+    memory_limit: _Field[int] = _Field()
+    workers: _Field[int] = _Field()
+    executor: _Field[str] = _Field()
+    address: _Field[str] = _Field()
+    batch: _Field[int] = _Field()
+    max_file_size: _Field[int] = _Field()
+    max_depth: _Field[int] = _Field()
+    max_members: _Field[int] = _Field()
+    max_unpacked: _Field[int] = _Field()
+    max_ratio: _Field[float] = _Field()
+    comments: _Field[bool] = _Field()
+    libreoffice: _Field[bool] = _Field()
+    tool_timeout: _Field[float] = _Field()
+    ocr: _Field[str] = _Field()
+    ocr_lang: _Field[str] = _Field()
+    ocr_dpi: _Field[int] = _Field()
+    ocr_page_timeout: _Field[float] = _Field()
+    max_image_pixels: _Field[int] = _Field()
+    searchable_pdf_dir: _Field[str | None] = _Field()
+    hn_hosts: _Field[tuple[str, ...]] = _Field()
+    html: _Field[str] = _Field()
+    topic: _Field[str | None] = _Field()
+    user_agent: _Field[str | None] = _Field()
+    contact_url: _Field[str | None] = _Field()
+    allow_private: _Field[bool] = _Field()
+    allow_cidrs: _Field[tuple[str, ...]] = _Field()
+    obey_robots: _Field[bool] = _Field()
+    max_crawl_delay: _Field[float] = _Field()
+    connect_timeout: _Field[float] = _Field()
+    read_timeout: _Field[float] = _Field()
+    fetch_timeout: _Field[float] = _Field()
+    max_body: _Field[int] = _Field()
+    max_redirects: _Field[int] = _Field()
+    retries: _Field[int] = _Field()
+    backoff: _Field[float] = _Field()
+    max_retry_after: _Field[float] = _Field()
+    per_host_concurrency: _Field[int] = _Field()
+    per_host_delay: _Field[float] = _Field()
+    gmail_api_base: _Field[str] = _Field()
+    gmail_token_url: _Field[str] = _Field()
+    gmail_token_file: _Field[str | None] = _Field()
+    imap_password: _Field[str | None] = _Field()
+    s3_endpoint: _Field[str | None] = _Field()
+    topics_k: _Field[int] = _Field()
+    summary_sentences: _Field[int] = _Field()
+    keep_originals: _Field[str] = _Field()
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - _PART_OF.keys())
+        if unknown:
+            raise TypeError(f"Options() got an unexpected keyword argument {unknown[0]!r}")
+        for part, cls in PARTS.items():
+            mine = {k: v for k, v in values.items() if _PART_OF[k] == part}
+            object.__setattr__(self, part, _check(cls(**mine)) if mine else
+                               _default_part(cls))
+
+    @classmethod
+    def compose(cls, **parts: Part) -> Options:
+        """Options from parts (``extraction=ExtractionOptions(...)``); the others default."""
+        unknown = sorted(set(parts) - PARTS.keys())
+        if unknown:
+            raise TypeError(f"Options.compose() got an unexpected part {unknown[0]!r}")
+        made = cls.__new__(cls)
+        for name, part_cls in PARTS.items():
+            part = parts.get(name)
+            if part is None:
+                part = _default_part(part_cls)
+            elif not isinstance(part, part_cls):
+                raise TypeError(f"{name} must be a {part_cls.__name__}")
+            else:
+                _check(part)
+            object.__setattr__(made, name, part)
+        return made
+
+    def _parts(self) -> tuple[Part, ...]:
+        return tuple(getattr(self, name) for name in PARTS)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Options):
+            return NotImplemented
+        return self._parts() == other._parts()
+
+    def __hash__(self) -> int:
+        return hash(self._parts())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={part!r}" for name, part in zip(PARTS, self._parts(),
+                                                                   strict=True)
+                          if part != _default_part(type(part)))
+        return f"Options({shown})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_from_parts, self._parts())
+
+    def for_workers(self) -> Options:
+        """These options as a worker process is given them: the extraction part alone (the
+        other parts at their defaults), so no fetching, mail or S3 setting, and no mail
+        password, travels to a worker or a Ray cluster."""
+        return _for_workers(self)
 
     def output_fingerprint(self) -> str:
         """A short hash of the options that change what an extraction outputs: an archive
@@ -186,7 +413,17 @@ class Options:
         return f"Mozilla/5.0 (compatible; textsieve/0.1{contact})"
 
     def with_(self, **changes: Any) -> Options:
-        return replace(self, **changes)
+        """These options with ``changes`` (field names, flat); each changed part is made
+        and checked anew, the others are shared."""
+        unknown = sorted(set(changes) - _PART_OF.keys())
+        if unknown:
+            raise TypeError(f"with_() got an unexpected keyword argument {unknown[0]!r}")
+        made = Options.__new__(Options)
+        for name in PARTS:
+            part = getattr(self, name)
+            mine = {k: v for k, v in changes.items() if _PART_OF[k] == name}
+            object.__setattr__(made, name, _check(part._replace(**mine)) if mine else part)
+        return made
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], *, base: Options | None = None,
@@ -215,6 +452,20 @@ class Options:
         return self.workers if self.workers > 0 else _cores()
 
 
+def _default_part(cls: type[Part]) -> Part:
+    return _PART_DEFAULTS[cls]
+
+
+def _from_parts(*parts: Part) -> Options:
+    """Unpickling: the parts as they were."""
+    return Options.compose(**dict(zip(PARTS, parts, strict=True)))
+
+
+@functools.lru_cache(maxsize=64)
+def _for_workers(options: Options) -> Options:
+    return Options.compose(extraction=options.extraction)
+
+
 @functools.cache
 def _cores() -> int:
     """Cores this process may use (its affinity mask, as a container or taskset sets it);
@@ -228,9 +479,9 @@ def _cores() -> int:
 # -- how each field is set by a person: flags, config keys, help ---------------------------
 
 
-@dataclass(frozen=True)
-class Knob:
-    """How one ``Options`` field is set from the command line and the config file."""
+class Knob(NamedTuple):
+    """How one ``Options`` field is set from the command line, the config file and the
+    service's request parameters."""
 
     help: str
     group: str  # the section of --help: documents, containers, ocr, html, fetch, mail
@@ -244,6 +495,10 @@ class Knob:
     env: str = ""  # the environment variable the command line takes it from (never the library)
     choices: tuple[str, ...] = ()
     off_flag: str = ""  # a bool's familiar flag for False (--ignore-robots for obey_robots)
+    # What a value from a remote caller (the service's request parameters) must look like,
+    # and its longest length (0: the service's default).
+    pattern: str = ""
+    max_length: int = 0
 
 
 GROUPS = {
@@ -291,7 +546,7 @@ KNOBS: dict[str, Knob] = {
     "ocr": Knob("auto: OCR pages without usable text; always; never", "ocr",
                 choices=OCR_MODES),
     "ocr_lang": Knob("OCR languages, tesseract codes joined by +", "ocr", flag="--lang",
-                     metavar="LANGS"),
+                     metavar="LANGS", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$", max_length=200),
     "ocr_dpi": Knob("render resolution of PDF pages for OCR", "ocr", metavar="DPI"),
     "ocr_page_timeout": Knob("seconds per OCRed page", "ocr", metavar="S"),
     "max_image_pixels": Knob("larger images are refused (decompression bombs)", "ocr",
@@ -368,7 +623,14 @@ def _defaults() -> Options:
 
 
 def field_names() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Options))
+    """Every field of ``Options``, flat, in the order of ``--help``."""
+    return _FIELD_NAMES
+
+
+_FIELD_NAMES = tuple(name for name, value in vars(Options).items() if isinstance(value, _Field))
+_PART_DEFAULTS: dict[type[Part], Part] = {cls: cls() for cls in PARTS.values()}
+if set(_FIELD_NAMES) != set(_PART_OF):  # a part's field without its flat name
+    raise TypeError(f"Options lacks {sorted(set(_PART_OF) - set(_FIELD_NAMES))}")
 
 
 def flag_of(name: str) -> str:
@@ -477,3 +739,49 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         if KNOBS[name].path and isinstance(value, str) and value:
             values[name] = str((file.parent / os.path.expanduser(value)).resolve())
     return values
+
+
+def resolve(*, flags: Mapping[str, Any] | None = None,
+            secret_files: Mapping[str, str] | None = None, config: str | None = None,
+            config_file: bool = True, environ: Mapping[str, str] | None = None) -> Options:
+    """The Options of a command, by the one order of precedence: the defaults, then the
+    config file (``config``, else ``textsieve.toml`` in the working folder when there is
+    one), then the environment (a knob's ``env``: secrets and the S3 endpoint, read here
+    and never by the library), then the flags given (``flags``: field -> value, only those
+    the user wrote; ``secret_files``: field -> a file whose first line is that secret,
+    ``--password-file``). A bad value is an ``OptionsError`` naming what the user wrote:
+    the flag, or the config file. ``config_file=False``: none is read (a command that
+    takes no option flags: ``export`` to s3:// takes its endpoint from the environment)."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    if not config_file:
+        config = None
+    elif not config and os.path.isfile(CONFIG_FILE):
+        config = CONFIG_FILE
+    if config:
+        values.update(load_config(config))
+    for name, knob in KNOBS.items():
+        if knob.env and environ.get(knob.env):
+            values[name] = environ[knob.env]
+        if knob.secret and (secret_files or {}).get(name):
+            values[name] = read_secret(flag_of(name) + "-file", (secret_files or {})[name])
+    given = dict(flags or {})
+    values.update(given)
+    try:
+        return Options(**values)
+    except OptionsError as exc:  # name what the user wrote: the flag, or the config key
+        if exc.field in given:
+            raise OptionsError(f"{flag_of(exc.field)}: {exc}", exc.field) from None
+        if exc.field and config:
+            raise OptionsError(f"config {config}: {exc}", exc.field) from None
+        raise
+
+
+def read_secret(flag: str, path: str) -> str:
+    """The first line of a file (a password kept out of ``ps`` and shell history)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise UsageError(f"{flag} {path}: cannot read it ({why})") from None

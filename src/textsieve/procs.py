@@ -40,17 +40,18 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+    from multiprocessing.context import ForkContext, ForkServerContext
 
 _PR_SET_PDEATHSIG = 1  # prctl(2), linux/prctl.h
 
 # Modules the forkserver imports once, before it forks any worker (parsers stay warm;
 # run.warm loads every parser and what they import on first use).
-FORKSERVER_PRELOAD = ["textsieve", "textsieve.core", "textsieve.run.executor",
-                      "textsieve.server._job", "textsieve.run.warm"]
+FORKSERVER_PRELOAD = ["textsieve", "textsieve.core", "textsieve.run.pool",
+                      "textsieve.run.warm"]
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ def libc_prctl() -> Callable[..., int] | None:
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+        prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+        return prctl
     except (OSError, AttributeError):
         return None
 
@@ -376,10 +378,12 @@ class Child:
     def alive(self) -> bool:
         return bool(self.proc.is_alive())
 
-    def exitcode(self, wait: float = 1.0) -> int | None:
-        """Its exit code once it has ended (waiting up to ``wait`` s), else None."""
+    def exitcode(self, wait: float | None = 1.0) -> int | None:
+        """Its exit code once it has ended (waiting up to ``wait`` s; None: until it
+        ends), else None."""
         self.proc.join(wait)
-        return self.proc.exitcode  # type: ignore[no-any-return]
+        code: int | None = self.proc.exitcode
+        return code
 
     def kill(self) -> None:
         """SIGKILL it with its whole group (the programs it started) and reap it."""
@@ -408,7 +412,7 @@ def start(target: Callable[..., Any], *args: Any, setup: Setup, method: str = "f
     through ``start`` (a run's process, which starts a pool, is not one)."""
     import multiprocessing as mp
 
-    ctx = mp.get_context(method)
+    ctx = cast("ForkContext | ForkServerContext", mp.get_context(method))
     if method == "forkserver":
         ctx.set_forkserver_preload(FORKSERVER_PRELOAD)
     if duplex:

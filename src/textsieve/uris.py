@@ -47,6 +47,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -407,7 +408,7 @@ def write(uri: str, data: bytes, options: Options, *, metadata: dict[str, str] |
             for where, _ in files:  # all refused before any is written
                 check(lstat_under(root, where))
             for where, content in files:
-                write_under(root, where, lambda f, c=content: f.write(c),
+                write_under(root, where, methodcaller("write", content),
                             replace=overwrite, check=check)
         except UriError:
             raise

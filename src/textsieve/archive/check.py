@@ -191,7 +191,7 @@ def _unreadable_rows(conn: sqlite3.Connection) -> tuple[set[int], list[str]]:
                 if why is None:
                     continue
                 if table == "items":
-                    damaged.add(int(row["id"]))  # type: ignore[call-overload]
+                    damaged.add(int(row["id"]))
                 if len(lines) < _MAX_PROBLEMS:
                     lines.append(f"{table} row {row.get('id', '?')}: cannot be read ({why})")
     finally:

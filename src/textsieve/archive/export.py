@@ -16,6 +16,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
+from operator import methodcaller
 from pathlib import Path
 from typing import IO, Any
 
@@ -111,12 +112,12 @@ def _export_txt(archive: Archive, out: Path, counts: Counter[str],
         body = (text.rstrip("\n") + "\n").encode("utf-8", "surrogatepass")
         try:
             try:
-                write_under(out, parts, lambda f, b=body: f.write(b))
+                write_under(out, parts, methodcaller("write", body))
             except (IsADirectoryError, NotADirectoryError):
                 # a file and a folder of the same name (e.g. "a.txt" the file and "a.txt/"
                 # the folder): keep both, the later one beside the tree's root with its id
                 counts["renamed"] += 1
-                write_under(out, [_with_id(parts[-1], item_id)], lambda f, b=body: f.write(b))
+                write_under(out, [_with_id(parts[-1], item_id)], methodcaller("write", body))
         except OSError as exc:  # this item only: the export goes on with the next one
             counts["failed"] += 1
             where = readable(os.path.join(os.fspath(out), *parts))

@@ -52,7 +52,8 @@ def usage(conn: sqlite3.Connection) -> Usage:
             "(SELECT 1 FROM captures c WHERE c.original = o.sha256)").fetchone()[0]
     except sqlite3.OperationalError:  # an archive older than originals
         return Usage()
-    return Usage(*row, unused=unused)
+    count, size, stored_rows, stored_files, files = row
+    return Usage(count, size, stored_rows, stored_files, files, unused)
 
 
 def problems(conn: sqlite3.Connection, archive_path: Path) -> list[str]:

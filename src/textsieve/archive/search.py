@@ -77,7 +77,8 @@ def _where(f: Filters, ident: str) -> tuple[str, list[object]]:
     an index alone (schema version 4): no row of ``items`` is read, so neither its
     compressed texts nor its metadata JSON. The unary plus keeps a set a filter: as a
     constraint on the full-text table's rowid it would re-run the MATCH once per id."""
-    sql, args = [], []
+    sql: list[str] = []
+    args: list[object] = []
     for col, value in (("mime_type", f.type), ("status", f.status), ("language", f.language),
                        ("site", f.site)):
         if value:

@@ -48,10 +48,10 @@ def extract(text: str, idf: dict[str, float], *, default_idf: float, title: str 
         for w in [*_WORD.findall(chunk), ""]:
             low = w.lower()
             if low:
-                out = skip.get(low)
-                if out is None:
-                    out = skip[low] = len(low) <= 2 or _is_stop(low, stop)
-                if not out:
+                skipped = skip.get(low)
+                if skipped is None:
+                    skipped = skip[low] = len(low) <= 2 or _is_stop(low, stop)
+                if not skipped:
                     run.append(w)
                     lows.append(low)
                     continue

@@ -10,7 +10,7 @@ its names are re-exported here. What an extractor gets besides its input is ``Co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,6 +33,7 @@ from .registry import (
 if TYPE_CHECKING:
     import subprocess
 
+    from ..bytesource import Source
     from ..render import Builder
 
 __all__ = ["CORE_VERSION", "FALLBACK_KINDS", "FETCH_TAG", "REGISTRY", "REGISTRY_TAG",
@@ -63,10 +64,15 @@ class Context:
     depth: int = 0
     budget: Budget = field(default_factory=Budget)
     ancestors: tuple[str, ...] = ()  # sha256 of the containers we are inside (loops)
-    defer_ocr: bool = False  # the worker pool OCRs this document's pages in parallel
     # Processes a long paged document may use to read its pages (forked, see forking.py):
     # all cores for a document handed to the API, 1 for members and inside busy workers.
     page_workers: int = 1
+    # How a member is extracted: given by the caller (``core``), so that extractors never
+    # import the layer above them. None: members cannot be extracted (a bare test context).
+    nested: Callable[[Source, Context], Document] | None = None
+    # Pages (1-based) the extractor left for OCR: a scan's, an image's frames. The caller
+    # (``core``) OCRs them or hands them to an executor; they never enter the metadata.
+    ocr_pending: list[int] = field(default_factory=list)
 
     def child(self, data: bytes, name: str | None) -> Document:
         """Extract a member/attachment/embedded file as a child Document.
@@ -75,15 +81,16 @@ class Context:
         (or a zip that contains itself) stops with a typed error instead of running away.
         """
         from ..bytesource import Source
-        from ..core import extract_source
 
         if self.depth + 1 > self.options.max_depth:
             return Document.failed(ErrorKind.TOO_LARGE,
                                    f"nesting deeper than {self.options.max_depth} levels",
                                    name=name)
-        return extract_source(Source.from_bytes(data, name=name), self.options,
-                              ctx=Context(self.options, self.depth + 1, self.budget,
-                                          self.ancestors))
+        if self.nested is None:
+            raise ExtractionError(ErrorKind.INTERNAL, "no nested extraction in this context")
+        return self.nested(Source.from_bytes(data, name=name),
+                           Context(self.options, self.depth + 1, self.budget, self.ancestors,
+                                   nested=self.nested))
 
     def account(self, nbytes: int, what: str = "archive") -> None:
         """Charge unpacked bytes to the budget; raises too_large when it is spent."""

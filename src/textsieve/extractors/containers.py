@@ -29,7 +29,8 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
-from typing import IO
+from functools import partial
+from typing import IO, cast
 
 from .. import detection as d
 from ..bytesource import Source
@@ -259,7 +260,8 @@ class _UnzipTool:
         pattern = "".join(f"[{c}]" if c in "*?[" else c for c in info.filename)
         proc = subprocess.Popen([self.exe, "-p", "-qq", self._path, pattern],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        return _ToolStream(proc, self.ctx.options.tool_timeout)
+        # A raw stream read like any member's (read, close): what _read_capped needs.
+        return cast("IO[bytes]", _ToolStream(proc, self.ctx.options.tool_timeout))
 
 
 class _ToolStream(io.RawIOBase):
@@ -284,8 +286,8 @@ class _ToolStream(io.RawIOBase):
         return len(data)
 
     def read1(self, n: int = -1) -> bytes:
-        assert self.proc.stdout is not None
-        return self.proc.stdout.read1(n if n > 0 else _CHUNK)
+        assert self.proc.stdout is not None  # a pipe: Popen's buffered reader
+        return cast(io.BufferedReader, self.proc.stdout).read1(n if n > 0 else _CHUNK)
 
     def close(self) -> None:
         if self.closed:
@@ -357,7 +359,8 @@ def _recover(src: Source, ctx: Context, doc: Document) -> bool:
         info._raw_time = mtime  # type: ignore[attr-defined]  # ZipCrypto check byte
         left = len(data) - info.header_offset
         if flags & 0x8 or csize == 0xFFFFFFFF:  # sizes follow the data: read to stream end
-            info.compress_size, info.file_size, info.CRC = left, 1 << 62, None
+            # No CRC to check (None is what zipfile takes for that).
+            info.compress_size, info.file_size, info.CRC = left, 1 << 62, None  # type: ignore[assignment]
         else:
             info.compress_size, info.file_size, info.CRC = min(csize, left), usize, crc
             if csize > left:
@@ -373,7 +376,7 @@ def _recover(src: Source, ctx: Context, doc: Document) -> bool:
         if cut and infos.index(info) in cut:
             raise zipfile.BadZipFile("member truncated (the archive is cut short)")
         buf.seek(info.header_offset)
-        return zipfile.ZipExtFile(buf, "r", info, pwd)
+        return cast("IO[bytes]", zipfile.ZipExtFile(buf, "r", info, pwd))
 
     doc.warnings.append(f"no readable central directory: {len(infos)} members recovered "
                         "from local headers")
@@ -469,7 +472,7 @@ def _tar(raw: IO[bytes], ctx: Context, doc: Document, what: str,
                     continue
                 try:
                     data = _read_capped(f, run.room, ctx.options.max_ratio,
-                                        lambda s=start: raw.tell() - s)
+                                        partial(_read_since, raw, start))
                 except _Overflow as exc:
                     run.too_big(name, exc, member.size)
                     continue
@@ -488,10 +491,15 @@ def _tar(raw: IO[bytes], ctx: Context, doc: Document, what: str,
     run.finish(None if run.stopped else total)
 
 
+def _read_since(raw: IO[bytes], start: int) -> int:
+    """Bytes of ``raw`` read since ``start``: what a member has taken of the archive."""
+    return raw.tell() - start
+
+
 def _tar_iter(tf: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
     """Members in stream order, without keeping them all in ``tf.members``."""
     while (member := tf.next()) is not None:
-        tf.members.clear()
+        tf.members.clear()  # type: ignore[attr-defined]  # kept by tarfile, not in its stubs
         yield member
 
 
@@ -533,8 +541,8 @@ def extract_compressed(src: Source, ctx: Context, doc: Document, out: Builder) -
 
 def _decompressor(kind: str, raw: IO[bytes]) -> IO[bytes]:
     if kind == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    return bz2.BZ2File(raw) if kind == "bzip2" else lzma.LZMAFile(raw)
+        return cast("IO[bytes]", gzip.GzipFile(fileobj=raw, mode="rb"))
+    return cast("IO[bytes]", bz2.BZ2File(raw) if kind == "bzip2" else lzma.LZMAFile(raw))
 
 
 def _single(raw: IO[bytes], f: IO[bytes], src: Source, ctx: Context, doc: Document,

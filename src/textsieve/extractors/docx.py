@@ -444,7 +444,7 @@ class _Word:
                     for r in self.table(el):
                         sub.paragraph(" | ".join(c for c in r if c.strip()))
                 elif el.tag != w + "tcPr":
-                    self.blocks([el])  # type: ignore[arg-type]
+                    self.blocks([el])
         finally:
             self.out = saved
         return sub.text().replace("\n\n", "\n")

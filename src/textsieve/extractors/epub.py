@@ -186,16 +186,21 @@ def _metadata(opf: etree._Element, doc: Document) -> None:
         elif local(el.tag) == "meta" and el.get("property") == "dcterms:modified" and text:
             doc.metadata.modified = text
     m = doc.metadata
-    doc.title = (vals.get("title") or [None])[0]
+    doc.title = _first(vals, "title")
     if vals.get("creator"):
         m.author = "; ".join(vals["creator"])
-    m.language = (vals.get("language") or [None])[0]
-    m.created = (vals.get("date") or [None])[0]
+    m.language = _first(vals, "language")
+    m.created = _first(vals, "date")
     if vals.get("subject"):
         m.subject = "; ".join(vals["subject"])
     for k in ("publisher", "description", "identifier", "rights"):
         if vals.get(k):
             m.extra[k] = vals[k][0]
+
+
+def _first(vals: dict[str, list[str]], key: str) -> str | None:
+    got = vals.get(key)
+    return got[0] if got else None
 
 
 def _spine(opf: etree._Element, base: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""Images: pixels only, so every frame is marked for OCR (``ocr_pending``); with OCR off
+"""Images: pixels only, so every frame is marked for OCR (``ctx.ocr_pending``); with OCR off
 they are reported ``needs_ocr``, never an empty success.
 What we can learn cheaply is still recorded (size, format, frames, DPI) from the header
 alone: Pillow reads only the header on ``open`` when it is installed; otherwise a few lines
@@ -73,7 +73,7 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                               f"image of {pixels:,} pixels is above the limit of "
                               f"{ctx.options.max_image_pixels:,} (a decompression bomb?)")
     frames = int((info or {}).get("frames", 1))
-    doc.metadata.extra["ocr_pending"] = list(range(1, frames + 1))
+    ctx.ocr_pending = list(range(1, frames + 1))
 
 
 def _pillow_info(src: Source) -> dict[str, Any] | None:

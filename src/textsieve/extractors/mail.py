@@ -582,6 +582,7 @@ def _msg_encryption(m: _Msg) -> list[str]:
 
 def _msg_html(m: _Msg, ctx: Context) -> str | None:
     raw = m.binary("1013")
+    html: str | None
     if raw is not None:
         head = raw[:2048].decode("ascii", "replace")
         cs = re.search(r"charset=[\"']?([\w-]+)", head, re.I)

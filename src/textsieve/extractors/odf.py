@@ -157,7 +157,7 @@ class _Odf:
         else:
             self.out.paragraph(text)
         for f in frames:
-            self.blocks([f])  # type: ignore[arg-type]
+            self.blocks([f])
 
     def list_(self, lst: etree._Element, level: int, style: str | None,
               counters: list[int]) -> None:
@@ -232,7 +232,7 @@ class _Odf:
                     for r in self.table(el):
                         sub.paragraph(" | ".join(c for c in r if c.strip()))
                 else:
-                    self.blocks([el])  # type: ignore[arg-type]
+                    self.blocks([el])
         finally:
             self.out = saved
         return sub.text().replace("\n\n", "\n")
@@ -405,7 +405,7 @@ def _meta(zf: zipfile.ZipFile, ctx: Context, doc: Document) -> None:
                 if n and n.isdigit() and k == "page-count":
                     doc.metadata.page_count = int(n)
         elif name and (el.text or "").strip():
-            vals.setdefault(name, []).append(el.text.strip())  # type: ignore[union-attr]
+            vals.setdefault(name, []).append(el.text.strip())
     m = doc.metadata
     first = {k: v[0] for k, v in vals.items()}
     doc.title = first.get("title")

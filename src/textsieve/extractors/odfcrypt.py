@@ -164,11 +164,11 @@ def _cipher(algorithm: str, key: bytes, iv: bytes, data: bytes, name: str) -> by
         try:  # moved out of the main namespace in cryptography 43
             from cryptography.hazmat.decrepit.ciphers.algorithms import Blowfish
         except ImportError:  # pragma: no cover - older cryptography
-            Blowfish = algorithms.Blowfish  # type: ignore[attr-defined]
+            Blowfish = algorithms.Blowfish  # type: ignore[misc]
         try:
             from cryptography.hazmat.decrepit.ciphers.modes import CFB
         except ImportError:
-            CFB = modes.CFB  # type: ignore[attr-defined]
+            CFB = modes.CFB  # type: ignore[misc]
         dec = Cipher(Blowfish(key), CFB(iv)).decryptor()
         return dec.update(data) + dec.finalize()
     raise ExtractionError(ErrorKind.ENCRYPTED,

@@ -5,7 +5,7 @@ when we have one (PDFium reads lazily, the file is never loaded whole) and close
 and text page as soon as its text is out, so memory stays flat on long documents.
 
 A PDF with no text layer is not "empty": pages that hold only images, or a text layer that
-is garbage (fonts without a Unicode mapping), are marked for OCR (``ocr_pending``) and the
+is garbage (fonts without a Unicode mapping), are marked for OCR (``ctx.ocr_pending``) and the
 core or the worker pool OCRs exactly those pages; with OCR off they are reported
 (``needs_ocr``, or ``pages_needing_ocr`` for mixed documents).
 """
@@ -135,10 +135,10 @@ def extract(src: Source, ctx: Context, doc: Document, out: Builder) -> None:
                               "wrapper's placeholder")
     mode = ctx.options.ocr
     if mode == "always":
-        doc.metadata.extra["ocr_pending"] = list(range(1, n_pages + 1))
+        ctx.ocr_pending = list(range(1, n_pages + 1))
     elif mode == "auto" and (image_only or garbled):
         # The pages without usable text are OCRed, the others keep their text layer.
-        doc.metadata.extra["ocr_pending"] = sorted(image_only + garbled)
+        ctx.ocr_pending = sorted(image_only + garbled)
     else:
         _classify_scans(doc, image_only, garbled, any_text)
 

@@ -12,7 +12,7 @@ import datetime as dt
 import io
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import python_calamine as pc
 
@@ -106,14 +106,14 @@ def _read_workbook(src: Source, doc: Document, out: Builder) -> None:
     wb = _open(src)
     names: list[str] = []
     hidden: list[str] = []
-    sheets: list[list[list[str]]] = []
+    sheets: list[list[tuple[str, ...]]] = []
     try:
         metas = wb.sheets_metadata
         for index, meta in enumerate(metas):
             names.append(meta.name)
             if meta.visible != pc.SheetVisibleEnum.Visible:
                 hidden.append(meta.name)
-            rows: list[list[str]] = []
+            rows: list[tuple[str, ...]] = []
             if meta.typ in (pc.SheetTypeEnum.WorkSheet, pc.SheetTypeEnum.DialogSheet,
                             pc.SheetTypeEnum.MacroSheet):
                 # chart sheets hold no cells; calamine cannot read some of them
@@ -221,7 +221,7 @@ def _open(src: Source) -> pc.CalamineWorkbook:
 
 
 def _read_sheet(wb: pc.CalamineWorkbook, index: int, name: str, doc: Document
-                ) -> list[list[str]]:
+                ) -> list[tuple[str, ...]]:
     try:
         raw = wb.get_sheet_by_index(index).to_python()
     except pc.PasswordError as exc:
@@ -273,12 +273,14 @@ def _fmt(v: Cell) -> str:
         return "TRUE" if v else "FALSE"
     if t is int:
         return str(v)
+    # Exact types (a bool is an int; a datetime a date), so mypy is told what ``t`` found.
     if t is dt.datetime:
-        return v.isoformat(sep=" ") if v.time() != dt.time() else v.date().isoformat()
+        when = cast(dt.datetime, v)
+        return when.isoformat(sep=" ") if when.time() != dt.time() else when.date().isoformat()
     if t is dt.date or t is dt.time:
-        return v.isoformat()
+        return cast("dt.date | dt.time", v).isoformat()
     if t is dt.timedelta:
-        secs = int(v.total_seconds())
+        secs = int(cast(dt.timedelta, v).total_seconds())
         sign, secs = ("-", -secs) if secs < 0 else ("", secs)
         return f"{sign}{secs // 3600}:{secs // 60 % 60:02d}:{secs % 60:02d}"
     return str(v)

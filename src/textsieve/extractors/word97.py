@@ -469,25 +469,25 @@ def _papx(page: bytes, at: int) -> _Para:
     while pos + 2 <= len(grpprl):
         sprm = grpprl[pos] | grpprl[pos + 1] << 8
         pos += 2
-        size = _operand_size(sprm, grpprl, pos)
-        if size is None or pos + size > len(grpprl):
+        opsize = _operand_size(sprm, grpprl, pos)
+        if opsize is None or pos + opsize > len(grpprl):
             break
-        value = grpprl[pos] if size else 0
+        value = grpprl[pos] if opsize else 0
         if sprm == _SPRM_IN_TABLE:
             in_table = bool(value)
         elif sprm == _SPRM_TTP:
             row_end = bool(value)
-        elif sprm == _SPRM_ITAP and size == 4:
+        elif sprm == _SPRM_ITAP and opsize == 4:
             depth = struct.unpack_from("<i", grpprl, pos)[0]
         elif sprm == _SPRM_INNER_CELL:
             inner_cell = bool(value)
         elif sprm == _SPRM_INNER_TTP:
             inner_ttp = bool(value)
-        elif sprm == _SPRM_ILFO and size == 2:
+        elif sprm == _SPRM_ILFO and opsize == 2:
             ilfo = struct.unpack_from("<h", grpprl, pos)[0]
         elif sprm == _SPRM_ILVL:
             ilvl = min(value, 8)
-        pos += size
+        pos += opsize
     if in_table and not depth:
         depth = 1
     if not (in_table or row_end or inner_cell or inner_ttp or istd or ilfo > 0):

@@ -72,7 +72,7 @@ def decode_body(payload: bytes, charset: str | None) -> str:
     enc = normalize_charset(charset)
     if enc and ((enc.startswith(_STATEFUL) and b"\x1b" in payload) or enc == "utf-7"):
         try:
-            return payload.decode(enc)  # type: ignore[arg-type]
+            return payload.decode(enc)
         except (UnicodeDecodeError, LookupError):
             pass
     text, _ = decode(payload, charset)
@@ -149,7 +149,7 @@ def decode_words(raw: str) -> str:
 
 def raw_header(msg: Message, name: str) -> str | None:
     low = name.lower()
-    for k, v in msg._headers:  # the unparsed (name, value) pairs
+    for k, v in msg.raw_items():  # the unparsed (name, value) pairs
         if k.lower() == low:
             return str(v)
     return None
@@ -169,7 +169,7 @@ def payload(part: Message) -> bytes:
         data = part.get_payload(decode=True)
     except Exception:  # damaged base64/uuencode: keep the raw text
         data = None
-    if data is None:
+    if not isinstance(data, bytes):  # None: nothing to decode (or a multipart)
         raw = part.get_payload()
         if isinstance(raw, list):  # message/delivery-status and friends: header blocks
             return "\n".join(str(p) for p in raw).encode("utf-8", "replace")

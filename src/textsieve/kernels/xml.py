@@ -34,8 +34,8 @@ class Context(Protocol):
 
 _OPTS = dict(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
              remove_comments=True, remove_pis=True, dtd_validation=False)
-_STRICT = etree.XMLParser(**_OPTS)  # type: ignore[arg-type]
-_RECOVER = etree.XMLParser(recover=True, **_OPTS)  # type: ignore[arg-type]
+_STRICT = etree.XMLParser(**_OPTS)
+_RECOVER = etree.XMLParser(recover=True, **_OPTS)
 # lxml refuses `<?xml version="1.1"?>`; the 1.0 grammar reads such files fine in practice.
 _XML11 = re.compile(rb"^(\xef\xbb\xbf)?(\s*<\?xml\s+version\s*=\s*[\"'])1\.1([\"'])")
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
@@ -92,9 +92,10 @@ def read_member(zf: zipfile.ZipFile, name: str, ctx: Context, *,
         with zf.open(info) as f:
             data = f.read(cap + 1)
     except _ZIP_ERRORS as exc:
-        data = _reread_shifted(zf, info)
-        if data is None:
+        shifted = _reread_shifted(zf, info)
+        if shifted is None:
             raise ExtractionError(ErrorKind.CORRUPT, f"cannot read part {name}: {exc}") from exc
+        data = shifted
     if len(data) > cap:
         raise ExtractionError(ErrorKind.TOO_LARGE, f"part {name} is larger than declared")
     ctx.account(len(data), "document package")

@@ -86,8 +86,8 @@ def harvest(raw: bytes | Message, rules: Rules | None = None) -> Harvest:
     parsed = iter(docs_all)
     for ctype, body in parts:  # hand-written (or a digest): every link, in mail order
         if ctype == "html":
-            d = next(parsed)
-            for url, text in (d.links if d is not None else ()):
+            html_doc = next(parsed)
+            for url, text in (html_doc.links if html_doc is not None else ()):
                 out.add(url, text)
         else:
             for url in text_urls(body):

@@ -8,27 +8,14 @@ all its workers (one page per task) and merges the results with ``merge``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from ..bytesource import Source
 from ..model import Document, ErrorKind, ExtractionError
 from ..options import Options
 from ..render import Builder
+from .result import PageOcr
 
-
-@dataclass
-class PageOcr:
-    """The OCR result of one page (or the reason it has none)."""
-
-    number: int  # 1-based page / frame number
-    text: str = ""
-    confidence: float = 0.0
-    rotation: int = 0  # degrees (counter-clockwise) the page was turned to read it
-    scale: float = 1.0  # image pages: pixels read per pixel of the image
-    dpi: int | None = None  # PDF pages: the resolution the page was read at
-    pdf: bytes | None = None  # text-only PDF page, for searchable PDFs
-    seconds: float = 0.0
-    error: str | None = None  # why this page has no text (it is then a "missing page")
+__all__ = ["PageOcr", "merge", "ocr_pages"]
 
 
 def ocr_pages(src: Source, mime: str, pages: list[int], options: Options, *,
@@ -77,11 +64,11 @@ def merge(doc: Document, results: list[PageOcr]) -> None:
     ocred, missing = [], []
     for p in pages:
         out.start_page(p.number)
-        r = by_page.get(p.number)
+        got = by_page.get(p.number)
         text = p.text
-        if r is not None:
-            if r.error is None:
-                text = _tidy(r.text)
+        if got is not None:
+            if got.error is None:
+                text = _tidy(got.text)
                 ocred.append(p.number)
             else:
                 missing.append(p.number)
@@ -114,7 +101,6 @@ def merge(doc: Document, results: list[PageOcr]) -> None:
         doc.warnings.append("OCR failed on page(s) " + ", ".join(
             f"{n} ({reasons[n]})" for n in missing[:10]))
     extra.pop("pages_needing_ocr", None)
-    extra.pop("ocr_pending", None)
 
 
 def _tidy(text: str) -> str:

@@ -19,8 +19,9 @@ from .. import detection as d
 from ..bytesource import Source
 from ..model import ErrorKind, ExtractionError
 from ..options import Options
-from . import PageOcr, engine, reread
+from . import engine, reread
 from .layout import tables as layout_tables
+from .result import PageOcr
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -224,7 +225,7 @@ def read_page(pager: _PdfPages | _ImagePages, number: int, lang: str, *,
 
     img, dpi = pager.image(number)
     ready = prep.prepare(img)
-    if isinstance(pager, _PdfPages) and pager.scan and ready.scale < 1:
+    if isinstance(pager, _PdfPages) and dpi is not None and pager.scan and ready.scale < 1:
         # A scan read much smaller: at a whole fraction of its resolution (600 -> 300
         # dpi), so its pixels are averaged evenly; a little smaller (300 dpi body text),
         # as prepared (averaged by a box filter).
@@ -232,7 +233,7 @@ def read_page(pager: _PdfPages | _ImagePages, number: int, lang: str, *,
         if whole < 1:
             img, dpi = pager.image(number, dpi=dpi * whole)
             ready = prep.prepare(img, scale=1.0)
-    if isinstance(pager, _PdfPages) and pager.rendered and ready.scale > 1:
+    if isinstance(pager, _PdfPages) and dpi is not None and pager.rendered and ready.scale > 1:
         # Small print on a rendered page: rendered again at the resolution its text asks
         # for, which draws vector text sharper than enlarging the bitmap would.
         img, dpi = pager.image(number, dpi=dpi * ready.scale)

@@ -6,7 +6,7 @@ draws no pixel) is laid over it as a form XObject. The text layer is placed by m
 corners of the OCR page onto the page's visible box, undoing both turns the pixels went
 through on the way to tesseract: the page's ``/Rotate`` (rendering applies it) and the turn
 ``read_upright`` gave a sideways scan. Pages with a good text layer are not OCRed at all
-(the same decision as extraction: ``ocr_pending``), so their text stays exactly as it was.
+(the same decision as extraction: its pending pages), so their text stays exactly as it was.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import detection as d
 from ..bytesource import Source
-from ..model import ErrorKind, ExtractionError, Status
+from ..model import Document, ErrorKind, ExtractionError, Status
 from ..options import Options
 from ..outfiles import item_parts, safe_parts, shorten, write_under
 from . import PageOcr, ocr_pages
@@ -38,10 +39,16 @@ class PageReader(Protocol):
             want_pdf: bool = False) -> list[PageOcr]: ...
 
 
+# Reads a document the way extraction does, its pages to OCR left pending: given by the
+# caller (``core.make_searchable``), so this package never imports the layer above it.
+Plan = Callable[[Source], tuple[Document, Sequence[int]]]
+
+
 def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLike[str],
-                    options: Options, pool: PageReader | None = None) -> dict[str, Any]:
+                    options: Options, plan: Plan, pool: PageReader | None = None
+                    ) -> dict[str, Any]:
     """Write ``out_path``: ``src_path`` with an invisible text layer on the pages that need
-    OCR (all pages with ``options.ocr == "always"``).
+    OCR (all pages with ``options.ocr == "always"``), as ``plan`` decides them.
 
     The input is never modified and ``out_path`` appears whole or not at all (written to a
     temporary file beside it, then renamed). Pages whose OCR fails keep their original
@@ -50,8 +57,6 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
     Raises ``ExtractionError`` when the file cannot be made searchable at all (not a PDF,
     damaged, encrypted without the password, tesseract missing).
     """
-    from ..core import extract_source
-
     t0 = time.perf_counter()
     src, out = Path(src_path), Path(out_path)
     if out.exists() and src.exists() and os.path.samefile(src, out):
@@ -61,8 +66,7 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
     if not out.parent.is_dir():
         raise ExtractionError(ErrorKind.NOT_FOUND, f"output folder {out.parent} does not exist")
     # The same decision as extraction: which pages lack a usable text layer.
-    doc = extract_source(Source.from_path(src, max_size=options.max_file_size), options,
-                         defer_ocr=True)
+    doc, pending_pages = plan(Source.from_path(src, max_size=options.max_file_size))
     if doc.status is Status.ERROR:
         assert doc.error is not None
         raise ExtractionError(doc.error.kind, doc.error.message)
@@ -70,7 +74,7 @@ def make_searchable(src_path: str | os.PathLike[str], out_path: str | os.PathLik
         raise ExtractionError(ErrorKind.UNSUPPORTED,
                               f"not a PDF ({doc.mime_type}): only PDFs can be made searchable")
     page_count = doc.metadata.page_count or 0
-    pending: list[int] = list(doc.metadata.extra.get("ocr_pending") or [])
+    pending = list(pending_pages)
     report: dict[str, Any] = {
         "pages": page_count, "ocr_pages": [], "kept_pages": [
             n for n in range(1, page_count + 1) if n not in set(pending)],

@@ -5,9 +5,10 @@ imported once stay warm; from a forkserver in a web server). Each worker has an
 address-space cap (RLIMIT_AS). The driver hands out one task
 at a time per worker and watches a deadline for each; a worker that overruns is killed and
 replaced, and its task gets a ``timeout`` result; one that dies gets ``crashed``. What a
-task is and what is done with its result are ``executor.py``'s and ``steps.py``'s. The
-service uses the same pool (``steps.ExtractionService``): tasks then carry their own
-options and mode, and workers are recycled after N tasks or on memory growth.
+task is and what is done with its result are ``core``'s (``Task``, ``perform``, the
+document steps). The service uses the same pool (``service.ExtractionService``): tasks then
+carry their own options and work items, and workers are recycled after N tasks or on
+memory growth.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from .. import procs
+from ..core import Task, failed, in_order, late_message, ocr_pages_on, perform
 from ..model import Document, ErrorKind
 from ..options import Options
-from .executor import Task, failed, late_message, run_task
 
 
 def _worker_main(conn: Any, options: Options) -> None:
@@ -41,7 +42,7 @@ def _worker_main(conn: Any, options: Options) -> None:
         if task is None:
             return
         try:
-            result = run_task(task, task.options or options)
+            result: Any = perform(task, task.options or options)
         except BaseException as exc:  # a worker answers, whatever happened
             result = failed(task, ErrorKind.INTERNAL, f"{type(exc).__name__}: {exc}")
         try:
@@ -74,7 +75,7 @@ class LocalExecutor:
     long-lived user (the service) recycles a worker after ``recycle_after`` tasks or once
     its resident memory is above ``recycle_rss`` bytes (0: never), so a slow leak in a
     parser never accumulates. ``stats`` counts jobs, timeouts, crashes and recycled
-    workers. Driven by one thread (see ``steps.ExtractionService`` for more).
+    workers. Driven by one thread (see ``service.ExtractionService`` for more).
     """
 
     def __init__(self, options: Options, workers: int | None = None, *,
@@ -98,15 +99,16 @@ class LocalExecutor:
         self.all_busy = False
         self.stats = {"jobs": 0, "timeouts": 0, "crashes": 0, "recycled": 0}
 
-    def __enter__(self) -> LocalExecutor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _spawn(self) -> _Worker:
-        return _Worker(procs.start(_worker_main, self.options, setup=self._setup,
-                                   method=self.start_method))
+        # A worker is given the extraction part of the options alone (Options.for_workers).
+        return _Worker(procs.start(_worker_main, self.options.for_workers(),
+                                   setup=self._setup, method=self.start_method))
 
     def worker_pids(self) -> list[int]:
         """Pids of the live workers, busy or idle (tests kill one to see the run or the
@@ -187,12 +189,14 @@ class LocalExecutor:
                 if _readable([w.conn], 0):  # an idle worker has nothing to say: it died
                     w.child.kill()
                     w = self._workers[i] = self._spawn()
+                wire = task if task.options is None else \
+                    task.with_options(task.options.for_workers())
                 try:
-                    w.conn.send(task)
+                    w.conn.send(wire)
                 except (OSError, ValueError):
                     w.child.kill()
                     w = self._workers[i] = self._spawn()
-                    w.conn.send(task)
+                    w.conn.send(wire)
                 self.stats["jobs"] += 1
                 w.jobs += 1
                 w.task, w.deadline = task, time.monotonic() + task.limit(options)
@@ -215,14 +219,14 @@ class LocalExecutor:
         finally:
             self.all_busy = False
         for i, w in enumerate(self._workers):
-            task = w.task
-            if task is None:
+            running = w.task
+            if running is None:
                 continue
             if w.conn in ready:
                 try:
                     _key, _page, result = w.conn.recv()
                     w.task = None
-                    out.append((task, result))
+                    out.append((running, result))
                     if self._worn(w):
                         self.stats["recycled"] += 1
                         w.child.retire()
@@ -230,16 +234,16 @@ class LocalExecutor:
                     continue
                 except (EOFError, OSError):
                     self.stats["crashes"] += 1
-                    out.append((task, failed(task, ErrorKind.CRASHED,
-                                             procs.exit_message(w.child.exitcode()))))
+                    out.append((running, failed(running, ErrorKind.CRASHED,
+                                                procs.exit_message(w.child.exitcode()))))
             elif time.monotonic() >= w.deadline:
-                options = self._options(task)
+                options = self._options(running)
                 self.stats["timeouts"] += 1
-                what = "extraction" if task.page is None else f"OCR of page {task.page}"
-                message = late_message(task, options) if task.page is not None and \
-                    task.deadline is not None and w.deadline >= task.deadline \
-                    else f"{what} exceeded {task.limit(options):g} s"
-                out.append((task, failed(task, ErrorKind.TIMEOUT, message)))
+                what = "extraction" if running.page is None else f"OCR of page {running.page}"
+                message = late_message(running, options) if running.page is not None and \
+                    running.deadline is not None and w.deadline >= running.deadline \
+                    else f"{what} exceeded {running.limit(options):g} s"
+                out.append((running, failed(running, ErrorKind.TIMEOUT, message)))
             else:
                 continue
             w.child.kill()
@@ -275,9 +279,9 @@ def _readable(watched: list[Any], timeout: float) -> set[Any]:
 
 
 class WorkerPool(LocalExecutor):
-    """The local executor with the document steps on top (the API the CLI, the library and
-    the service used before the executor seam): ``map`` yields one Document per input, in
-    input order; ``ocr`` reads pages of one input across all workers."""
+    """The local executor with the document steps on top: ``map`` yields one Document per
+    input, in input order; ``ocr`` reads pages of one input across all workers (the
+    ``PageReader`` of ``textsieve ocr``)."""
 
     def map(self, inputs: Iterable[Any], names: Iterable[str | None] | None = None,
             ) -> Iterator[Document]:
@@ -287,30 +291,10 @@ class WorkerPool(LocalExecutor):
         return self.map_pairs(zip(inputs, names, strict=False))
 
     def map_pairs(self, pairs: Iterable[tuple[Any, str | None]]) -> Iterator[Document]:
-        """Like ``map``, for (input, name) pairs, consumed lazily (see steps.extract)."""
-        from .steps import extract
-
-        return extract(self, pairs, self.options)
+        """Like ``map``, for (input, name) pairs, consumed lazily (see ``core.in_order``)."""
+        return in_order(self, pairs, self.options)
 
     def ocr(self, obj: Any, name: str | None, mime: str, pages: list[int], *,
             want_pdf: bool = False) -> list[Any]:
         """OCR pages of one PDF or image across all workers; PageOcr per page, in order."""
-        from .steps import ocr_pages
-
-        return ocr_pages(self, obj, name, mime, pages, want_pdf=want_pdf)
-
-
-def extract_many(inputs: Iterable[Any], options: Options, *,
-                 names: Iterable[str | None] | None = None,
-                 workers: int | None = None) -> Iterator[Document]:
-    """Extract every input in isolated worker processes; yields in input order."""
-    from .executor import make_executor
-    from .steps import extract
-
-    pairs = ((obj, None) for obj in inputs) if names is None else \
-        zip(inputs, names, strict=False)
-    executor = make_executor(options, workers)
-    try:
-        yield from extract(executor, pairs, options)
-    finally:
-        executor.close()
+        return ocr_pages_on(self, obj, name, mime, pages, want_pdf=want_pdf)

@@ -1,8 +1,8 @@
 """The ``ray`` executor: tasks on a Ray cluster (``pip install 'textsieve[ray]'``).
 
-The same tasks as the local executor, run by the same ``run_task`` in Ray worker
+The same tasks as the local executor, run by the same ``core.perform`` in Ray worker
 processes, so a cluster gives the documents a laptop gives. Units of work are whole inputs
-and the pages of scans (``steps.py`` fans them out and puts them back in order), so a
+and the pages of scans (``core.DocumentFlow`` fans them out, puts them back in order), so a
 500-page scan spreads over the cluster's cores. At most ``size`` tasks (the cluster's CPUs)
 are in flight: results stream back to the driver, where the archive's one writer is, and
 its memory stays flat however many items there are.
@@ -31,12 +31,12 @@ import os
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Self
 
+from ..core import Task, failed, late_message, perform
 from ..errors import UnreachableError, UsageError
 from ..model import ErrorKind
 from ..options import Options
-from .executor import Task, failed, late_message, run_task
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def _run_on_worker(task: Task, obj: Any, options: Options) -> Any:
     task.obj = obj
     _warm()
     with memory_cap(options.memory_limit):
-        return run_task(task, options)
+        return perform(task, options)
 
 
 def _run_batch(tasks: list[Task], options: Options) -> list[Any]:
@@ -115,7 +115,7 @@ def _run_batch(tasks: list[Task], options: Options) -> list[Any]:
     _warm()
     for task in tasks:
         with memory_cap(options.memory_limit):
-            out.append(run_task(task, options))
+            out.append(perform(task, options))
     return out
 
 
@@ -170,7 +170,7 @@ class RayExecutor:
             num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
         self._remote_batch = ray.remote(_run_batch).options(
             num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
-        self._options_ref = ray.put(options)
+        self._options_ref = ray.put(options.for_workers())  # the extraction part alone
         self._backlog: deque[Task] = deque()
         # ObjectRef -> (the task, or a batch of them; deadline)
         self._running: dict[Any, tuple[Task | list[Task], float]] = {}
@@ -178,7 +178,7 @@ class RayExecutor:
         self._refs: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
         self.ray_tasks = 0  # Ray tasks started (a batch is one): for stats and tests
 
-    def __enter__(self) -> RayExecutor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -245,7 +245,7 @@ class RayExecutor:
                 deadline = min(deadline, task.deadline)
             elif task.page is None:
                 task.deadline = deadline  # its pages inherit it
-            wire = Task(task.key, None, task.name, task.page, task.mime, task.want_pdf)
+            wire = Task(task.key, b"", task.name, task.work)  # its input goes apart
             ref = self._remote.remote(wire, self._wire(task), self._options_ref)
             self._running[ref] = (task, deadline)
             self.ray_tasks += 1
@@ -259,20 +259,21 @@ class RayExecutor:
         if ready:  # and whatever else is done by now
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
         for ref in ready:
-            task, _deadline = self._running.pop(ref)
-            if isinstance(task, list):
-                out.extend(self._batch_result(ref, task))
+            done, _deadline = self._running.pop(ref)
+            if isinstance(done, list):
+                out.extend(self._batch_result(ref, done))
             else:
-                out.append((task, self._result(ref, task)))
+                out.append((done, self._result(ref, done)))
         now = time.monotonic()
-        for ref, (task, deadline) in list(self._running.items()):
+        for ref, (late, deadline) in list(self._running.items()):
             if now < deadline:
                 continue
             del self._running[ref]
             self._cancel(ref)
-            if isinstance(task, list):
-                self._unbatch(task)
+            if isinstance(late, list):
+                self._unbatch(late)
                 continue
+            task = late
             what = "extraction" if task.page is None else f"OCR of page {task.page}"
             message = late_message(task, self.options) if task.page is not None and \
                 task.deadline is not None and deadline >= task.deadline \

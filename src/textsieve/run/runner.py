@@ -3,12 +3,13 @@
 Each step is a small function (or object) of its input and the options; this module only
 wires them. Listing is the sources' (``sources/``); deciding is the one freshness policy
 (``fresh.py``); fetching and resolving are ``_WebStage`` and ``resolve``; extraction and
-OCR pages run on an executor (``steps.py`` over ``executor.py``: local processes or a Ray
-cluster); writing is ``_Writer``, the archive's single writer, here in the driver, in
-batches of one transaction each. Documents are written in the order they finish, and a
-batch is committed within ``BATCH_SECONDS`` of its first document, so one slow input (a
-big scan) never holds back the items finished after it: search sees them during the run,
-and a run killed at any moment is resumed by running the same command again.
+OCR pages run through the document steps of ``core`` (``as_done``) on an executor (local
+processes or a Ray cluster); writing is ``_Writer``, the archive's single writer, here in
+the driver, in batches of one transaction each. Documents are written in the order they
+finish, and a batch is committed within ``BATCH_SECONDS`` of its first document, so one
+slow input (a big scan) never holds back the items finished after it: search sees them
+during the run, and a run killed at any moment is resumed by running the same command
+again.
 """
 
 from __future__ import annotations
@@ -19,20 +20,22 @@ import os
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..archive.store import Archive, ArchiveError, Check, Entry, Known, Original
+from ..core import Input, as_done, make_executor
 from ..extractors import FETCH_TAG
 from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef
 from ..model.items import Response
 from ..options import Options
 from ..sources import ItemSource
-from .executor import make_executor
 from .fresh import TRANSIENT_ERRORS, Freshness, Mode, Why
-from .steps import as_done
+
+if TYPE_CHECKING:
+    from ..bytesource import Source
 
 __all__ = ["TRANSIENT_ERRORS", "Mode", "RunStats", "Why", "run"]
 
@@ -51,6 +54,9 @@ class RunStats:
     why: Counter[str] = field(default_factory=Counter)  # new / changed / failed ...
     # Sources that failed this run while the item's text was kept from its capture (by kind)
     gone: Counter[str] = field(default_factory=Counter)
+    # Items whose kept original is missing or damaged: not read again, their text kept
+    # (`textsieve check` names them).
+    lost_originals: int = 0
     started: float = field(default_factory=time.monotonic)
     listing_done: bool = False
     # Items the sources will list, counted ahead of the listing (None: not known, or not
@@ -65,7 +71,8 @@ class RunStats:
                 **{f"status_{k}": v for k, v in self.status.items()},
                 **{f"error_{k}": v for k, v in self.errors.items()},
                 **{f"why_{k}": v for k, v in self.why.items()},
-                **{f"gone_{k}": v for k, v in self.gone.items()}}
+                **{f"gone_{k}": v for k, v in self.gone.items()},
+                **({"lost_originals": self.lost_originals} if self.lost_originals else {})}
 
 
 ProgressFn = Callable[[RunStats, Document | None], None]
@@ -76,7 +83,7 @@ TICK = 0.1  # how often the writer looks at the clock while the executor works
 LIST_CHUNK = 256  # items looked up in the archive at once
 
 
-def run(sources: list[ItemSource], archive: Archive, options: Options, *,
+def run(sources: Sequence[ItemSource], archive: Archive, options: Options, *,
         mode: Mode = Mode.INCREMENTAL, progress: ProgressFn | None = None,
         run_options: dict[str, object] | None = None) -> RunStats:
     stats = RunStats()
@@ -100,7 +107,7 @@ def run(sources: list[ItemSource], archive: Archive, options: Options, *,
     return stats
 
 
-def _count_ahead(sources: list[ItemSource], stats: RunStats) -> None:
+def _count_ahead(sources: Sequence[ItemSource], stats: RunStats) -> None:
     """Count the items in a background thread when every source can (files, folders and
     globs: names only), so the progress has a total, and an ETA, from the start."""
     counters = [getattr(s, "count", None) for s in sources]
@@ -121,7 +128,7 @@ class _Job:
     """An item on its way to the executor, with what fetching it taught us."""
 
     item: Item
-    obj: object  # a path, or a Source holding fetched bytes and transport hints
+    obj: Input  # a path, or a Source holding fetched bytes and transport hints
     why: Why
     fetched: dict[str, object] | None = None  # url, final_url, http_status, validators...
     response: Response | None = None  # what the server answered with the bytes
@@ -207,7 +214,7 @@ class _Writer:
                                                          self.source_ids)
 
 
-def list_items(sources: list[ItemSource]) -> Iterator[tuple[str, list[Item]]]:
+def list_items(sources: Sequence[ItemSource]) -> Iterator[tuple[str, list[Item]]]:
     """The list step: each source's items, in chunks (looked up in the archive at once)."""
     for src in sources:
         for chunk in _chunks(src.items(), LIST_CHUNK):
@@ -329,11 +336,18 @@ class _Decider:
                        ) -> _Job | None:
         """The current capture of an item, read again from its kept original."""
         cap = self.archive.current_capture(known.id)
+        lost = None  # why a kept original cannot be read again, if it cannot
         try:
             data = self.archive.original_bytes(known.original) if known.original else None
+            if data is None and known.original:
+                lost = f"its kept original {known.original[:12]} is missing"
         except ArchiveError as exc:
-            logger.warning("%s: %s", item.key, exc)
-            data = None
+            data, lost = None, str(exc)
+        if lost is not None:
+            # The item keeps its text, and the run says so instead of passing it over as
+            # if nothing needed doing.
+            self.stats.lost_originals += 1
+            logger.warning("%s: %s", item.key, lost)
         if cap is None or data is None:
             return None
         why = Why.FORCED if self.policy.mode is Mode.FORCE else Why.OUTDATED
@@ -411,7 +425,7 @@ def _finished(job: _Job, doc: Document) -> Entry:
                  original=original, check=job.check, stored=job.stored)
 
 
-def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mode,
+def _run(sources: Sequence[ItemSource], archive: Archive, options: Options, mode: Mode,
          stats: RunStats, run_id: int, source_ids: dict[str, int],
          progress: ProgressFn | None) -> None:
     """Wire the steps: list -> decide -> fetch -> resolve -> extract/OCR -> write."""
@@ -426,7 +440,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
         if options.searchable_pdf_dir is not None:
             from ..ocr.searchable import searchable_parts
 
-        def queued() -> Iterator[tuple[int, object, str | None, list[str] | None]]:
+        def queued() -> Iterator[tuple[int, Input, str | None, list[str] | None]]:
             for n, job in enumerate(decider.jobs(list_items(sources))):
                 stats.why[job.why] += 1
                 pending[n] = job
@@ -454,7 +468,7 @@ def _run(sources: list[ItemSource], archive: Archive, options: Options, mode: Mo
     writer.notify(stats, None)
 
 
-def _copies_root(sources: list[ItemSource]) -> str | None:
+def _copies_root(sources: Sequence[ItemSource]) -> str | None:
     """The folder the searchable copies mirror: the deepest one holding every file source's
     root, so files of one run never share a copy (``a/scan.pdf``, ``b/scan.pdf``)."""
     roots = [r for r in (getattr(s, "root", None) for s in sources) if r]
@@ -630,7 +644,7 @@ class _WebStage:
         return Entry(item, doc, check=check)
 
     def source(self, item: Item, content: bytes, response: Response, *, follow: bool = False
-               ) -> tuple[object, dict[str, object]]:
+               ) -> tuple[Source, dict[str, object]]:
         """Bytes a server sent (now, or kept, or in a WARC) as the input to extract, with
         the facts a fetch puts in the metadata. Resolver pages become their context."""
         from ..bytesource import Source
@@ -641,10 +655,9 @@ class _WebStage:
                                    "final_url": response.url,
                                    "http_status": response.status, "content_type": ctype}
         resolved = self._resolve(item, response.url, content, follow)
+        name: str | None = item.name
         if resolved is not None:
             content, name, ctype = resolved
-        else:
-            name = item.name
         return Source(name=name, data_=content, max_size=self.options.max_file_size,
                       url=response.url, charset=charset, content_type=ctype), \
             {k: v for k, v in info.items() if v is not None}

@@ -4,7 +4,7 @@ warm, a new one after each recycling (``--recycle-after``) included. Without it,
 worker of ``textsieve serve`` paid ~0.2 s of imports on its first documents: under load,
 with a worker recycled every 200 jobs, about a millisecond of CPU per request."""
 
-from .. import core, ocr  # noqa: F401  (their imports, which every worker needs too)
+from .. import core, ocr  # noqa: F401  what every worker runs (core.perform), and its OCR
 from ..extractors import preload
 
 preload()

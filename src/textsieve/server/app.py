@@ -1,6 +1,7 @@
-"""The ASGI application of ``textsieve serve``: configuration, limits, typed errors,
-metrics; the routes live in ``routes`` (the /v1 API), ``tika`` (Tika-compatible) and
-``archive_routes``; the reading room is mounted at ``/ui``.
+"""The ASGI application of ``textsieve serve``: the routes (``routes``: the /v1 API,
+``tika``: Tika-compatible, ``archive_routes``), the reading room mounted at ``/ui``, the
+exception handlers, the guard and the metrics around them. What the routes share is
+``service`` (the routes never import this module).
 
 Safety is decided here, once for every route: the request guard (``guard``: Host names,
 Origin, the token, for the API, Tika's routes, the docs and the reading room alike), a
@@ -13,31 +14,18 @@ number of admitted requests (503 + Retry-After beyond it), and every error answe
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
-import tempfile
-import threading
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 try:
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, RedirectResponse, Response
-    from prometheus_client import (
-        CONTENT_TYPE_LATEST,
-        CollectorRegistry,
-        Counter,
-        Gauge,
-        Histogram,
-        generate_latest,
-    )
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from starlette.exceptions import HTTPException as StarletteHTTPException
 except ImportError as exc:  # the optional extra: say which, not just the module
     raise ImportError(f"textsieve serve needs the server extra: pip install "
@@ -45,276 +33,15 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 
 from .. import __version__
 from ..errors import TextsieveError, UsageError
-from ..model import Document, ErrorKind
-from ..options import MiB, Options, OptionsError
-from ..run.steps import Busy, ExtractionService
-from .guard import Guard, Policy, check_token, is_loopback
+from ..options import Options
+from . import archive_routes, routes, tika
+from .guard import Guard
+from .runs import NotFound, RunService
+from .service import ApiError, Busy, ServerConfig, Service, error_response, service_of
+
+__all__ = ["ServerConfig", "create_app"]
 
 log = logging.getLogger(__name__)
-
-SPOOL = 1 * MiB  # an upload larger than this waits for its worker on disk, not in memory
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Settings of the service itself (extraction settings are the ``Options``)."""
-
-    host: str = "127.0.0.1"
-    port: int = 8000
-    token: str | None = None  # bearer token; required when host is not loopback
-    allowed_hosts: tuple[str, ...] = ()  # Host names answered besides loopback ones
-    archive: str | None = None  # the archive of /v1/search, /v1/items, /v1/runs, /v1/stats
-    max_upload: int = 100 * MiB  # request bodies above this are refused (413)
-    queue: int | None = None  # requests admitted beyond the busy workers (None: 2 per worker)
-    recycle_after: int = 200  # a worker is replaced after this many jobs
-    recycle_rss: int = 1024 * MiB  # ... or once its resident memory is above this
-    file_roots: tuple[str, ...] = ()  # file:// URIs of jobs are allowed only under these
-
-    def check(self) -> None:
-        """Refuse to start an open service (beyond loopback, a token is required) or one
-        guarded by a weak token (``guard.check_token``)."""
-        check_token(self.token, "the token (TEXTSIEVE_TOKEN or --token-file)")
-        if not self.token and not is_loopback(self.host):
-            raise UsageError(f"serve: --host {self.host} is reachable from other machines: "
-                             "set a bearer token (TEXTSIEVE_TOKEN or --token-file)")
-
-    @property
-    def policy(self) -> Policy:
-        return Policy(token=self.token, allowed_hosts=frozenset(self.allowed_hosts))
-
-
-class ApiError(Exception):
-    """A typed error answer: HTTP status, a stable kind, a message, extra headers."""
-
-    def __init__(self, status: int, kind: str, message: str,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.kind, self.message = status, kind, message
-        self.headers = headers or {}
-
-
-def error_response(status: int, kind: str, message: str,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"kind": kind, "message": message}}, status_code=status,
-                        headers=headers)
-
-
-# A failed document's kind -> the HTTP status that tells a client what to do about it.
-_DOC_STATUS = {ErrorKind.TOO_LARGE: 413, ErrorKind.TIMEOUT: 504, ErrorKind.UNSUPPORTED: 415,
-               ErrorKind.BLOCKED_ADDRESS: 403, ErrorKind.NOT_FOUND: 404}
-
-
-def document_error(doc: Document) -> ApiError:
-    """The typed error answer for a document that failed (only where the client asked for
-    text, not for the Document itself, which carries its error as data)."""
-    assert doc.error is not None
-    return ApiError(_DOC_STATUS.get(doc.error.kind, 422), str(doc.error.kind),
-                    doc.error.message)
-
-
-class Service:
-    """What the routes share: config, base options, the extraction service (the local
-    executor's isolated workers behind a thread-safe front), the metrics."""
-
-    def __init__(self, config: ServerConfig, options: Options) -> None:
-        self.config, self.options = config, options
-        workers = options.worker_count
-        self.extractor = ExtractionService(
-            options, workers=workers,
-            queue=2 * workers if config.queue is None else config.queue,
-            recycle_after=config.recycle_after, recycle_rss=config.recycle_rss,
-            threads_run=True)  # uvicorn's loop and request threads: a forkserver
-        self.registry = CollectorRegistry()
-        self.requests = Counter("textsieve_requests", "HTTP requests answered",
-                                ["route", "status"], registry=self.registry)
-        self.latency = Histogram("textsieve_request_seconds", "request latency",
-                                 ["route"], registry=self.registry)
-        self.documents = Counter("textsieve_documents", "documents extracted, by status",
-                                 ["status"], registry=self.registry)
-        Gauge("textsieve_in_flight", "requests admitted now",
-              registry=self.registry).set_function(lambda: self.extractor.in_flight)
-        self.jobs = Jobs(self, limit=64 * self.extractor.size)
-        from .archive_routes import Runs
-
-        self.runs = Runs()
-        for key in self.extractor.stats:
-            Gauge(f"textsieve_pool_{key}", f"worker pool: {key} since start",
-                  registry=self.registry).set_function(
-                      lambda k=key: self.extractor.stats[k])
-
-    def options_for(self, values: dict[str, Any]) -> Options:
-        """The server's options with a request's choices; a bad value is a 400. A request
-        that chooses nothing gets the server's own object (the workers hold it already:
-        nothing of it travels with the job)."""
-        chosen = {k: v for k, v in values.items() if v is not None}
-        if not chosen:
-            return self.options
-        try:
-            return Options.from_mapping(chosen, base=self.options, origin="query")
-        except OptionsError as exc:
-            raise ApiError(400, "bad_option", str(exc)) from exc
-
-    async def extract(self, upload: Upload, name: str | None, options: Options, *,
-                      detect_only: bool = False) -> Document:
-        """Extract an upload in a worker, from the event loop (no thread held while it
-        runs), once it holds an admission (503 when there is none). The request's
-        deadline (``options.timeout``) counts its wait for a free worker."""
-        with self.admit():
-            fut = self.extractor.submit(upload.input, name, options=options,
-                                        mode="detect" if detect_only else "extract")
-            doc: Document = await asyncio.wrap_future(fut)
-        if upload.path is not None and name is None:
-            doc.name = None  # the spooled file's name is nobody's business
-        self.documents.labels(str(doc.status)).inc()
-        return doc
-
-    def run_job(self, data: bytes | str, name: str | None, options: Options,
-                mode: str) -> Any:
-        """One job of an event (``events.handle``'s runner), from a job thread."""
-        return self.extractor.submit(data, name, options=options, mode=mode).result()
-
-    def admit(self) -> Any:
-        """A context manager holding one admission; ``Busy`` becomes 503 + Retry-After."""
-        return self.extractor.slot()
-
-    def refuse_if_full(self) -> None:
-        """503 at once when every admission is taken, before a body is read (a refused
-        request then costs nothing); the admission itself is taken once it is read."""
-        if self.extractor.full():
-            raise Busy(1)
-
-    @asynccontextmanager
-    async def upload(self, request: Request) -> AsyncIterator[Upload]:
-        """The request body, read whole before the request takes a worker slot: refused
-        with 413 as soon as it passes ``max_upload``, with 408 when it has not all arrived
-        by the request's deadline (``Options.timeout``). Up to ``SPOOL`` bytes it is kept
-        in memory, beyond it in a file of its own (removed when the request ends)."""
-        self.refuse_if_full()
-        cap = self.config.max_upload
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > cap:
-            raise ApiError(413, "too_large", f"body larger than {cap} bytes")
-        upload = Upload()
-        chunks: list[bytes] = []
-        size = 0
-        limit = self.options.timeout  # a slow client holds a connection, not a worker
-        try:
-            try:
-                async with asyncio.timeout(limit):
-                    async for chunk in request.stream():
-                        size += len(chunk)
-                        if size > cap:
-                            raise ApiError(413, "too_large", f"body larger than {cap} bytes")
-                        if upload.file is None and size > SPOOL:
-                            upload.spill(chunks)
-                            chunks = []
-                        if upload.file is not None:
-                            upload.file.write(chunk)
-                        else:
-                            chunks.append(chunk)
-            except TimeoutError:
-                raise ApiError(408, "timeout", f"the body did not arrive within "
-                               f"{limit:g} s") from None
-            upload.finish(chunks)
-            yield upload
-        finally:
-            upload.close()
-
-
-class Upload:
-    """A request's body: bytes in memory, or a spooled file (``path``) for big ones."""
-
-    def __init__(self) -> None:
-        self.data: bytes = b""
-        self.file: Any = None
-        self.path: str | None = None
-
-    def spill(self, chunks: list[bytes]) -> None:
-        self.file = tempfile.NamedTemporaryFile(prefix="textsieve-upload-", delete=False)  # noqa: SIM115
-        self.path = self.file.name
-        for c in chunks:
-            self.file.write(c)
-
-    def finish(self, chunks: list[bytes]) -> None:
-        if self.file is not None:
-            self.file.close()
-        else:
-            self.data = b"".join(chunks)
-
-    @property
-    def input(self) -> bytes | str:
-        """What a worker reads: the bytes, or the spooled file's path."""
-        return self.path if self.path is not None else self.data
-
-    def close(self) -> None:
-        if self.file is not None:
-            with contextlib.suppress(OSError):
-                self.file.close()
-            with contextlib.suppress(OSError):
-                os.unlink(self.file.name)
-
-
-class Jobs:
-    """Events run in the background (``POST /v1/jobs``), their replies kept for
-    ``GET /v1/jobs/{id}``: at most ``limit`` pending (503 beyond), the last 10 000 kept."""
-
-    KEEP = 10_000
-
-    def __init__(self, service: Service, limit: int) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.service, self.limit = service, limit
-        self._runner = ThreadPoolExecutor(max_workers=service.extractor.size,
-                                          thread_name_prefix="textsieve-job")
-        self._lock = threading.Lock()
-        self._jobs: dict[str, dict[str, Any]] = {}
-        self._pending = 0
-
-    def submit(self, event: dict[str, Any]) -> dict[str, Any]:
-        from ..events import Event
-
-        Event.parse(event)  # a bad event is a 400 now, not a failed job later
-        with self._lock:
-            if self._pending >= self.limit:
-                raise Busy(5)
-            self._pending += 1
-            job_id = uuid.uuid4().hex
-            job = self._jobs[job_id] = {"id": job_id, "status": "queued",
-                                        "created": time.time()}
-            while len(self._jobs) > self.KEEP:
-                del self._jobs[next(iter(self._jobs))]
-        self._runner.submit(self._run, job, event)
-        return dict(job)
-
-    def _run(self, job: dict[str, Any], event: dict[str, Any]) -> None:
-        from ..events import handle
-
-        service = self.service
-        job["status"] = "running"
-        try:
-            reply = handle(event, service.options, service.run_job,
-                           roots=service.config.file_roots)
-        except Exception as exc:  # a bug: the job says so, the server goes on
-            log.exception("job %s failed", job["id"])
-            reply = {"status": "error", "error": {"kind": "internal",
-                                                  "message": f"{type(exc).__name__}"}}
-        finally:
-            with self._lock:
-                self._pending -= 1
-        job.update(status="done", reply=reply, finished=time.time())
-
-    def get(self, job_id: str) -> dict[str, Any]:
-        job = self._jobs.get(job_id)
-        if job is None:
-            raise ApiError(404, "not_found", f"no job {job_id!r}")
-        return dict(job)
-
-    def close(self) -> None:
-        self._runner.shutdown(wait=False, cancel_futures=True)
-
-
-def service_of(request: Request) -> Service:
-    return request.app.state.service
 
 
 def create_app(config: ServerConfig | None = None, options: Options | None = None) -> FastAPI:
@@ -322,15 +49,18 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
     config = config or ServerConfig()
     options = options or Options()
     config.check()
+    # One run service for the API's runs and jobs and the reading room's retries.
+    runs = RunService(config.archive, options, workers=options.worker_count,
+                      limit=64 * max(1, options.worker_count))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = Service(config, options)
+        service = Service(config, options, runs)
         app.state.service = service
         try:
             yield
         finally:
-            service.jobs.close()
+            runs.close()
             service.extractor.close()
 
     app = FastAPI(title="textsieve", version=__version__, lifespan=lifespan,
@@ -340,11 +70,15 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
         from ..ui import app as reading_room
 
         ui = reading_room(config.archive, options=options, token=config.token,
-                          allowed_hosts=config.allowed_hosts, guarded=False)
+                          allowed_hosts=config.allowed_hosts, guarded=False, runs=runs)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.kind, exc.message, exc.headers)
+
+    @app.exception_handler(NotFound)
+    async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
+        return error_response(404, "not_found", exc.message)
 
     @app.exception_handler(Busy)
     async def _busy(request: Request, exc: Busy) -> JSONResponse:
@@ -392,8 +126,6 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
         admitted requests, worker timeouts, crashes and recycling."""
         return Response(generate_latest(service_of(request).registry),
                         media_type=CONTENT_TYPE_LATEST)
-
-    from . import archive_routes, routes, tika
 
     app.include_router(routes.router)
     app.include_router(archive_routes.router)

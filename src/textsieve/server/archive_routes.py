@@ -2,19 +2,15 @@
 stats, and runs of sources into it.
 
 Reads open the archive read-only per request (SQLite in WAL mode lets them go on while a
-run writes). A run goes through the run pipeline (``run.runner.run``) in a process of its
-own, started by ``procs`` from a forkserver: the runner's worker pool forks, which is only
-safe from a single-threaded process, and a server never is. One run at a time; its counts are kept
-for ``GET /v1/runs/{id}``. Sources are restricted to what a remote caller may name:
+run writes). A run goes through the run service (``runs.RunService``, shared with the
+reading room's retries): a process of its own, one run at a time; its counts are kept for
+``GET /v1/runs/{id}``. Sources are restricted to what a remote caller may name:
 http(s) URLs (under the address policy) and paths under ``--file-root``.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
-import uuid
 from typing import Annotated, Any
 
 try:
@@ -26,8 +22,9 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       f"'textsieve[server]' ({exc})") from exc
 
 from ..archive import Archive
-from ..options import Options
-from .app import ApiError, Busy, service_of
+from ..run.fresh import Mode
+from .runs import RUN, RunRequest
+from .service import ApiError, service_of
 
 router = APIRouter(prefix="/v1", tags=["archive"])
 
@@ -101,79 +98,6 @@ class RunBody(BaseModel):
     force: bool = False
 
 
-def _run_process(conn: Any, specs: list[str], path: str, options: Options,
-                 force: bool) -> None:
-    """In the run's own process: the run pipeline, its counts sent back."""
-    from ..errors import TextsieveError
-    from ..run.runner import Mode, run
-    from ..sources import open_source
-
-    try:
-        sources = [open_source(s, options=options) for s in specs]
-        with Archive(path) as archive:
-            counts = run(sources, archive, options,
-                         mode=Mode.FORCE if force else Mode.INCREMENTAL).as_dict()
-        conn.send({"status": "done", "counts": counts})
-    except TextsieveError as exc:
-        conn.send({"status": "error", "error": {"kind": "bad_source", "message": exc.message}})
-    except Exception as exc:
-        conn.send({"status": "error",
-                   "error": {"kind": "internal", "message": type(exc).__name__}})
-
-
-class Runs:
-    """One run at a time, in its own process; the last 100 runs remembered."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._busy = False
-        self._runs: dict[str, dict[str, Any]] = {}
-
-    def start(self, specs: list[str], path: str, options: Options, force: bool
-              ) -> dict[str, Any]:
-        with self._lock:
-            if self._busy:
-                raise Busy(10)
-            self._busy = True
-            run_id = uuid.uuid4().hex
-            info = self._runs[run_id] = {"id": run_id, "status": "running",
-                                         "sources": specs, "started": time.time()}
-            while len(self._runs) > 100:
-                del self._runs[next(iter(self._runs))]
-        threading.Thread(target=self._watch, args=(info, specs, path, options, force),
-                         daemon=True).start()
-        return dict(info)
-
-    def _watch(self, info: dict[str, Any], specs: list[str], path: str, options: Options,
-               force: bool) -> None:
-        from .. import procs
-
-        child = None
-        try:
-            # Not forked from here (a server runs threads): from the forkserver.
-            child = procs.start(_run_process, specs, path, options, force, duplex=False,
-                                daemon=False, setup=procs.Setup(guard=True),
-                                method=procs.start_method(threads_run=True))
-            result = child.conn.recv() if child.conn.poll(None) else None
-        except (EOFError, OSError):
-            result = None
-        finally:
-            code = child.exitcode(None) if child is not None else None
-            if child is not None:
-                child.conn.close()
-            with self._lock:
-                self._busy = False
-        info.update(result or {"status": "error", "error": {
-            "kind": "crashed", "message": f"the run process died (exit {code})"}})
-        info["ended"] = time.time()
-
-    def get(self, run_id: str) -> dict[str, Any]:
-        info = self._runs.get(run_id)
-        if info is None:
-            raise ApiError(404, "not_found", f"no run {run_id!r}")
-        return dict(info)
-
-
 def _allowed(spec: str, roots: tuple[str, ...]) -> str:
     """A source a remote caller may name: an http(s) URL, or a path under a file root."""
     from ..uris import UriError, under_roots
@@ -197,10 +121,11 @@ def start_run(request: Request, body: RunBody) -> dict[str, Any]:
     path = service.config.archive
     if not path:
         raise ApiError(404, "no_archive", "this server has no archive (serve --archive FILE)")
-    return service.runs.start(specs, path, service.options, body.force)
+    run = RunRequest(tuple(specs), Mode.FORCE if body.force else Mode.INCREMENTAL)
+    return service.runs.start_run(run, sources=specs)
 
 
 @router.get("/runs/{run_id}")
 def get_run(request: Request, run_id: Annotated[str, Path(max_length=64)]) -> dict[str, Any]:
     """A run's status (running, done, error) and, once done, its counts."""
-    return service_of(request).runs.get(run_id)
+    return service_of(request).runs.get(RUN, run_id)

@@ -97,7 +97,7 @@ class Policy:
     """Who may be answered: the token (None: loopback names only) and the extra names a
     loopback service answers to (``--allowed-host``, for a proxy in front of it)."""
 
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # a secret: never in its repr
     allowed_hosts: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:

@@ -15,7 +15,9 @@ except ImportError as exc:  # the optional extra: say which, not just the module
                       f"'textsieve[server]' ({exc})") from exc
 
 from ..model import Status
-from .app import ApiError, document_error, service_of
+from ..options import KNOBS, flag_of
+from .runs import JOB
+from .service import ApiError, document_error, service_of
 
 router = APIRouter(prefix="/v1")
 
@@ -36,6 +38,17 @@ class Param:
     pattern: str | None = None
     max_length: int = 4096
     default: str | None = None
+    option: str = ""  # the Options field it sets (``of``)
+
+    @classmethod
+    def of(cls, option: str, name: str = "", where: str = "query") -> Param:
+        """The parameter that sets the Options field ``option``, made from its knob (the
+        same allowed values as its flag and its config key): named like its flag unless
+        ``name`` is given."""
+        knob = KNOBS[option]
+        return cls(name or flag_of(option).lstrip("-"), where, choices=knob.choices,
+                   pattern=knob.pattern or None, max_length=knob.max_length or 4096,
+                   option=option)
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "string", "maxLength": self.max_length}
@@ -70,11 +83,16 @@ def params(*declared: Param) -> dict[str, Any]:
 
 
 FORMAT = Param("format", choices=("text", "markdown", "json"), default="text")
-OCR = Param("ocr", choices=("auto", "always", "never"))
-LANG = Param("lang", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$", max_length=200)
-HTML = Param("html", choices=("auto", "main", "full", "sieve"))
 NAME = Param("name", max_length=255)
-PASSWORD = Param("x-textsieve-password", where="header")
+# What a request may choose of the extraction options: from their knobs.
+OCR, LANG, HTML = Param.of("ocr"), Param.of("ocr_lang"), Param.of("html")
+PASSWORD = Param.of("password", "x-textsieve-password", where="header")
+CHOICES = (OCR, LANG, HTML, PASSWORD)
+
+
+def chosen(request: Request, declared: tuple[Param, ...] = CHOICES) -> dict[str, str | None]:
+    """The Options fields a request sets with the parameters ``declared``."""
+    return {p.option: p.get(request) for p in declared}
 
 
 @router.put("/extract", tags=["extract"], response_model=None,
@@ -86,9 +104,7 @@ async def extract(request: Request) -> Response:
     typed error with the status its kind calls for (413, 415, 422, 504)."""
     service = service_of(request)
     format, name = FORMAT.get(request), NAME.get(request)
-    options = service.options_for({"ocr": OCR.get(request), "ocr_lang": LANG.get(request),
-                                   "html": HTML.get(request),
-                                   "password": PASSWORD.get(request)})
+    options = service.options_for(chosen(request))
     async with service.upload(request) as data:
         doc = await service.extract(data, name, options)
     if format == "json":
@@ -132,11 +148,11 @@ class EventBody(BaseModel):
 @router.post("/jobs", tags=["jobs"], status_code=202)
 async def submit_job(request: Request, event: EventBody) -> dict[str, Any]:
     """Queue an event; poll ``GET /v1/jobs/{id}`` for its reply."""
-    return service_of(request).jobs.submit(event.model_dump(exclude_none=True))
+    return service_of(request).submit_job(event.model_dump(exclude_none=True))
 
 
 @router.get("/jobs/{job_id}", tags=["jobs"])
 async def get_job(request: Request,
                   job_id: Annotated[str, Path(max_length=64)]) -> dict[str, Any]:
     """A job's status (queued, running, done) and, once done, the event's reply."""
-    return service_of(request).jobs.get(job_id)
+    return service_of(request).runs.get(JOB, job_id)

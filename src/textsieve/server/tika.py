@@ -24,11 +24,11 @@ except ImportError as exc:  # the optional extra: say which, not just the module
 
 from .. import __version__
 from ..model import Document, Status
-from .app import document_error, service_of
-from .routes import Param, params
+from .routes import Param, chosen, params
+from .service import document_error, service_of
 
 ACCEPT = Param("accept", where="header")
-PASSWORD = Param("password", where="header")
+PASSWORD = Param.of("password", "password", where="header")
 
 router = APIRouter(tags=["tika"])
 
@@ -90,7 +90,7 @@ def xhtml(doc: Document, text: str) -> str:
 
 async def _extract(request: Request) -> Document:
     service = service_of(request)
-    options = service.options_for({"password": PASSWORD.get(request)})
+    options = service.options_for(chosen(request, (PASSWORD,)))
     name = _filename(request.headers.get("content-disposition"))
     async with service.upload(request) as data:
         return await service.extract(data, name, options)

@@ -7,7 +7,7 @@ import hashlib
 import os
 import select
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..bytesource import os_problem, path_problem, walk
@@ -43,6 +43,7 @@ class FileSource:
         self._pipe: str | None = None
         # The folder the source's files are named relative to (outputs mirror the tree).
         self.root: str | None = os.path.dirname(os.path.abspath(spec))
+        self._paths: Callable[[], Iterator[tuple[str, ErrorInfo | None]]]
         if glob.has_magic(spec) and not os.path.exists(spec):
             self.root = _fixed_prefix(os.path.abspath(spec))
             self.spec = f"glob:{file_key(os.path.abspath(spec))}"

@@ -6,7 +6,9 @@ every value, Markdown is sanitised (safehtml.py), every response carries a stric
 Content-Security-Policy (scripts and styles from this server only, nothing inline, no
 other host), and changes are POSTs with a CSRF token. Who may be answered is the one
 request guard's (``server.guard``: loopback names only without a token, the same token
-as the API with one, given once in the login form, which leaves a session cookie).
+as the API with one, given once in the login form, which leaves the guard's session
+cookie): the reading room has no login scheme of its own. A retry is a run of the one run
+service (``server.runs``: a process of its own, as ``POST /v1/runs``).
 
 The pages work wherever they are mounted: every link, form, redirect and the stylesheet
 are made from the request's root path (``/ui`` under ``textsieve serve``, a proxy's
@@ -51,6 +53,7 @@ from ..archive.search import (
     COUNT_CAP,
     RANK_WINDOW,
     Filters,
+    Hit,
     QueryError,
     find,
     ranks_past_window,
@@ -58,7 +61,10 @@ from ..archive.search import (
 from ..archive.store import Archive, ArchiveError
 from ..enrich.candidates import list_topics, topic_months
 from ..options import Options
+from ..run.fresh import Mode
 from ..server.guard import SESSION_COOKIE, Guard, Policy
+from ..server.runs import RUN, NotFound, RunRequest, RunService
+from ..server.service import Busy
 from . import safehtml as render
 
 logger = logging.getLogger(__name__)
@@ -78,12 +84,14 @@ FACETS_TTL = 30.0  # s: the filter lists are a full scan; a minute-old list is f
 class Settings:
     """What the reading room needs: the archive, who may be answered (the guard's policy:
     the token shared with the REST API, the host names), the options a retry runs with,
-    and a CSRF secret per process."""
+    the run service its retries go to (the service's own under ``textsieve serve``), and a
+    CSRF secret per process."""
 
     archive: Path
     policy: Policy = field(default_factory=Policy)
     options: Options = field(default_factory=Options)
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    runs: RunService | None = None
 
 
 class _Reader(threading.local):
@@ -94,13 +102,24 @@ class _Reader(threading.local):
 
 
 @dataclass
-class _Job:
-    id: int
+class _Retry:
+    """A retry as its page shows it (from the run service's record of the run)."""
+
+    id: str
     ids: list[int]
-    state: str = "running"  # running | done | failed
-    started: float = field(default_factory=time.time)
-    result: dict[str, Any] = field(default_factory=dict)
-    message: str = ""
+    state: str  # running | done | failed
+    started: float
+    result: dict[str, Any]
+    message: str
+
+    @classmethod
+    def of(cls, record: dict[str, Any]) -> _Retry:
+        status = record.get("status", "running")
+        error = record.get("error") or {}
+        return cls(id=record["id"], ids=list(record.get("items", [])),
+                   state={"running": "running", "done": "done"}.get(status, "failed"),
+                   started=record.get("started", 0.0), result=record.get("result", {}),
+                   message=str(error.get("message", "")))
 
 
 def _environment() -> jinja2.Environment:
@@ -143,8 +162,7 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
     """The reading room's routes, guarded (token, Host), for the service to include."""
     env = _environment()
     reader = _Reader()
-    jobs: dict[int, _Job] = {}
-    jobs_lock = threading.Lock()
+    runs = settings.runs or RunService(str(settings.archive), settings.options)
     facet_cache: list[Any] = [0.0, None]
     csrf = hmac.new(settings.secret, b"csrf", hashlib.sha256).hexdigest()
     with Archive(settings.archive, readonly=True):  # fails early: not there, damaged, old
@@ -232,7 +250,9 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
                           mailbox=mailbox or None, site=site or None,
                           since=_day(since), until=_day(until), language=language or None)
         page_no = max(1, min(page_no, 500))
-        error, hits, total = None, [], 0
+        error: str | None = None
+        hits: list[Hit] = []
+        total = 0
         try:
             hits, count = find(archive(), q, filters, sort=sort, limit=PER_PAGE,
                                offset=(page_no - 1) * PER_PAGE, count=True,
@@ -307,8 +327,7 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
 
     @r.get("/problems", response_class=HTMLResponse)
     def problems_page(request: Request) -> Response:
-        with jobs_lock:
-            recent = sorted(jobs.values(), key=lambda j: -j.id)[:5]
+        recent = [_Retry.of(r) for r in runs.recent(RUN, 20) if "items" in r][:5]
         return page(request, "problems.html", groups=browse.problems(archive()), jobs=recent)
 
     @r.post("/problems/retry")
@@ -322,20 +341,28 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
             ids += browse.failed_ids(archive(), kind or None, site or None)
         if not ids:
             raise HTTPException(400, "nothing to retry")
-        with jobs_lock:
-            job = _Job(id=len(jobs) + 1, ids=sorted(set(ids)))
-            jobs[job.id] = job
-        threading.Thread(target=_retry, args=(settings, job), daemon=True,
-                         name=f"retry-{job.id}").start()
-        return RedirectResponse(f"{base_of(request)}/jobs/{job.id}", status_code=303,
+        items = sorted(set(ids))
+        # The runner's retry-errors mode, each item in the source it came from.
+        request_ = RunRequest(mode=Mode.RETRY_ERRORS, retry=tuple(items),
+                              record={"mode": "retry-errors", "from": "reading room"})
+        try:
+            started = runs.start_run(request_, items=items)
+        except Busy as exc:
+            raise HTTPException(503, "a run is going on in this archive; retry once it "
+                                "is done", headers={"Retry-After": str(exc.retry_after)},
+                                ) from None
+        return RedirectResponse(f"{base_of(request)}/jobs/{started['id']}", status_code=303,
                                 headers=HEADERS)
 
     @r.get("/jobs/{job_id}", response_class=HTMLResponse)
-    def job_page(request: Request, job_id: int) -> Response:
-        job = jobs.get(job_id)
-        if job is None:
+    def job_page(request: Request, job_id: str) -> Response:
+        try:
+            record = runs.get(RUN, job_id)
+        except NotFound:
+            raise HTTPException(404, f"no job {job_id}") from None
+        if "items" not in record:
             raise HTTPException(404, f"no job {job_id}")
-        return page(request, "job.html", job=job)
+        return page(request, "job.html", job=_Retry.of(record))
 
     @r.get("/topics", response_class=HTMLResponse)
     def topics_page(request: Request) -> Response:
@@ -392,29 +419,6 @@ def _day(value: str) -> str | None:
         return None
 
 
-def _retry(settings: Settings, job: _Job) -> None:
-    """Run the failed items of a job again (the runner's retry-errors mode), each in the
-    source it came from, in this background thread with its own writing connection."""
-    from ..run.runner import Mode, run
-    from .retry import sources_for
-
-    try:
-        with Archive(settings.archive) as a:
-            sources, skipped = sources_for(a, job.ids)
-            stats = run(sources, a, settings.options, mode=Mode.RETRY_ERRORS,
-                        run_options={"mode": "retry-errors", "from": "reading room"})
-        job.result = {"retried": stats.done, "ok": stats.status.get("ok", 0),
-                      "empty": stats.status.get("empty", 0),
-                      "error": stats.status.get("error", 0), "not retryable": skipped}
-        job.state = "done"
-    except (ArchiveError, OSError, ValueError) as exc:
-        logger.warning("retry job %d failed: %s", job.id, exc)
-        job.state, job.message = "failed", str(exc)
-    except Exception as exc:  # a background thread: its failure is shown, never lost
-        logger.exception("retry job %d crashed", job.id)
-        job.state, job.message = "failed", f"internal error: {type(exc).__name__}"
-
-
 def searchable_copy(doc: Any, options: Options) -> str | None:
     """The searchable PDF `run --searchable-pdf` wrote for ``doc``, if it is a file inside
     the configured folder. The path comes from the archive, whose metadata also holds what
@@ -431,14 +435,15 @@ def searchable_copy(doc: Any, options: Options) -> str | None:
 
 def app(archive_path: str | os.PathLike[str], *, token: str | None = None,
         options: Options | None = None, allowed_hosts: tuple[str, ...] = (),
-        guarded: bool = True) -> FastAPI:
+        guarded: bool = True, runs: RunService | None = None) -> FastAPI:
     """The reading room as an app of its own: served alone (``uvicorn`` on
     ``textsieve.ui.app(path)``), or mounted by ``textsieve serve`` at ``/ui`` (then
-    ``guarded=False``: the service's guard is in front of it already). ``token``: the
-    same rules as the service's (16+ visible characters); without one only loopback
-    names (and ``allowed_hosts``) are answered."""
+    ``guarded=False``: the service's guard is in front of it already, and ``runs`` its
+    run service). ``token``: the same rules as the service's (16+ visible characters);
+    without one only loopback names (and ``allowed_hosts``) are answered."""
     policy = Policy(token=token, allowed_hosts=frozenset(allowed_hosts))
-    settings = Settings(Path(archive_path), policy=policy, options=options or Options())
+    settings = Settings(Path(archive_path), policy=policy, options=options or Options(),
+                        runs=runs)
     application = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     rt = router(settings)
     application.include_router(rt)
@@ -461,6 +466,8 @@ def install_error_pages(application: FastAPI, rt: APIRouter) -> None:
     @application.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         resp = rt.error_page(request, exc.status_code, str(exc.detail))  # type: ignore
+        for key, value in (exc.headers or {}).items():  # Retry-After of a busy archive
+            resp.headers[key] = value
         if exc.status_code == 401:
             resp.headers["WWW-Authenticate"] = "Bearer"
         return resp

@@ -77,9 +77,9 @@ def _marked_by_words(el: etree._Element) -> tuple[list[etree._Element], list[etr
         if not marks:
             continue
         for value in values:
-            mark = marks.get(value)
-            if mark:
-                (strong if mark == STRONG else weak)[value.getparent()] = None
+            marked = marks.get(value)
+            if marked:
+                (strong if marked == STRONG else weak)[value.getparent()] = None
     return list(strong), [d for d in weak if d not in strong]
 
 

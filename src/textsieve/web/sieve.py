@@ -451,8 +451,8 @@ class _Recorder(Builder):
     def paragraph(self, text: str) -> None:
         self._rec("paragraph", text)
 
-    def preformatted(self, text: str) -> None:
-        self._rec("preformatted", text)
+    def preformatted(self, text: str, md: str | None = None) -> None:
+        self._rec("preformatted", text)  # its Markdown is made again when replayed
 
     def code(self, text: str, language: str = "") -> None:
         self._rec("code", text, (language,))

@@ -13,6 +13,8 @@ advances the mark past mail that was not archived.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...options import Options
 from .base import (
     MailAuthError,
@@ -37,7 +39,8 @@ def open_mail_source(spec: str, options: Options | None = None) -> MailSource | 
         from .local import EmlFolderSource, MaildirSource, MboxSource
 
         kind, _, path = spec.partition(":")
-        cls = {"mbox": MboxSource, "maildir": MaildirSource, "eml": EmlFolderSource}
+        cls: dict[str, Callable[[str], MailSource]] = {
+            "mbox": MboxSource, "maildir": MaildirSource, "eml": EmlFolderSource}
         return cls[kind.lower()](path)
     if low.startswith(("imap://", "imaps://")):
         from .imap import ImapSource

@@ -74,11 +74,12 @@ class Token:
     def __init__(self, path: Path, token_url: str, data: dict[str, Any] | None = None) -> None:
         self.path = path
         self.token_url = token_url
+        self.data: dict[str, Any]
         if data is not None:  # a new token (first authorisation), not yet on disk
             self.data = data
             return
         try:
-            self.data: dict[str, Any] = json.loads(path.read_text())
+            self.data = json.loads(path.read_text())
         except FileNotFoundError:
             raise MailAuthError(f"no Gmail token at {path}: run `textsieve gmail-auth` first"
                                 ) from None
@@ -184,7 +185,7 @@ class GmailClient:
                 if attempt >= o.retries:
                     raise GmailApiError(f"Gmail API {path}: {exc}") from None
                 attempt += 1
-                time.sleep(self._backoff(attempt, None))
+                time.sleep(self._backoff(attempt, None) or 0.0)  # None only with a Retry-After
                 continue
             if r.status_code == 200:
                 try:
