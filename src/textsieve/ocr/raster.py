@@ -391,10 +391,12 @@ def _read_missed(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int,
         if area > budget:
             continue
         budget -= area
-        sub = engine.recognize(img.crop(crop), lang, dpi=dpi, psm=engine.PSM_BLOCK)
+        sub = engine.read_block(img.crop(crop), lang, dpi=dpi)
+        if sub is None:  # no in-process engine: not worth a process a part
+            break
         block += 1
         found = []
-        for ln in sub.lines or []:
+        for ln in sub:
             words = [_placed(w, crop) for w in ln.words
                      if w.conf >= MISSED_CONF and any(ch.isalnum() for ch in w.text)]
             words = [w for w in words if not covered[
