@@ -203,7 +203,11 @@ def _even_background(a: np.ndarray) -> tuple[np.ndarray, bool, bool]:
     # Paper still dark here was not turned over (a band too thin to be found, a photo):
     # dividing by it would whiten the gaps between its letters and not the letters'
     # surroundings, so it is left as it is, and Tesseract tries such lines inverted.
-    lightest[lightest < 128] = 255
+    # Unless its text was found darker than it: a shadow across a photographed receipt
+    # or a page, whose dark letters dividing brings out.
+    shadow = np.concatenate(([False], dark))[regions] & ~invert
+    lightest[(lightest < 128) & ~shadow] = 255
+    np.maximum(lightest, 16, out=lightest)  # never divide by nothing
     big_paper = np.asarray(Image.fromarray(lightest).resize(
         (w, h), Image.Resampling.BILINEAR))
     x = a
