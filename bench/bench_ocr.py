@@ -1,7 +1,9 @@
 """OCR throughput and accuracy, side by side in one run, on the same generated scans.
 
 Run by hand: ``.venv/bin/python bench/bench_ocr.py [--pages 10] [--cores N] [--held-out]``
-(both parts below), ``--only real [--split aside] [-v]`` or ``--only synthetic``.
+(both parts below), ``--only real [--split aside] [-v]`` or ``--only synthetic``;
+``--against REV [--repeat N]``: in-process CPU a page and CER of this tree against git
+revision REV's code on the synthetic scans, side by side (see ``against``).
 
 Part one, real-world page kinds: the pages of bench/ocr_devset.py (articles, tables,
 leaders, forms, charts, slides, receipts, court filings, letters, screenshots; wrong DPI
@@ -475,6 +477,66 @@ def real_world(split: str, limit: int | None = None, verbose: bool = False,
           "with OMP_THREAD_LIMIT=1")
 
 
+# -- against another revision ------------------------------------------------------------
+
+def _page_server(src_dir: str, pdf: str) -> None:
+    """Child of ``against``: textsieve from ``src_dir`` OCRs the page numbers it reads on
+    stdin, in this process (engine warm), and answers each with [CPU s, text]."""
+    sys.path.insert(0, src_dir)
+    from textsieve.ocr import ocr_pages
+    from textsieve.options import Options
+
+    try:
+        from textsieve.bytesource import Source
+    except ImportError:  # revisions before the module was renamed
+        from textsieve.source import Source  # type: ignore[no-redef]
+    opts, src = Options(), Source.from_path(pdf)
+    ocr_pages(src, "application/pdf", [1], opts)  # load the engine first
+    print("ready", flush=True)
+    for line in sys.stdin:
+        c0 = time.process_time()
+        page = ocr_pages(src, "application/pdf", [int(line)], opts)[0]
+        print(json.dumps([time.process_time() - c0, page.text]), flush=True)
+
+
+def against(rev: str, pages: int, repeat: int, held_out: bool) -> None:
+    """In-process CPU a page and CER of this tree's OCR and of revision ``rev``'s, on the
+    synthetic scans: one child process each, the same page given to both in turn (in
+    alternating order), ``repeat`` rounds, the best CPU of each page kept. Both run on
+    the same machine at the same moments, so load from other jobs falls on both."""
+    pdf, truth = make_scans(pages, held_out)
+    with tempfile.TemporaryDirectory(prefix="bench-ocr-rev-") as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        trees = [(f"revision {rev}", str(Path(tmp, "src"))), ("this tree", str(ROOT / "src"))]
+        procs = [subprocess.Popen([sys.executable, __file__, "--page-server", src_dir,
+                                   str(pdf)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True) for _, src_dir in trees]
+        for proc in procs:
+            if proc.stdout.readline().strip() != "ready":
+                raise SystemExit("a page server did not start")
+        n = len(truth)
+        best = [[float("inf")] * n for _ in trees]
+        texts = [[""] * n for _ in trees]
+        for r in range(repeat):
+            for i in range(n):
+                order = [0, 1] if (r + i) % 2 == 0 else [1, 0]
+                for k in order:
+                    procs[k].stdin.write(f"{i + 1}\n")
+                    procs[k].stdin.flush()
+                    cpu, texts[k][i] = json.loads(procs[k].stdout.readline())
+                    best[k][i] = min(best[k][i], cpu)
+        for proc in procs:
+            proc.stdin.close()
+            proc.wait()
+    print(f"{n} scanned pages ({pdf.name}), in-process CPU a page (best of {repeat}), "
+          "pages interleaved")
+    for (name, _), cpus, got in zip(trees, best, texts, strict=True):
+        print(f"  {name:24s} {sum(cpus) / n:6.3f} s/page  CER {cer(truth, got):.3%}")
+    print(f"  this tree / revision: {sum(best[1]) / sum(best[0]):.3f}x CPU")
+
+
 # -- main --------------------------------------------------------------------------------
 
 def main() -> None:
@@ -498,7 +560,17 @@ def main() -> None:
                     help="tuning: the glyph height in pixels pages are scaled to")
     ap.add_argument("--no-second-look", action="store_true",
                     help="ablation: textsieve without its second look at weak lines")
+    ap.add_argument("--against", metavar="REV",
+                    help="synthetic scans only: this tree's in-process CPU a page and CER "
+                         "against git revision REV's, side by side (pages interleaved)")
+    ap.add_argument("--page-server", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.page_server:
+        _page_server(*args.page_server)
+        return
+    if args.against:
+        against(args.against, args.pages, max(2, args.repeat), args.held_out)
+        return
     if args.target:
         from textsieve.ocr import prep
 

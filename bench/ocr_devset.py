@@ -2,8 +2,7 @@
 
 Run by hand, with the bench-only environment that has augraphy (MIT) and matplotlib:
 
-    python3 -m venv bench/.peers/ocrdev-venv
-    bench/.peers/ocrdev-venv/bin/pip install augraphy matplotlib
+    bash bench/ocr_devset_setup.sh   # the fonts below, Chromium, the venv (pinned)
     bench/.peers/ocrdev-venv/bin/python bench/ocr_devset.py [--split dev|aside] [--pages N]
 
 Fonts: DejaVu plus, when installed, Debian's fonts-urw-base35 (Times, Helvetica, Courier,

@@ -136,6 +136,23 @@ def read_line(img: Image.Image, lang: str, *, dpi: int = 300, threshold: int = 0
     return [w for ln in lines for w in ln.words]
 
 
+def read_block(img: Image.Image, lang: str, *, dpi: int = 300) -> list[Line] | None:
+    """The lines of an image read as one block of text (``--psm 6``: a part of a page
+    the page segmentation left out), boxes in ``img``'s pixels; None without the binding
+    (the command line would cost a process per part: no such look then)."""
+    if _binding() is None:
+        return None
+    with _lock:
+        api = _api(lang, PSM_BLOCK)
+        api.SetImage(img)
+        api.SetSourceResolution(dpi)
+        try:
+            api.Recognize()
+            return _lines(api)
+        except RuntimeError:  # nothing Tesseract could read
+            return None
+
+
 PSM_AUTO = 3  # fully automatic page segmentation, no OSD
 PSM_BLOCK = 6  # one uniform block of text: a table read row by row
 PSM_SPARSE = 11  # as much text as possible, in no particular order (labels, logos)
@@ -152,8 +169,8 @@ def recognize(img: Image.Image, lang: str, *, dpi: int = 300, want_pdf: bool = F
         if not want_pdf:
             api.SetImage(img)
             api.SetSourceResolution(dpi)
-            text = api.GetUTF8Text()
-            return Recognized(text, float(api.MeanTextConf()), lines=_lines(api))
+            api.Recognize()  # the text is made from the lines (Recognized): no GetUTF8Text
+            return Recognized("", float(api.MeanTextConf()), lines=_lines(api))
         # One recognition pass gives both the text and tesseract's own text-only PDF (its
         # GlyphLessFont maps every glyph to Unicode, any script): ProcessPages wants a file.
         with tempfile.TemporaryDirectory(prefix="textsieve-ocr-") as tmp:

@@ -226,12 +226,13 @@ def read_page(pager: _PdfPages | _ImagePages, number: int, lang: str, *,
     img, dpi = pager.image(number)
     ready = prep.prepare(img)
     if isinstance(pager, _PdfPages) and dpi is not None and pager.scan and ready.scale < 1:
-        # A scan read smaller: at a whole fraction of its resolution (600 -> 300 dpi), so
-        # its pixels are averaged evenly, not resampled.
+        # A scan read much smaller: at a whole fraction of its resolution (600 -> 300
+        # dpi), so its pixels are averaged evenly; a little smaller (300 dpi body text),
+        # as prepared (averaged by a box filter).
         whole = 1 / max(1, round(1 / ready.scale))
         if whole < 1:
             img, dpi = pager.image(number, dpi=dpi * whole)
-        ready = prep.prepare(img, scale=1.0)
+            ready = prep.prepare(img, scale=1.0)
     if isinstance(pager, _PdfPages) and dpi is not None and pager.rendered and ready.scale > 1:
         # Small print on a rendered page: rendered again at the resolution its text asks
         # for, which draws vector text sharper than enlarging the bitmap would.
@@ -278,6 +279,8 @@ def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = Fals
             if _score(turned) > _score(first):
                 best, best_angle, best_img = turned, angle, turned_img
     try:
+        if best_angle == 0:
+            best = _read_missed(best_img, best, lang, dpi, glyphs)
         best = _tables_as_blocks(best_img, best, lang, dpi,
                                  glyphs if best_angle == 0 else None)
         best, _ = reread.second_look(best_img, best, lang, dpi)
@@ -334,6 +337,120 @@ def _tables_as_blocks(img: Image.Image, rec: engine.Recognized, lang: str, dpi: 
 
 
 SURE = 70.0  # a word read with this confidence needs no second reading of its table
+
+
+def _read_missed(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int,
+                 glyphs: Any) -> engine.Recognized:
+    """Text the page segmentation left out, read where it lies.
+
+    Tesseract's page segmentation drops whole groups of letters it takes for a picture
+    or for noise: the column of prices or times at the far end of a table's leaders,
+    the labels of a chart, a stamp in a margin. prep.prepare found every glyph-like
+    component of the page (``glyphs``); those of the body text's height that no word
+    covers, in clusters of at least ``MISSED_MIN`` (a line's worth: not a speck or a
+    stray dot), are read again, each cluster cropped and read as one block of text
+    (``--psm 6``), and its confident words join the page as a block of their own, where
+    the cluster begins (beside a table's rows, ``layout`` then puts them in their rows).
+    A page whose words cover its ink, the common case, costs one pass over the glyph
+    boxes."""
+    import numpy as np
+    from scipy import ndimage
+
+    from .layout import Line, text_of
+
+    if glyphs is None or len(glyphs) < MISSED_MIN or not rec.lines:
+        return rec
+    hs = glyphs[:, 3] - glyphs[:, 1]
+    g = float(np.median(hs))
+    cell = max(4, int(g))
+    covered = np.zeros((img.height // cell + 2, img.width // cell + 2), bool)
+    for ln in rec.lines:
+        for w in ln.words:
+            x0, y0, x1, y1 = w.box
+            covered[max(0, y0) // cell:y1 // cell + 1, max(0, x0) // cell:x1 // cell + 1] = True
+    cx = np.clip((glyphs[:, 0] + glyphs[:, 2]) // 2 // cell, 0, covered.shape[1] - 1)
+    cy = np.clip((glyphs[:, 1] + glyphs[:, 3]) // 2 // cell, 0, covered.shape[0] - 1)
+    missed = (hs >= 0.6 * g) & (hs <= 2.5 * g) & ~covered[cy, cx]
+    if missed.sum() < MISSED_MIN:
+        return rec
+    grid = np.zeros_like(covered)
+    grid[cy[missed], cx[missed]] = True
+    # Letters of a word and words of a line join across two cells; lines across one.
+    lab, n = ndimage.label(ndimage.binary_dilation(grid, structure=np.ones((3, 5), bool)))
+    counts = np.bincount(lab[cy[missed], cx[missed]], minlength=n + 1)
+    lines = list(rec.lines)
+    block = max(ln.block for ln in lines)
+    budget = MISSED_AREA * img.width * img.height
+    reads: list = []  # (top, left, lines) of each crop that gave words
+    for (r0, c0, r1, c1), count in _columns(ndimage.find_objects(lab), counts[1:], covered):
+        if count < MISSED_MIN:
+            continue
+        crop = (max(0, (c0 - 1) * cell), max(0, (r0 - 1) * cell),
+                min(img.width, (c1 + 1) * cell), min(img.height, (r1 + 1) * cell))
+        area = (crop[2] - crop[0]) * (crop[3] - crop[1])
+        if area > budget:
+            continue
+        budget -= area
+        sub = engine.read_block(img.crop(crop), lang, dpi=dpi)
+        if sub is None:  # no in-process engine: not worth a process a part
+            break
+        block += 1
+        found = []
+        for ln in sub:
+            words = [_placed(w, crop) for w in ln.words
+                     if w.conf >= MISSED_CONF and any(ch.isalnum() for ch in w.text)]
+            words = [w for w in words if not covered[
+                min(covered.shape[0] - 1, (w.box[1] + w.box[3]) // 2 // cell),
+                min(covered.shape[1] - 1, (w.box[0] + w.box[2]) // 2 // cell)]]
+            if words:
+                found.append(Line(words, block, block * 10_000))
+        if found:
+            reads.append((crop[1], crop[0], found))
+    for top, _left, found in sorted(reads, key=lambda r: (r[0] // (2 * cell), r[1])):
+        at = next((i for i, ln in enumerate(lines) if ln.box[1] > top), len(lines))
+        lines[at:at] = found
+        log.debug("read where nothing was: %s", " / ".join(ln.text for ln in found))
+    if len(lines) != len(rec.lines):
+        rec.lines = lines
+        rec.text = text_of(lines)
+    return rec
+
+
+def _columns(boxes: list, counts: Any, covered: Any) -> list:
+    """Clusters of missed glyphs (grid boxes) joined: those one above the other (a column
+    of prices, one a row) or side by side (the labels under a chart) make one crop, read
+    in one call, when the box they make holds little that was read; the largest first,
+    at most ``MISSED_REGIONS``. Each: ((top, left, bottom, right), glyphs)."""
+    items = sorted(((sl[0].start, sl[1].start, sl[0].stop, sl[1].stop), int(c))
+                   for sl, c in zip(boxes, counts, strict=True) if sl is not None and c)
+    out: list = []
+    for box, count in items:
+        for k, (other, n) in enumerate(out):
+            # One above the other (a column) or side by side (a row of labels).
+            if (box[1] < other[3] and other[1] < box[3]) or \
+                    (box[0] < other[2] and other[0] < box[2]):
+                joined = (min(box[0], other[0]), min(box[1], other[1]),
+                          max(box[2], other[2]), max(box[3], other[3]))
+                inside = covered[joined[0]:joined[2], joined[1]:joined[3]]
+                if inside.mean() <= 0.2:
+                    out[k] = (joined, n + count)
+                    break
+        else:
+            out.append((box, count))
+    return sorted(out, key=lambda t: -t[1])[:MISSED_REGIONS]
+
+
+def _placed(w: Any, crop: tuple[int, int, int, int]) -> Any:
+    from .layout import Word
+
+    return Word(w.text, w.conf, (w.box[0] + crop[0], w.box[1] + crop[1],
+                                 w.box[2] + crop[0], w.box[3] + crop[1]))
+
+
+MISSED_MIN = 4  # uncovered glyphs that make a cluster worth reading again
+MISSED_REGIONS = 8  # at most this many clusters a page (the largest first)
+MISSED_AREA = 0.35  # ... covering at most this share of the page in all
+MISSED_CONF = 60.0  # words read there with less confidence are noise read as letters
 
 
 def _missed(glyphs: Any, lines: list, box: tuple[int, int, int, int]) -> int:
