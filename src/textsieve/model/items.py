@@ -39,6 +39,9 @@ class Item:
     # A path that leads nowhere (a symlink loop, a pipe in a folder...): never read, its
     # typed error is recorded (``source.path_problem``).
     problem: ErrorInfo | None = None
+    # What the source knows of the item beyond its provenance (a feed entry's id, whether
+    # the feed's own content was kept): added to the document's ``metadata.extra``.
+    facts: tuple[tuple[str, object], ...] = ()
 
 
 @dataclass(frozen=True)
