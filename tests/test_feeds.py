@@ -259,3 +259,44 @@ def test_malformed_dates_are_kept_as_problems(feed_site: FeedSite, tmp_path: Pat
     first = next(e for e in heron["mails"] if e["subject"] == "The herons return")
     assert first["date"] is None
     assert "unreadable date" in _meta(heron)["extra"]["feed_problems"][0]
+
+
+_MEASURE = r"""
+import json, resource, sys
+path, mode = sys.argv[1], sys.argv[2]
+if mode == 'whole':
+    import feedparser
+    n = len(feedparser.parse(open(path, 'rb').read()).entries)
+else:
+    from textsieve.options import Options
+    from textsieve.sources.feeds import FeedSource
+    n = sum(1 for _ in FeedSource('feed:' + path, Options()).items())
+print(json.dumps([n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+"""
+
+
+@pytest.mark.slow
+def test_feed_of_100000_entries_in_bounded_memory(tmp_path: Path) -> None:
+    """Every one of 100,000 entries becomes an item, in a fraction of the memory that
+    reading the document whole takes (measured side by side; bench/bench_feeds.py has
+    the figures)."""
+    path = tmp_path / "big.rss"
+    with path.open("w") as f:
+        f.write('<?xml version="1.0" encoding="utf-8"?>\n<rss version="2.0"><channel>'
+                "<title>Big</title><link>https://example.org/</link><description>d"
+                "</description>\n")
+        for i in range(100_000):
+            f.write(f"<item><title>Entry {i}</title><link>https://example.org/p/{i}</link>"
+                    f"<guid>urn:e:{i}</guid></item>\n")
+        f.write("</channel></rss>\n")
+
+    def measure(mode: str) -> tuple[int, int]:
+        out = subprocess.run([sys.executable, "-c", _MEASURE, str(path), mode],
+                             capture_output=True, text=True, timeout=600, check=True)
+        n, rss = json.loads(out.stdout.strip().splitlines()[-1])
+        return n, rss
+
+    n, rss = measure("items")
+    whole_n, whole_rss = measure("whole")
+    assert n == whole_n == 100_000
+    assert rss < whole_rss * 0.6, (rss, whole_rss)
