@@ -29,7 +29,9 @@ class Hit:
 class FeedSite:
     def __init__(self) -> None:
         self.pages: dict[str, tuple[bytes, str, str]] = {}  # path -> body, type, modified
-        self.hits: list[Hit] = []
+        self.delays: dict[str, float] = {}  # path -> seconds to wait before answering
+        self.hits: list[Hit] = []  # answered requests
+        self.arrived: list[str] = []  # paths asked for, as they arrive
         self.lock = threading.Lock()
         site = self
 
@@ -37,10 +39,13 @@ class FeedSite:
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 with site.lock:
+                    site.arrived.append(path)
                     page = site.pages.get(path)
                 if page is None:
                     return self._answer(path, 404, b"not here", "text/plain")
                 body, ctype, modified = page
+                if site.delays.get(path):
+                    time.sleep(site.delays[path])
                 etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
                 if self.headers.get("If-None-Match") == etag or (
                         "If-None-Match" not in self.headers
@@ -77,9 +82,10 @@ class FeedSite:
         return self.base + path
 
     def set(self, path: str, body: bytes | str, ctype: str = "text/html; charset=utf-8",
-            *, when: float | None = None) -> None:
+            *, when: float | None = None, delay: float = 0.0) -> None:
         data = body.encode() if isinstance(body, str) else body
         with self.lock:
+            self.delays[path] = delay
             self.pages[path] = (data, ctype, formatdate(when or time.time(), usegmt=True))
 
     def requests(self, path: str) -> list[Hit]:

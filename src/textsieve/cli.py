@@ -257,6 +257,15 @@ def _fill_run(p: argparse.ArgumentParser) -> None:
     _add_option_flags(p, run=True)
 
 
+def _fill_watch(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--every", required=True, metavar="INTERVAL",
+                   help="how often to run: 30m, 1h, 90s, 1h30m (a round starts this long "
+                        "after the last one started)")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="stop after N rounds (default: until SIGINT or SIGTERM)")
+    _fill_run(p)
+
+
 def _fill_ocr(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", metavar="IN.pdf")
     p.add_argument("-o", "--output", required=True, metavar="OUT.pdf",
@@ -411,6 +420,10 @@ COMMANDS: dict[str, tuple[_Fill, dict[str, Any]]] = {
     "run": (_fill_run, {
         "help": "extract sources into the archive (incremental, resumable)",
         "epilog": SOURCES_HELP, "formatter_class": _RawHelp}),
+    "watch": (_fill_watch, {
+        "help": "run sources into the archive again and again (--every 30m), backing off "
+                "failing sources, until stopped", "epilog": SOURCES_HELP,
+        "formatter_class": _RawHelp}),
     "ocr": (_fill_ocr, {
         "help": "make a scanned PDF searchable: the same pages with an invisible OCR text "
                 "layer"}),
@@ -770,6 +783,57 @@ def cmd_run(ns: argparse.Namespace) -> int:
                 print("enriched: " + ", ".join(f"{k} {v}" for k, v in done.items()),
                       file=sys.stderr)
     return EXIT_FAILED if stats.status.get("error") or stats.gone else EXIT_OK
+
+
+def cmd_watch(ns: argparse.Namespace) -> int:
+    """The incremental run every --every until a signal (textsieve.run.watch)."""
+    import time
+
+    from .run.progress import Progress
+    from .run.watch import Round, Watcher, parse_every
+
+    every = parse_every(ns.every)
+    if ns.rounds is not None and ns.rounds < 1:
+        raise UsageError("--rounds must be at least 1")
+    if ns.force or ns.retry_errors or ns.enrich:
+        raise UsageError("watch runs incrementally: --force, --retry-errors and --enrich "
+                         "are for run")
+    archive_path = os.path.abspath(ns.archive)
+    exclude = frozenset({archive_path, archive_path + "-wal", archive_path + "-shm",
+                         archive_path + "-journal"})
+
+    def report(r: Round) -> None:
+        if ns.quiet and not r.failed:
+            return
+        c = r.counts
+        errors = sum(v for k, v in c.items() if k.startswith("status_error"))
+        done = ", ".join(f"{n} {what}" for n, what in (
+            (c.get("why_new", 0), "new"), (c.get("why_changed", 0), "changed"),
+            (c.get("extracted", 0) - c.get("why_new", 0) - c.get("why_changed", 0),
+             "extracted again"), (c.get("skipped", 0), "unchanged"), (errors, "failed"))
+            if n) or "nothing new"
+        waits = f"; backing off: {', '.join(r.skipped)}" if r.skipped else ""
+        line = f"textsieve watch: round {r.number}: {done}{waits}"
+        print(for_terminal(line, one_line=True), file=sys.stderr, flush=True)
+        for spec, why in r.failed.items():
+            _say(f"{spec}: {why}")
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    rounds = 0
+    progress = Progress(quiet=True)
+    with _open_archive(ns.archive, readonly=False) as archive:
+        watcher = Watcher(ns.sources, archive, ns.options, every, exclude=exclude,
+                          report=report, progress=progress)
+        try:
+            rounds = watcher.loop(lambda s: time.sleep(s) or False, rounds=ns.rounds)
+        except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (Terminated)
+            how = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+            print(f"textsieve watch: stopped ({how}) in round {watcher.rounds}; what was "
+                  "read is kept", file=sys.stderr)
+            return EXIT_OK
+    if not ns.quiet:
+        print(f"textsieve watch: {rounds} round(s) done", file=sys.stderr)
+    return EXIT_OK
 
 
 def cmd_reextract(ns: argparse.Namespace) -> int:
@@ -1197,6 +1261,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
         os.environ["TEXTSIEVE_DEBUG"] = "1"  # workers keep native libraries' warnings too
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
+               "watch": cmd_watch,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show, "topics": cmd_topics,
                "summarize": cmd_summarize, "keyphrases": cmd_keyphrases,
@@ -1204,7 +1269,7 @@ def main(argv: list[str] | None = None) -> int:
                "stats": cmd_stats, "export": cmd_export, "check": cmd_check,
                "serve": cmd_serve, "reextract": cmd_reextract, "gc": cmd_gc}[ns.command]
     try:
-        if ns.command in ("extract", "run", "ocr", "gmail-auth", "serve",
+        if ns.command in ("extract", "run", "watch", "ocr", "gmail-auth", "serve",
                           "reextract"):  # those with Options
             ns.options = _check_sieve(_options(ns))
         return handler(ns)

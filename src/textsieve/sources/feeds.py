@@ -37,6 +37,7 @@ from typing import Any
 
 from ..links import strip_userinfo, url_key
 from ..model import ErrorInfo, ErrorKind, Item, MailRef
+from ..model.items import Response
 from ..options import Options
 from .base import SourceError
 from .feedparse import Entry, Feed, FeedProblem, parse
@@ -136,6 +137,7 @@ class FeedSource:
         self._new: dict[str, str] = {}
         self.now = time.time
         self._asked: set[str] = set()  # feeds whose whole-article question was asked
+        self._fetched: dict[str, Any] = {}  # articles fetched to ask it: not fetched twice
         self.backoff = False  # skip failing feeds until their next try (``watch`` sets it)
 
     # -- the source protocol -----------------------------------------------------------------
@@ -255,11 +257,12 @@ class FeedSource:
         stale = st.mode is None or self.now() - st.decided > DECISION_DAYS * 86400
         if stale and s.key not in self._asked:  # once a run: a huge feed comes in batches
             self._asked.add(s.key)
-            mode = decide_mode([e for e, _ in fresh], fetcher)
+            mode, self._fetched = decide_mode([e for e, _ in fresh], fetcher)
             if mode is not None:
                 st.mode, st.decided = mode, self.now()
         for e, _ in fresh:
             yield self._item(s, feed, e, st.mode, labels)
+        self._fetched = {}
 
     def _item(self, s: Subscription, feed: Feed, e: Entry, mode: str | None,
               labels: tuple[str, ...]) -> Item:
@@ -272,6 +275,17 @@ class FeedSource:
         own = e.content is not None and (link is None or mode == "feed")
         if link is not None and not own:
             facts["feed_content"] = "article"
+            got = self._fetched.get(link)
+            if got is not None:  # fetched to compare: archived as that capture
+                r, at = got
+                ctype = f"{r.content_type}; charset={r.charset}" if r.charset else \
+                    r.content_type
+                response = Response(url=r.final_url, status=r.status, content_type=ctype,
+                                    date=r.date, etag=r.etag, last_modified=r.last_modified,
+                                    captured_at=at)
+                return Item(key=url_key(link), original=link, source=self.spec,
+                            data=r.content, response=response, name=url_name(link),
+                            mails=(ref,), facts=tuple(facts.items()))
             return Item(key=url_key(link), original=link, source=self.spec, url=link,
                         name=url_name(link), mails=(ref,), facts=tuple(facts.items()))
         facts["feed_content"] = "feed"
@@ -317,29 +331,32 @@ def entry_page(e: Entry, feed: Feed) -> bytes:
             f"<body><article>{title}{e.content or ''}</article></body></html>").encode()
 
 
-def decide_mode(entries: list[Entry], fetcher: Any) -> str | None:
+def decide_mode(entries: list[Entry], fetcher: Any) -> tuple[str | None, dict[str, Any]]:
     """``feed`` if the feed carries whole articles, ``article`` if they must be fetched,
     None if it cannot be told now (no entry with both a link and content, or no article
-    could be fetched). Compares the main text of up to SAMPLE fetched articles with what
-    the feed carries for them."""
+    could be fetched); and the articles fetched to tell, by link (each with when it
+    was received), so that none is fetched twice. Compares the main text of up to
+    SAMPLE fetched articles with what the feed carries for them."""
     from ..web.main import main_text
 
     sample = [e for e in entries if e.link and e.content and is_url(e.link)][:SAMPLE]
     if not sample:
-        return "article" if any(e.link and not e.content for e in entries) else None
-    verdicts = []
+        return ("article" if any(e.link and not e.content for e in entries) else None), {}
+    verdicts, fetched = [], {}
     for e in sample:
         assert e.link is not None and e.content is not None
         r = fetcher.fetch(e.link)
+        at = time.time()
         if r.error is not None or not r.content or r.content_type not in (
                 "text/html", "application/xhtml+xml"):
             continue
+        fetched[e.link] = (r, at)
         page = main_text(r.content.decode(r.charset or "utf-8", "replace"), r.final_url)
         carried = main_text(f"<html><body><article>{e.content}</article></body></html>")
         verdicts.append(covers(carried, page))
     if not verdicts:
-        return None
-    return "feed" if all(verdicts) else "article"
+        return None, {}
+    return ("feed" if all(verdicts) else "article"), fetched
 
 
 _WORD = re.compile(r"\w+")
