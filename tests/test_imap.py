@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import imaplib
 import itertools
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -293,3 +294,27 @@ def test_run_keeps_the_sync_state_in_the_archive(dovecot: Dovecot, tmp_path: Pat
         assert a.conn.execute("SELECT count(*) FROM mails").fetchone()[0] == 5
         assert a.conn.execute("SELECT count(*) FROM items WHERE key LIKE '%article.html%'"
                               ).fetchone()[0] == 5
+
+
+def test_imap_folder_is_a_label(dovecot: Dovecot, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folder a link was mailed to is its label, as a bookmark folder is:
+    `textsieve search --label` finds the folder's links and no others."""
+    import subprocess
+    import sys
+
+    folder = new_folder(dovecot, 2, name=f"Reading Ünïcode {next(_counter)}")
+    other = new_folder(dovecot, 0, name=f"Other{next(_counter)}")
+    append(dovecot, other, range(7, 8))
+    monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
+    db = tmp_path / "a.db"
+    res = subprocess.run([sys.executable, "-m", "textsieve", "run", "--fetch", "never",
+                          "--archive", str(db), dovecot.url(folder), dovecot.url(other)],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, res.stderr
+    got = subprocess.run([sys.executable, "-m", "textsieve", "search", "--label",
+                          folder.replace("Reading", "reading"), "--archive", str(db)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert got.returncode == 0, got.stderr
+    assert sorted(set(re.findall(r"https://example\.org/page/\d+", got.stdout))) == [
+        "https://example.org/page/1", "https://example.org/page/2"]

@@ -315,3 +315,36 @@ def test_a_version_7_archive_gets_captures_and_keeps_its_text_through_link_rot(
         check = a.check_of(item_id)
         assert check is not None and check["error_kind"] == "http_404"
         assert check["gone_since"] is not None
+
+
+def test_a_version_8_archive_keeps_its_mail_labels_as_labels(tmp_path: Path) -> None:
+    """Version 9 makes labels one kind: the Gmail labels and IMAP folders of mails archived
+    before are the labels of the items they named, found by `search --label`."""
+    db = tmp_path / "v8.db"
+    conn = _connect(db)
+    schema.migrate(conn, target=8)
+    now = time.time()
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO runs (started, ended, status) VALUES (?, ?, 'completed')",
+                 (now, now))
+    conn.execute("INSERT INTO sources (spec) VALUES ('gmail:Links')")
+    for n, key in enumerate(("https://example.org/a", "https://example.org/b"), 1):
+        conn.execute("INSERT INTO items (key, original, status, title, first_seen, last_seen) "
+                     "VALUES (?, ?, 'ok', 'T', ?, ?)", (key, key, now, now))
+        conn.execute("INSERT INTO items_fts (rowid, title, text) VALUES (?, 'T', '')", (n,))
+    conn.executemany(
+        "INSERT INTO mails (source_id, message_id, labels, first_run) VALUES (1, ?, ?, 1)",
+        [("<1@x>", json.dumps(["INBOX", "Reading list"])), ("<2@x>", "not json"),
+         ("<3@x>", json.dumps(["Later", 7]))])
+    conn.executemany("INSERT INTO item_mails VALUES (?, ?)", [(1, 1), (2, 2), (2, 3)])
+    conn.execute("COMMIT")
+    conn.close()
+    with Archive(db) as a:  # migrated when opened for writing
+        assert a.conn.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION
+    labels = {}
+    for label in ("reading list", "INBOX", "Later"):
+        p = subprocess.run([sys.executable, "-m", "textsieve", "search", "--label", label,
+                            "--archive", str(db)], capture_output=True, text=True,
+                           timeout=120)
+        labels[label] = p.stdout.count("https://example.org/")
+    assert labels == {"reading list": 1, "INBOX": 1, "Later": 1}

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from http_server import http_server_fixture  # noqa: F401 - the http_server fixture
 from server_proc import running_server
 
 SAMPLES = Path(__file__).parent.parent / "samples" / "docs"
@@ -86,3 +87,32 @@ def test_serve_opens_the_reading_room_over_its_archive(tmp_path):
         missing_api = c.get("/v1/items/999999")
         assert missing_api.status_code == 404 and missing_api.json()["error"]["kind"]
         assert c.get("/ui/items/999999").status_code == 404
+
+
+def test_bookmarks_run_and_search_by_label(tmp_path, http_server):
+    """`POST /v1/runs` with a bookmark export (a real Firefox one, its links pointing at
+    the local server), then `GET /v1/search?label=`: the folder's and tag's items, each
+    with its labels; a bookmark file outside --file-root is refused."""
+    import re
+
+    fixture = Path(__file__).parent / "fixtures" / "bookmarks" / "firefox-153.html"
+    export = tmp_path / "bookmarks.html"
+    export.write_text(re.sub(r'HREF="https?://([^"]*)"',
+                             lambda m: 'HREF="' + http_server.url(
+                                 "/article.html?u=" + m.group(1).replace("&", "%26")) + '"',
+                             fixture.read_text("utf-8")), "utf-8")
+    archive = tmp_path / "a.db"
+    with running_server("-j", "1", "--archive", str(archive), "--file-root", str(tmp_path),
+                        "--allow-cidr", "127.0.0.1/32", "--ignore-robots") as server, \
+            server.client() as c:
+        started = c.post("/v1/runs", json={"sources": [f"bookmarks:{export}"]})
+        assert started.status_code == 202, started.text
+        done = _wait(c, f"/v1/runs/{started.json()['id']}")
+        assert done["status"] == "done", done
+        hits = c.get("/v1/search", params={"label": "recipes"}).json()
+        assert len(hits) == 2 and all("Recipes" in h["labels"] for h in hits)
+        birds = c.get("/v1/search", params={"label": "birds"}).json()
+        assert [h["labels"] for h in birds] == [["birds", "Reading", "wading birds"]]
+        assert c.get("/v1/search").status_code == 422
+        outside = c.post("/v1/runs", json={"sources": ["bookmarks:/etc/passwd"]})
+    assert outside.status_code == 403

@@ -50,6 +50,9 @@ sources:
                                 an IMAP folder (password: --imap-password-file,
                                 TEXTSIEVE_IMAP_PASSWORD, ~/.netrc or a prompt)
   gmail:LABEL                   a Gmail label (after `textsieve gmail-auth`)
+  bookmarks:FILE                the links of a bookmark or read-later export: a browser's
+                                bookmarks.html, places.sqlite or Bookmarks JSON, Pocket,
+                                Instapaper, Omnivore, Pinboard (folders, tags as labels)
 
 options: sizes (MiB) also take a unit: 512MiB, 2GiB. Every option can also be set in a
 config file, textsieve.toml in the working folder or --config FILE, as `name = value` with
@@ -290,8 +293,11 @@ def _fill_gmail_auth(p: argparse.ArgumentParser) -> None:
 
 
 def _fill_search(p: argparse.ArgumentParser) -> None:
-    p.add_argument("query", help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
+    p.add_argument("query", nargs="?", default="",
+                   help="words (all must match), or FTS5 syntax: \"a phrase\", OR")
     p.add_argument("-n", "--limit", type=_sqlite_int, default=20)
+    p.add_argument("--label", help="only items with this label (a mail label or folder, a "
+                                   "bookmark folder or tag; any case); alone: all of them")
     p.add_argument("--all-duplicates", action="store_true",
                    help="list near-duplicates of a hit as hits of their own")
     g = p.add_mutually_exclusive_group()
@@ -381,6 +387,8 @@ def _fill_export(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["txt", "jsonl", "parquet", "warc"], default="txt",
                    help="warc: every kept original as a WARC/1.1 response (or resource) "
                         "record, with its provenance in a metadata record")
+    p.add_argument("--label", help="only the items with this label (a mail label or "
+                                   "folder, a bookmark folder or tag; any case)")
     _add_archive_option(p)
 
 
@@ -542,7 +550,8 @@ def _add_selection_options(p: argparse.ArgumentParser) -> None:
                    help="only items of this MIME type or prefix (text/html, application/)")
     p.add_argument("--since", metavar="DATE", help="only items first seen on or after it")
     p.add_argument("--until", metavar="DATE", help="only items first seen up to that day")
-    p.add_argument("--label", help="only items mailed with this mail label")
+    p.add_argument("--label", help="only items with this label (any source: a mail label "
+                                   "or folder, a bookmark folder or tag)")
 
 
 def _read_stdin(options: Options, name: str) -> bytes | Document:
@@ -901,12 +910,16 @@ def cmd_ocr(ns: argparse.Namespace) -> int:
 def cmd_search(ns: argparse.Namespace) -> int:
     from .archive.search import format_hit, search
 
+    if not ns.query.strip() and not ns.label:
+        raise UsageError("search needs words to look for, or --label")
     with _open_archive(ns.archive, readonly=True) as archive:
         hits = search(archive, ns.query, limit=ns.limit,  # QueryError: a usage error
-                      source_state=ns.source_state)
+                      source_state=ns.source_state, label=ns.label)
+        from .archive.labels import labels_by_item
         from .enrich.candidates import duplicates_of, summary_of
 
         summaries = {h.id: summary_of(archive, h.id) for h in hits}
+        labels = labels_by_item(archive.conn, [h.id for h in hits])
         collapsed: dict[int, list[int]] = {}
         if not ns.all_duplicates:  # one hit per near-duplicate group (textsieve duplicates)
             seen: set[int] = set()
@@ -921,6 +934,8 @@ def cmd_search(ns: argparse.Namespace) -> int:
             hits = kept
     for h in hits:
         print(format_hit(h))
+        if labels.get(h.id):
+            print("    # " + for_terminal(", ".join(labels[h.id]), one_line=True))
         if summaries.get(h.id):
             print("    = " + for_terminal(summaries[h.id], one_line=True))
         if collapsed.get(h.id):
@@ -942,13 +957,18 @@ def cmd_show(ns: argparse.Namespace) -> int:
         enriched = _enriched(archive, ns.id)
         captures = archive.captures(ns.id)
         check = archive.check_of(ns.id)
+        from .archive.labels import labels_of, listings_of
+
+        labels = labels_of(archive.conn, ns.id)
+        listings = listings_of(archive.conn, lineage[0][0]) if lineage else []
     if doc is None:
         _say(f"no item {ns.id}")
         return EXIT_FAILED
     if ns.format == "json":
         import json
 
-        record = {"path": where, **doc.to_dict(), "mails": mails, **enriched,
+        record = {"path": where, **doc.to_dict(), "labels": labels,
+                  "listings": listings, "mails": mails, **enriched,
                   "source_state": check, "captures": captures}
         sys.stdout.write(json.dumps(record, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
@@ -970,6 +990,12 @@ def cmd_show(ns: argparse.Namespace) -> int:
     for m in mails:  # which mails named it: provenance a reader wants to see first
         print(for_terminal(f"mailed: {m['date'] or '?'}  {m['from'] or '?'}  "
                            f"«{m['subject'] or ''}»", one_line=True), file=sys.stderr)
+    for li in listings:  # which lists named it, and what they said
+        print(for_terminal(f"listed: {li['listed'] or '?'}  «{li['title'] or ''}»"
+                           + (f"  {li['note']}" if li["note"] else ""), one_line=True),
+              file=sys.stderr)
+    if labels:
+        print(for_terminal("labels: " + ", ".join(labels), one_line=True), file=sys.stderr)
     if enriched["summary"]:
         print(for_terminal(f"summary: {enriched['summary']}", one_line=True), file=sys.stderr)
     _emit(sys.stdout, where, doc, ns.format, many=False, clean=True)
@@ -1161,10 +1187,11 @@ def cmd_export(ns: argparse.Namespace) -> int:
             from .uris import export_to_s3
 
             n = export_to_s3(lambda to: export(archive, to, ns.format, counts=counts,
-                                               on_error=_say),
+                                               on_error=_say, label=ns.label),
                              ns.to, ns.format, _s3_options())
         else:
             n = export(archive, ns.to, ns.format, counts=counts,  # ExportError: exit 1
+                       label=ns.label,
                        on_error=_say)
     more = "".join(f", {v:,} {k}" for k, v in sorted(counts.items()) if k != "items" and v)
     print(f"exported {n:,} items to {ns.to}{more}", file=sys.stderr)

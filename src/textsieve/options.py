@@ -32,6 +32,9 @@ EXECUTORS = ("local", "ray")
 # Which originals (bytes as received) `textsieve run` keeps in the archive: none, what was
 # fetched or came inside a mail or a WARC (gone once the server or mail is), or all (files too).
 KEEP_ORIGINALS = ("none", "fetched", "all")
+# Whether `textsieve run` fetches the links its sources name: auto (what needs it) or never
+# (links are archived with what their source says about them; a later run fetches them).
+FETCH_MODES = ("auto", "never")
 # What `textsieve run --enrich` may keep up to date (textsieve.enrich), in the order it runs.
 ENRICH_KINDS = ("topics", "summaries", "keyphrases", "related", "duplicates")
 # Each numeric knob's lowest sensible value; below it a run would refuse every input, never
@@ -122,6 +125,7 @@ class Options:
     summary_sentences: int = 3
     # Originals kept by `textsieve run` (re-extraction without the network, WARC export).
     keep_originals: str = "fetched"
+    fetch_mode: str = "auto"  # run --fetch never: links archived as listed, nothing fetched
 
     def __post_init__(self) -> None:
         if self.ocr not in OCR_MODES:
@@ -133,6 +137,9 @@ class Options:
         if self.keep_originals not in KEEP_ORIGINALS:
             raise OptionsError(f"keep_originals must be one of {', '.join(KEEP_ORIGINALS)}, "
                                f"not {self.keep_originals!r}", "keep_originals")
+        if self.fetch_mode not in FETCH_MODES:
+            raise OptionsError(f"fetch_mode must be one of {', '.join(FETCH_MODES)}, "
+                               f"not {self.fetch_mode!r}", "fetch_mode")
         if self.executor not in EXECUTORS:
             raise OptionsError(f"executor must be one of {', '.join(EXECUTORS)}, "
                                f"not {self.executor!r}", "executor")
@@ -355,6 +362,10 @@ KNOBS: dict[str, Knob] = {
                            "compressed): what was fetched or came in a mail or WARC, all "
                            "(files too), or none; items are re-extracted from them offline",
                            "documents", choices=KEEP_ORIGINALS, run_only=True),
+    "fetch_mode": Knob("never: archive the links of bookmarks, lists and mails with what "
+                       "their source says (title, labels, date, note) and fetch nothing; "
+                       "a later run without it fetches them", "fetch", flag="--fetch",
+                       choices=FETCH_MODES, run_only=True),
 }
 
 CONFIG_FILE = "textsieve.toml"  # looked for in the working folder when --config is not given

@@ -79,12 +79,13 @@ def children(archive: Archive, item_id: int, depth: int = 6,
 def provenance(archive: Archive, item_id: int) -> list[dict[str, Any]]:
     """Which sources gave a top-level item, and in which runs it was first and last seen."""
     rows = archive.conn.execute(
-        "SELECT s.spec, p.first_run, r1.started, p.last_run, r2.started FROM provenance p "
+        "SELECT s.spec, p.first_run, r1.started, p.last_run, r2.started, p.title, p.note, "
+        "p.listed FROM provenance p "
         "JOIN sources s ON s.id = p.source_id LEFT JOIN runs r1 ON r1.id = p.first_run "
         "LEFT JOIN runs r2 ON r2.id = p.last_run WHERE p.item_id = ? ORDER BY p.first_run",
         (item_id,)).fetchall()
     return [{"source": r[0], "first_run": r[1], "first_seen": r[2], "last_run": r[3],
-             "last_seen": r[4]} for r in rows]
+             "last_seen": r[4], "title": r[5], "note": r[6], "listed": r[7]} for r in rows]
 
 
 def mails_with_ids(archive: Archive, item_id: int) -> list[dict[str, Any]]:
@@ -193,9 +194,10 @@ def facets(archive: Archive, limit: int = 50) -> dict[str, list[tuple[Any, int]]
         "source": top("SELECT s.spec, count(*) FROM provenance p JOIN sources s "
                       "ON s.id = p.source_id GROUP BY 1 ORDER BY 2 DESC"),
         "mailbox": top("SELECT s.spec, count(*) FROM mails m JOIN sources s "
-                       "ON s.id = m.source_id GROUP BY 1 ORDER BY 2 DESC")
-        + top("SELECT j.value, count(*) FROM mails m, json_each(m.labels) j "
-              "GROUP BY 1 ORDER BY 2 DESC"),
+                       "ON s.id = m.source_id GROUP BY 1 ORDER BY 2 DESC"),
+        # Labels of every source (mail labels and folders, bookmark folders and tags).
+        "label": top("SELECT label, count(DISTINCT item_id) FROM item_labels "
+                     "GROUP BY label COLLATE NOCASE ORDER BY 2 DESC, 1"),
     }
 
 

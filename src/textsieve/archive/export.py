@@ -39,7 +39,7 @@ class ExportError(TextsieveError):
 COLUMNS = ("id", "parent_id", "root_id", "key", "original", "name", "mime_type", "status",
            "error_kind", "error_message", "title", "metadata", "text", "markdown", "sha256",
            "size", "text_chars", "warnings", "first_seen", "last_seen", "extracted_at",
-           "extractor_version", "sources", "mails", "summary")
+           "extractor_version", "sources", "mails", "summary", "labels", "listings")
 
 _SELECT = ("SELECT id, parent_id, key, original, name, mime_type, status, error_kind, "
            "error_message, title, metadata, text, markdown, sha256, size, text_chars, "
@@ -51,7 +51,7 @@ _SELECT = ("SELECT id, parent_id, key, original, name, mime_type, status, error_
 
 def export(archive: Archive, to: str | os.PathLike[str], fmt: str = "txt", *,
            counts: Counter[str] | None = None,
-           on_error: Callable[[str], None] | None = None) -> int:
+           on_error: Callable[[str], None] | None = None, label: str | None = None) -> int:
     """Write the archive to ``to`` in ``fmt``; returns how many top-level items were written.
 
     ``counts`` (optional) receives the details: ``items``, ``children`` (child rows, JSONL
@@ -59,14 +59,18 @@ def export(archive: Archive, to: str | os.PathLike[str], fmt: str = "txt", *,
     ``renamed`` (txt: names that clashed and got an ``~ID`` suffix) and ``failed`` (txt:
     files that could not be written; each is passed to ``on_error`` as one line, logged
     by default, and the export goes on: one bad item never costs the others).
+    ``label``: only the items with that label (any source, any case) and their parts.
     """
     counts = Counter() if counts is None else counts
+    if label and fmt == "warc":
+        raise ExportError("--label selects items for txt, jsonl and parquet; a WARC holds "
+                          "every kept original")
     if fmt == "txt":
-        _export_txt(archive, Path(to), counts, on_error or log.warning)
+        _export_txt(archive, Path(to), counts, on_error or log.warning, label)
     elif fmt == "jsonl":
-        _export_jsonl(archive, str(to), counts)
+        _export_jsonl(archive, str(to), counts, label)
     elif fmt == "parquet":
-        _export_parquet(archive, Path(to), counts)
+        _export_parquet(archive, Path(to), counts, label)
     elif fmt == "warc":
         _export_warc(archive, str(to), counts, on_error or log.warning)
     else:
@@ -74,28 +78,36 @@ def export(archive: Archive, to: str | os.PathLike[str], fmt: str = "txt", *,
     return counts["items"]
 
 
-def _top_level(archive: Archive) -> Iterator[tuple[int, str, str | None]]:
-    """(id, key, status) of every top-level item, in archive order, from one cursor.
+def _top_level(archive: Archive, label: str | None = None
+               ) -> Iterator[tuple[int, str, str | None]]:
+    """(id, key, status) of every top-level item (with ``label``: those with it), in
+    archive order, from one cursor.
 
     Read from the table itself, not through an index: an index that silently lost entries
     (damage only an integrity check sees) must not make items vanish from an export.
     """
+    if label:
+        yield from archive.conn.execute(
+            "SELECT id, key, status FROM items i NOT INDEXED WHERE parent_id IS NULL AND "
+            "EXISTS (SELECT 1 FROM item_labels l WHERE l.item_id = i.id AND l.label = ? "
+            "COLLATE NOCASE) ORDER BY id", (label,))
+        return
     yield from archive.conn.execute(
         "SELECT id, key, status FROM items NOT INDEXED WHERE parent_id IS NULL ORDER BY id")
 
 
 # -- txt: a mirrored tree of NAME.txt files ---------------------------------------------------
 def _export_txt(archive: Archive, out: Path, counts: Counter[str],
-                on_error: Callable[[str], None]) -> None:
+                on_error: Callable[[str], None], label: str | None = None) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ExportError(f"cannot create folder {out}: {exc.strerror or exc}") from exc
     if not os.access(out, os.W_OK | os.X_OK):
         raise ExportError(f"cannot write into folder {out}: permission denied")
-    root = common_root(key for _, key, _ in _top_level(archive))
+    root = common_root(key for _, key, _ in _top_level(archive, label))
     used: set[int] = set()  # hashes of the names written, to catch clashes cheaply
-    for item_id, key, _status in _top_level(archive):
+    for item_id, key, _status in _top_level(archive, label):
         doc = archive.document(item_id)
         if doc is None:  # deleted by a concurrent run since the listing
             continue
@@ -144,16 +156,22 @@ def txt_parts(key: str, root: str | None) -> list[str]:
 
 
 # -- rows: JSONL and Parquet -----------------------------------------------------------------
-def rows(archive: Archive, counts: Counter[str] | None = None) -> Iterator[dict[str, Any]]:
+def rows(archive: Archive, counts: Counter[str] | None = None, label: str | None = None
+         ) -> Iterator[dict[str, Any]]:
     """Every item as a flat row, each top-level item followed by its descendants.
 
     Children carry the provenance of their top-level item: the source specs (sources
     name files, and a member came from wherever its container came from) and the mails
-    whose links or attachments it was (message id, date, sender, subject, labels).
+    whose links or attachments it was (message id, date, sender, subject, labels), its
+    labels from every source, and what lists said of it (``listings``: title, note, date).
     """
+    from .labels import labels_of, listings_of
+
     counts = Counter() if counts is None else counts
     c = archive.conn
-    for root_id, _key, _status in _top_level(archive):
+    for root_id, _key, _status in _top_level(archive, label):
+        labels = labels_of(c, root_id)
+        listings = listings_of(c, root_id)
         sources = [s for (s,) in c.execute(
             "SELECT s.spec FROM provenance p JOIN sources s ON s.id = p.source_id "
             "WHERE p.item_id = ? ORDER BY s.id", (root_id,))]
@@ -177,20 +195,21 @@ def rows(archive: Archive, counts: Counter[str] | None = None) -> Iterator[dict[
                 "warnings": json.loads(warnings) if warnings else [],
                 "first_seen": first, "last_seen": last, "extracted_at": extracted,
                 "extractor_version": version, "sources": sources, "mails": mails,
-                "summary": summary,
+                "summary": summary, "labels": labels, "listings": listings,
             }
             counts["children" if parent is not None else "items"] += 1
 
 
-def _export_jsonl(archive: Archive, to: str, counts: Counter[str]) -> None:
+def _export_jsonl(archive: Archive, to: str, counts: Counter[str],
+                  label: str | None = None) -> None:
     if to == "-":
         out = sys.stdout
-        for row in rows(archive, counts):
+        for row in rows(archive, counts, label):
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
         out.flush()
         return
     def fill(f: IO[bytes]) -> None:
-        for row in rows(archive, counts):
+        for row in rows(archive, counts, label):
             f.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
 
     try:
@@ -211,7 +230,8 @@ def _export_warc(archive: Archive, to: str, counts: Counter[str],
         raise ExportError(f"cannot write {to}: {exc.strerror or exc}") from exc
 
 
-def _export_parquet(archive: Archive, to: Path, counts: Counter[str]) -> None:
+def _export_parquet(archive: Archive, to: Path, counts: Counter[str],
+                    label: str | None = None) -> None:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -229,7 +249,9 @@ def _export_parquet(archive: Archive, to: Path, counts: Counter[str]) -> None:
         ("mails", pa.list_(pa.struct([
             ("message_id", s), ("date", s), ("from", s), ("subject", s),
             ("labels", pa.list_(s)), ("source", s)]))),
-        ("summary", s),
+        ("summary", s), ("labels", pa.list_(s)),
+        ("listings", pa.list_(pa.struct([("source", s), ("title", s), ("note", s),
+                                         ("listed", s)]))),
     ])
     assert tuple(schema.names) == COLUMNS
 
@@ -244,7 +266,7 @@ def _export_parquet(archive: Archive, to: Path, counts: Counter[str]) -> None:
         with pq.ParquetWriter(fh, schema, compression="zstd") as writer:
             batch: list[dict[str, Any]] = []
             size = 0
-            for row in rows(archive, counts):
+            for row in rows(archive, counts, label):
                 batch.append(row)
                 size += len(row["text"]) + len(row["markdown"])
                 if len(batch) >= ROW_GROUP_ROWS or size >= ROW_GROUP_BYTES:

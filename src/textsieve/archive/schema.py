@@ -289,8 +289,33 @@ INSERT INTO captures (item_id, current, captured_at, sha256, url, http_status, c
     FROM items WHERE parent_id IS NULL AND status != 'error';
 """
 
+# Version 9: labels are one kind, whatever gave them: Gmail labels, IMAP folders, bookmark
+# folders and tags, feed names. ``item_labels`` holds each item's labels per source (a
+# list source replaces its set each time it lists the item; mails add theirs), so search,
+# exports and the reading room filter by one table. What a list of links says of an item
+# (a bookmark's title, note and date) is provenance: columns of ``provenance``, kept when
+# a fetch later replaces the item's text and title. Mail labels archived before are copied.
+_V9_LABELS = """
+CREATE TABLE item_labels (
+    item_id    INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+    source_id  INTEGER NOT NULL REFERENCES sources(id) ON DELETE CASCADE,
+    label      TEXT NOT NULL,
+    PRIMARY KEY (item_id, source_id, label)
+) WITHOUT ROWID;
+CREATE INDEX item_labels_label ON item_labels(label COLLATE NOCASE, item_id);
+ALTER TABLE provenance ADD COLUMN title TEXT;
+ALTER TABLE provenance ADD COLUMN note TEXT;
+ALTER TABLE provenance ADD COLUMN listed TEXT;
+INSERT OR IGNORE INTO item_labels (item_id, source_id, label)
+    SELECT im.item_id, m.source_id, l.value
+    FROM item_mails im JOIN mails m ON m.id = im.mail_id,
+         json_each(CASE WHEN json_valid(m.labels) THEN m.labels ELSE '[]' END) l
+    WHERE l.type = 'text' AND l.value != '';
+"""
+
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
-    _V1, _V2, _V3, _V4_ENRICH, _V5_UI, scrub_credentials, _V7_ENRICH_SCALE, _V8_CAPTURES]
+    _V1, _V2, _V3, _V4_ENRICH, _V5_UI, scrub_credentials, _V7_ENRICH_SCALE, _V8_CAPTURES,
+    _V9_LABELS]
 VERSION = len(MIGRATIONS)
 
 

@@ -50,6 +50,7 @@ class Filters:
     until: str | None = None  # YYYY-MM-DD, first seen on or before
     language: str | None = None
     source_state: str | None = None  # gone: the source failed when last checked; alive: not
+    label: str | None = None  # a label of any source (mail label, folder, tag), any case
 
 
 SORTS = ("relevance", "read", "published")
@@ -102,6 +103,11 @@ def _where(f: Filters, ident: str) -> tuple[str, list[object]]:
                    "JOIN sources s ON s.id = m.source_id WHERE s.spec = ? "
                    "OR EXISTS (SELECT 1 FROM json_each(m.labels) WHERE value = ?)")
         args += [f.mailbox, f.mailbox]
+    if f.label:  # the item's labels, or those of the item it is part of (an attachment)
+        sql.append("SELECT item_id FROM item_labels WHERE label = ? COLLATE NOCASE UNION "
+                   "SELECT c.id FROM item_labels l JOIN items c ON c.parent_id = l.item_id "
+                   "WHERE l.label = ? COLLATE NOCASE")
+        args += [f.label, f.label]
     return "".join(f" AND +{ident} IN ({w})" for w in sql), args
 
 
@@ -195,11 +201,13 @@ def _snippets(archive: Archive, q: str, ids: list[int], marks: tuple[str, str]
 
 
 def search(archive: Archive, query: str, *, limit: int = 20, offset: int = 0,
-           source_state: str | None = None) -> list[Hit]:
-    if not fts_query(query):
+           source_state: str | None = None, label: str | None = None) -> list[Hit]:
+    """Ranked hits of ``query``; with a ``label`` and no query, that label's items, newest
+    first."""
+    if not fts_query(query) and not label:
         return []
-    return find(archive, query, Filters(source_state=source_state), limit=limit,
-                offset=offset)[0]
+    return find(archive, query, Filters(source_state=source_state, label=label),
+                limit=limit, offset=offset)[0]
 
 
 def format_hit(hit: Hit) -> str:

@@ -25,7 +25,7 @@ import zstandard
 from ..errors import TextsieveError
 from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef, Metadata, Page, Status
 from ..model.items import Response
-from . import schema
+from . import labels, schema
 
 # zstd 9: 4.2x on dev-corpus texts (zlib 6: 3.8x, zstd 19: 4.5x at 1/20 the speed), ~0.1 ms
 # per item, so never the bottleneck of a run; see bench/bench_archive.py and bench/README.md.
@@ -316,7 +316,7 @@ class Archive:
                       (*e.validators, item_id))
         if same and cur is not None:
             self._update_capture(c, cur[0], e, kept, now)
-        elif doc.status != Status.ERROR:
+        elif doc.status not in (Status.ERROR, Status.LISTED):  # a listing is no capture
             self._capture(c, item_id, e, kept, at, current=True)
         self._children(c, e.item.key, item_id, doc, now)
         self._provenance(c, [item_id], sid, run_id)
@@ -640,7 +640,17 @@ class Archive:
                 mid = c.execute("SELECT id FROM mails WHERE source_id = ? AND message_id = ?",
                                 (sid, ref.message_id)).fetchone()[0]
                 c.execute("INSERT OR IGNORE INTO item_mails VALUES (?, ?)", (row[0], mid))
+                labels.add_mail_labels(c, row[0], sid, ref.labels)
         return later
+
+    def link_listings(self, pending: list[labels.Pending], run_id: int,
+                      source_ids: dict[str, int]) -> list[labels.Pending]:
+        """Record what list sources said of items (labels, title, note, date): see
+        ``archive.labels``; returns those whose item is not written yet."""
+        if not pending:
+            return []
+        with self.transaction() as c:
+            return labels.record(c, pending, run_id, source_ids, self._source_id_in)
 
     @staticmethod
     def _source_id_in(c: sqlite3.Connection, spec: str) -> int:

@@ -26,7 +26,7 @@ MAX_CHARS = 200_000  # a huge text is read up to this much: enough to know what 
 @dataclass(frozen=True)
 class Selection:
     """A subset of the archive: a MIME type (prefix), a date range (first seen, ISO dates)
-    and a mail label. Empty fields select everything."""
+    and a label. Empty fields select everything."""
 
     mime: str | None = None
     since: str | None = None
@@ -48,12 +48,11 @@ class Selection:
                 sql.append(f"i.first_seen {op} ?")
                 args.append(_epoch(bound, end=op == "<"))
         if self.label:
-            # Labels belong to the mails that named a top-level item; its members and
-            # attachments (one level down) share them.
-            sql.append(
-                "EXISTS (SELECT 1 FROM item_mails im JOIN mails m ON m.id = im.mail_id, "
-                "json_each(m.labels) l WHERE im.item_id IN (i.id, i.parent_id) "
-                "AND l.value = ?)")
+            # Any source's label (a mail's, a folder, a tag); an item's members and
+            # attachments (one level down) share it.
+            from ..archive.labels import LABEL_SQL
+
+            sql.append(LABEL_SQL)
             args.append(self.label)
         return " AND ".join(sql), args
 

@@ -20,6 +20,7 @@ from .registry import (
     CORE_VERSION,
     FALLBACK_KINDS,
     FETCH_TAG,
+    LISTED_TAG,
     REGISTRY,
     REGISTRY_TAG,
     UNSUPPORTED,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
     from ..render import Builder
 
-__all__ = ["CORE_VERSION", "FALLBACK_KINDS", "FETCH_TAG", "REGISTRY", "REGISTRY_TAG",
+__all__ = ["CORE_VERSION", "FALLBACK_KINDS", "FETCH_TAG", "LISTED_TAG", "REGISTRY", "REGISTRY_TAG",
            "UNSUPPORTED", "Budget", "Context", "Extractor", "extractors_for", "is_current",
            "preload", "version_of", "wants_pictures"]
 

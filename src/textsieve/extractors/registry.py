@@ -39,7 +39,10 @@ REGISTRY_VERSION = 2  # bump when a format gains an extractor (retries its "unsu
 REGISTRY_TAG = f"{CORE_VERSION}:registry/{REGISTRY_VERSION}"
 FETCH_VERSION = 1  # bump when fetching changes in a way that should retry fetch failures
 FETCH_TAG = f"{CORE_VERSION}:fetch/{FETCH_VERSION}"
-_RESERVED = ("registry", "fetch")  # tag names that are not formats
+# A link archived as its list describes it, not fetched (``run --fetch never``): never
+# current, so the next run that may fetch fetches it.
+LISTED_TAG = f"{CORE_VERSION}:listed/1"
+_RESERVED = ("registry", "fetch", "listed")  # tag names that are not formats
 
 # Failures another reader of the same MIME type may overcome.
 FALLBACK_KINDS = frozenset({ErrorKind.CORRUPT, ErrorKind.UNSUPPORTED, ErrorKind.MISSING_TOOL})

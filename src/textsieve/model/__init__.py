@@ -21,16 +21,17 @@ from .document import (
 if TYPE_CHECKING:
     from .items import Item as Item
     from .items import Link as Link
+    from .items import Listing as Listing
     from .items import MailRef as MailRef
     from .items import RawMail as RawMail
 
 __all__ = ["Document", "ErrorInfo", "ErrorKind", "ExtractionError", "Item", "Link",
-           "MailRef", "Metadata", "Page", "RawMail", "Status"]
+           "Listing", "MailRef", "Metadata", "Page", "RawMail", "Status"]
 
 # What flows into a run (Item and the mail provenance it carries; Link) is loaded on first
 # use: four frozen dataclasses are ~2.5 ms of generated code, paid by every
 # `textsieve extract FILE`, which makes none of them.
-_ITEMS = frozenset({"Item", "Link", "MailRef", "RawMail"})
+_ITEMS = frozenset({"Item", "Link", "Listing", "MailRef", "RawMail"})
 
 
 def __getattr__(name: str) -> Any:

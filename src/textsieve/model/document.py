@@ -19,6 +19,9 @@ class Status(StrEnum):
     OK = "ok"
     EMPTY = "empty"  # the file was read fine and holds no text (a blank page, an empty CSV)
     ERROR = "error"
+    # Archived with what its list says (a bookmark's title, note, labels, date), not
+    # fetched yet (``run --fetch never``); the next run that may fetch fetches it.
+    LISTED = "listed"
 
 
 class ErrorKind(StrEnum):

@@ -39,9 +39,30 @@ class Item:
     # A path that leads nowhere (a symlink loop, a pipe in a folder...): never read, its
     # typed error is recorded (``source.path_problem``).
     problem: ErrorInfo | None = None
+    # Labels the source gives the item (bookmark folders and tags, a feed's name, OPML
+    # folders): the archive keeps them per item and source, replacing this source's earlier
+    # set each time it lists the item (mail labels travel in ``mails`` instead).
+    labels: tuple[str, ...] = ()
+    # What a list of links says about it (a bookmark's title, note and date), kept as
+    # provenance and shown until the link is fetched.
+    listing: Listing | None = None
     # What the source knows of the item beyond its provenance (a feed entry's id, whether
     # the feed's own content was kept): added to the document's ``metadata.extra``.
     facts: tuple[tuple[str, object], ...] = ()
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a list of links (bookmarks, a read-later export, a feed) says about one link:
+    the archive keeps it with the item's provenance, so a fetch that follows (which
+    replaces the item's text and title with the page's) loses none of it."""
+
+    title: str | None = None
+    note: str | None = None  # the user's description (a bookmark's <DD>, an excerpt)
+    date: str | None = None  # ISO 8601 (UTC): when it was saved or listed
+    # What was wrong with the entry and left out (a date that is not one, replaced bytes):
+    # the warnings of the link's record.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..archive.labels import Pending
 from ..archive.store import Archive, ArchiveError, Check, Entry, Known, Original
 from ..extractors import FETCH_TAG
-from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef
+from ..model import Document, ErrorInfo, ErrorKind, Item, MailRef, Status
 from ..model.items import Response
 from ..options import Options
 from ..sources import ItemSource
@@ -160,6 +161,7 @@ class _Writer:
         self.stats, self.policy, self.notify = stats, policy, notify
         self.batch: list[Entry] = []
         self.mail_links: list[tuple[str, MailRef]] = []  # (item key, mail) still to record
+        self.listings: list[Pending] = []  # labels and listings still to record
         self.oldest = 0.0  # when the first entry of the batch came
 
     def record(self, entry: Entry) -> None:
@@ -205,6 +207,9 @@ class _Writer:
         if self.mail_links:
             self.mail_links[:] = self.archive.link_mails(self.mail_links, self.run_id,
                                                          self.source_ids)
+        if self.listings:
+            self.listings[:] = self.archive.link_listings(self.listings, self.run_id,
+                                                          self.source_ids)
 
 
 def list_items(sources: list[ItemSource]) -> Iterator[tuple[str, list[Item]]]:
@@ -239,6 +244,24 @@ class _Decider:
                         self.stats.skipped += 1
                     else:
                         yield job
+                    continue
+                if item.url is None and item.listing is not None and item.path is None \
+                        and item.data is None and item.problem is None:
+                    # A listed link textsieve does not fetch (ftp:, file:): as listed.
+                    if k is None or self.policy.mode is Mode.FORCE:
+                        self.stats.why[Why.NEW if k is None else Why.FORCED] += 1
+                        self.writer.record(Entry(item, listed(item)))
+                    else:
+                        self.stats.skipped += 1
+                        unchanged.append((k.id, None, None, None))
+                    continue
+                if item.url is not None and self.policy.options.fetch_mode == "never":
+                    if k is None:  # archived as listed; a run that may fetch fetches it
+                        self.stats.why[Why.NEW] += 1
+                        self.writer.record(Entry(item, listed(item)))
+                    else:  # what is archived stays: the listing is recorded beside it
+                        self.stats.skipped += 1
+                        unchanged.append((k.id, None, None, None))
                     continue
                 if item.url is not None:
                     if not self.policy.fetch_wanted(k):
@@ -353,6 +376,8 @@ class _Decider:
         """Its mail provenance is recorded either way; an item named again (another
         mail) is only counted. Records of a WARC are one per capture date."""
         self.writer.mail_links.extend((item.key, ref) for ref in item.mails)
+        if item.labels or item.listing is not None:
+            self.writer.listings.append((item.key, item.source, item.labels, item.listing))
         seen = item.key if item.response is None else \
             f"{item.key} {item.response.captured_at}"
         if seen in self.seen:
@@ -394,6 +419,27 @@ class _Decider:
                 continue
             k = self.archive.known([item.key]).get(item.key)
             yield from self._fetched(self.web.submit(item, k))
+
+
+def listed(item: Item) -> Document:
+    """A link archived with what its list says of it (``--fetch never``): its title, its
+    note as the text (so search finds it), nothing fetched."""
+    from ..extractors import LISTED_TAG
+
+    lst = item.listing
+    title = (lst.title if lst else None) or item.original
+    note = (lst.note if lst else None) or ""
+    doc = Document(name=item.name, mime_type="text/uri-list", status=Status.LISTED,
+                   title=title, text=note,
+                   markdown=f"[{_md_escape(title)}](<{item.original}>)\n\n{note}".strip())
+    doc.extractor = LISTED_TAG
+    if lst is not None:
+        doc.warnings.extend(lst.warnings)
+    return doc
+
+
+def _md_escape(text: str) -> str:
+    return "".join(f"\\{ch}" if ch in "\\[]*_`<>" else ch for ch in text)
 
 
 def _finished(job: _Job, doc: Document) -> Entry:

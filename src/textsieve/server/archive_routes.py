@@ -44,16 +44,24 @@ def _archive(request: Request, *, readonly: bool = True) -> Archive:
 
 
 @router.get("/search")
-def search(request: Request, q: Annotated[str, Query(min_length=1, max_length=1000)],
+def search(request: Request, q: Annotated[str, Query(max_length=1000)] = "",
            limit: Annotated[int, Query(ge=1, le=200)] = 20,
-           offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0) -> list[dict[str, Any]]:
-    """Ranked hits with snippets and where each came from (as ``textsieve search``)."""
+           offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+           label: Annotated[str | None, Query(min_length=1, max_length=1000)] = None
+           ) -> list[dict[str, Any]]:
+    """Ranked hits with snippets, where each came from and its labels (as ``textsieve
+    search``); ``label`` keeps the items with that label (alone: all of them)."""
+    from ..archive.labels import labels_by_item
     from ..archive.search import search as find
 
+    if not q.strip() and not label:
+        raise ApiError(422, "invalid_request", "search needs q (words), or label")
     with _archive(request) as archive:
+        hits = find(archive, q, limit=limit, offset=offset, label=label)
+        labels = labels_by_item(archive.conn, [h.id for h in hits])
         return [{"id": h.id, "where": h.where, "title": h.title, "mime_type": h.mime_type,
-                 "snippet": h.snippet, "rank": h.rank}
-                for h in find(archive, q, limit=limit, offset=offset)]
+                 "snippet": h.snippet, "rank": h.rank, "labels": labels.get(h.id, [])}
+                for h in hits]
 
 
 def _item(request: Request, item_id: int) -> Any:
@@ -175,11 +183,14 @@ class Runs:
 
 
 def _allowed(spec: str, roots: tuple[str, ...]) -> str:
-    """A source a remote caller may name: an http(s) URL, or a path under a file root."""
+    """A source a remote caller may name: an http(s) URL, or a path under a file root (a
+    bookmark export too: ``bookmarks:PATH``)."""
     from ..uris import UriError, under_roots
 
     if spec.startswith(("http://", "https://")):
         return spec
+    if spec.startswith("bookmarks:") and "://" not in spec:
+        return "bookmarks:" + _allowed(spec[len("bookmarks:"):], roots)
     if "://" in spec or ":" in spec.split("/", 1)[0]:
         raise ApiError(400, "bad_source", f"{spec!r}: only http(s) URLs and paths under "
                        "--file-root can be run from the API")

@@ -23,7 +23,7 @@ SPEC = "reextract:"
 @dataclass(frozen=True)
 class Selection:
     """Which items: ids, a MIME type (prefix), first seen since / until (YYYY-MM-DD),
-    a mail label. Empty fields select everything."""
+    a label. Empty fields select everything."""
 
     ids: tuple[int, ...] = ()
     mime: str | None = None
@@ -45,8 +45,9 @@ class Selection:
                 sql.append(f"i.first_seen {op} ?")
                 args.append(_epoch(bound, end=op == "<"))
         if self.label:
-            sql.append("EXISTS (SELECT 1 FROM item_mails im JOIN mails m ON m.id = im.mail_id, "
-                       "json_each(m.labels) l WHERE im.item_id = i.id AND l.value = ?)")
+            from ..archive.labels import LABEL_SQL
+
+            sql.append(LABEL_SQL)  # any source's label: a mail's, a folder, a tag
             args.append(self.label)
         return "".join(f" AND {w}" for w in sql), args
 

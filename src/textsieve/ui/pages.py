@@ -47,6 +47,7 @@ except ImportError as exc:  # an optional extra: say which, not a bare traceback
                       "pip install 'textsieve[server]'") from exc
 
 from ..archive import browse
+from ..archive.labels import labels_by_item, labels_of
 from ..archive.search import (
     COUNT_CAP,
     RANK_WINDOW,
@@ -226,11 +227,12 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
     @r.get("/search", response_class=HTMLResponse)
     def search_page(request: Request, q: str = "", type: str = "", status: str = "",
                     source: str = "", mailbox: str = "", site: str = "", since: str = "",
-                    until: str = "", language: str = "", sort: str = "relevance",
-                    page_no: int = 1) -> Response:
+                    until: str = "", language: str = "", label: str = "",
+                    sort: str = "relevance", page_no: int = 1) -> Response:
         filters = Filters(type=type or None, status=status or None, source=source or None,
                           mailbox=mailbox or None, site=site or None,
-                          since=_day(since), until=_day(until), language=language or None)
+                          since=_day(since), until=_day(until), language=language or None,
+                          label=label or None)
         page_no = max(1, min(page_no, 500))
         error, hits, total = None, [], 0
         try:
@@ -244,7 +246,9 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
         args = {k: v for k, v in request.query_params.items() if k != "page_no"}
         shown = min(total, RANK_WINDOW if q.strip() and sort == "relevance" else COUNT_CAP)
         pages = max(1, math.ceil(shown / PER_PAGE))
+        labels = labels_by_item(archive().conn, [h.id for h in hits])
         return page(request, "search.html", status=400 if error else 200, q=q, hits=hits,
+                    labels=labels,
                     total=total, cap=COUNT_CAP, window=RANK_WINDOW, error=error,
                     ranked=ranks_past_window(q),
                     facets=facets(), f=filters, sort=sort, page_no=page_no, pages=pages,
@@ -284,6 +288,7 @@ def router(settings: Settings, prefix: str = "") -> APIRouter:
         lineage = a.lineage(item_id)
         top = lineage[0][0] if lineage else item_id
         return page(request, "item.html", item=row, lineage=lineage,
+                    labels=labels_of(a.conn, item_id),
                     body=render.markdown(doc.markdown or doc.text),
                     children=browse.children(a, item_id),
                     provenance=browse.provenance(a, top),
