@@ -94,12 +94,16 @@ def test_real_feed_each_format(feed_site: FeedSite, tmp_path: Path, ext: str) ->
     assert "grey herons" in heron["text"] and "Subscribe" not in heron["text"]
     assert _meta(heron)["extra"]["feed_content"] == "feed"
     assert _meta(heron)["created"].startswith("2026-03-01T07:30")
-    entries = heron["mails"]
-    assert len(entries) == 2  # the post and its re-post
-    assert {e["date"] for e in entries} == {"2026-03-01T07:30:00Z", "2026-03-03T12:00:00Z"}
-    assert all(e["labels"] == ["Marsh Notes"] for e in entries)
+    assert heron["labels"] == ["Marsh Notes"]
+    feed = f"feed:{feed_site.url(f'/marsh.{ext}')}"
+    # Listed with its first announcement (not the re-post), from the feed it came from.
+    assert heron["listings"] == [{"source": feed, "title": "The herons return",
+                                  "note": heron["listings"][0]["note"],
+                                  "listed": "2026-03-01T07:30:00Z"}]
+    assert heron["listings"][0]["note"].startswith("Paragraph 1 about grey herons")
+    assert heron["sources"] == [feed]
     spoon = by_title["Spoonbills in summer (été)"]
-    assert spoon["mails"][0]["date"] == "2026-03-03T06:15:00Z"
+    assert spoon["listings"][0]["listed"] == "2026-03-03T06:15:00Z"
 
 
 def _teasers(site: FeedSite, n: int, fmt: str = "rss") -> None:
@@ -138,7 +142,9 @@ def test_teasers_fetch_the_articles_and_a_second_run_adds_only_new(
     row = items[feed_site.url("/tides/1.html")]
     assert "the tides of week 1" in row["text"] and _meta(row)["extra"]["feed_content"] == \
         "article"
-    assert row["mails"][0]["date"] == "2026-04-02T06:00:00Z"
+    assert row["listings"][0]["listed"] == "2026-04-02T06:00:00Z"
+    assert row["listings"][0]["title"] == "Tide table 1"
+    assert row["labels"] == ["Estuary Teasers"]
     # Unchanged feed: asked with its validators, answered 304, nothing fetched again.
     before = len(feed_site.hits)
     assert run(db, feed).returncode == 0
@@ -155,6 +161,25 @@ def test_teasers_fetch_the_articles_and_a_second_run_adds_only_new(
     assert len(exported(db)) == 5
 
 
+def test_fetch_never_lists_entries_and_a_later_run_fetches(feed_site: FeedSite,
+                                                           tmp_path: Path) -> None:
+    _teasers(feed_site, 3)
+    db = tmp_path / "a.db"
+    feed = f"feed:{feed_site.url('/teasers.rss')}"
+    assert run(db, feed, "--fetch", "never").returncode == 0
+    assert not [h for h in feed_site.hits if h.path.startswith("/tides/")]
+    items = exported(db)
+    row = items[feed_site.url("/tides/0.html")]
+    assert row["status"] == "listed" and row["title"] == "Tide table 0"
+    assert row["text"] == "The tides of week 0, in short." and row["labels"] == \
+        ["Estuary Teasers"]
+    assert run(db, feed).returncode == 0
+    assert sorted(h.path for h in feed_site.hits if h.path.startswith("/tides/")) == \
+        [f"/tides/{i}.html" for i in range(3)]
+    row = exported(db)[feed_site.url("/tides/0.html")]
+    assert row["status"] == "ok" and "the tides of week 0" in row["text"]
+
+
 def test_rss091_from_feedgenerator(feed_site: FeedSite, tmp_path: Path) -> None:
     from feedgenerator import RssUserland091Feed
 
@@ -169,7 +194,7 @@ def test_rss091_from_feedgenerator(feed_site: FeedSite, tmp_path: Path) -> None:
     assert run(db, f"feed:{feed_site.url('/old.rss')}").returncode == 0
     items = exported(db)
     assert sorted(r["title"] for r in items.values()) == ["Old post 0", "Old post 1"]
-    assert all(r["mails"][0]["labels"] == ["Old school"] for r in items.values())
+    assert all(r["labels"] == ["Old school"] for r in items.values())
 
 
 def test_opml_folders_become_labels(feed_site: FeedSite, tmp_path: Path) -> None:
@@ -188,10 +213,17 @@ def test_opml_folders_become_labels(feed_site: FeedSite, tmp_path: Path) -> None
     gone = items[f"feed:{feed_site.url('/gone.rss')}"]
     assert gone["status"] == "error" and gone["error_kind"] == "http_404"
     heron = items[feed_site.url("/posts/heron-return.html")]
-    labels = {tuple(e["labels"]) for e in heron["mails"]}
-    assert labels == {("Nature", "Birds", "Marsh Notes"), ("Nature", "Tides (JSON)")}
+    # Two feeds of the list announce it: the labels of both, each feed its provenance.
+    assert heron["labels"] == ["Birds", "Marsh Notes", "Nature", "Tides (JSON)"]
+    assert sorted(heron["sources"]) == [f"feed:{feed_site.url('/marsh.json')}",
+                                        f"feed:{feed_site.url('/marsh.rss')}"]
     tide = items[feed_site.url("/tides/1.html")]
-    assert tide["mails"][0]["labels"] == ["Teasers"]
+    assert tide["labels"] == ["Teasers"]
+    # Search by label, as a user does.
+    hits = subprocess.run([sys.executable, "-m", "textsieve", "search", "--archive", str(db),
+                           "--label", "Birds", "observers"], capture_output=True, text=True,
+                          timeout=120, check=True).stdout
+    assert "heron-return" in hits and "tides" not in hits
     assert len([k for k in items if not k.startswith("feed:")]) == 5
 
 
@@ -249,16 +281,18 @@ def test_billion_laughs_opml(tmp_path: Path) -> None:
 def test_malformed_dates_are_kept_as_problems(feed_site: FeedSite, tmp_path: Path) -> None:
     """An entry whose date cannot be read is archived without a date, saying why."""
     text = (DATA / "marsh.rss").read_text().replace("http://BASE", feed_site.base)
-    text = text.replace("Sun, 01 Mar 2026 07:30:00 GMT", "the first of March, at dawn")
-    assert "the first of March" in text
+    text = text.replace("Mon, 02 Mar 2026 08:00:00 GMT", "the second of March, at dawn")
+    assert "the second of March" in text
     _serve_marsh(feed_site)
     feed_site.set("/marsh.rss", text, "application/rss+xml")
     db = tmp_path / "a.db"
     assert run(db, f"feed:{feed_site.url('/marsh.rss')}").returncode == 0
-    heron = exported(db)[feed_site.url("/posts/heron-return.html")]
-    first = next(e for e in heron["mails"] if e["subject"] == "The herons return")
-    assert first["date"] is None
-    assert "unreadable date" in _meta(heron)["extra"]["feed_problems"][0]
+    items = exported(db)
+    godwit = items[feed_site.url("/posts/godwit-flock.html")]
+    assert godwit["listings"][0]["listed"] is None
+    assert godwit["title"] == "A flock of godwits"
+    assert "unreadable date 'the second of March" in _meta(godwit)["extra"]["feed_problems"][0]
+    assert len(items) == 3
 
 
 _MEASURE = r"""

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..links import strip_userinfo, url_key
-from ..model import ErrorInfo, ErrorKind, Item, MailRef
-from ..model.items import Response
+from ..model import ErrorInfo, ErrorKind, Item
+from ..model.items import Listing, Response
 from ..options import Options
 from .base import SourceError
 from .feedparse import Entry, Feed, FeedProblem, parse
@@ -139,6 +139,10 @@ class FeedSource:
         self._asked: set[str] = set()  # feeds whose whole-article question was asked
         self._fetched: dict[str, Any] = {}  # articles fetched to ask it: not fetched twice
         self.backoff = False  # skip failing feeds until their next try (``watch`` sets it)
+        # --fetch never: entries are archived as listed, no article is fetched, and the
+        # feed's entries and validators are not remembered, so a run that may fetch lists
+        # them again and fetches them.
+        self.never = options.fetch_mode == "never"
 
     # -- the source protocol -----------------------------------------------------------------
 
@@ -234,8 +238,9 @@ class FeedSource:
         yield from self._entries(s, feed, fresh, st, labels, fetcher)
         for problem in feed.problems:
             logger.warning("%s: %s", s.location, problem)
-        st.seen = kept
-        st.etag, st.last_modified = loaded.etag, loaded.last_modified
+        if not self.never:
+            st.seen = kept
+            st.etag, st.last_modified = loaded.etag, loaded.last_modified
         st.failures, st.next_try, st.error = 0, 0.0, None
         st.title = feed.title
         self._save(s, st)
@@ -246,7 +251,7 @@ class FeedSource:
         st.next_try = now + min(BACKOFF_MAX, BACKOFF_START * 2 ** (st.failures - 1))
         st.error = f"{error.kind}: {error.message}"
         self._save(s, st)
-        return Item(key=feed_key(s.key), original=s.location, source=self.spec,
+        return Item(key=feed_key(s.key), original=s.location, source=f"feed:{s.key}",
                     name=url_name(s.location) if s.is_url else Path(s.location).name,
                     problem=error)
 
@@ -255,24 +260,36 @@ class FeedSource:
         if not fresh:
             return
         stale = st.mode is None or self.now() - st.decided > DECISION_DAYS * 86400
-        if stale and s.key not in self._asked:  # once a run: a huge feed comes in batches
-            self._asked.add(s.key)
+        if stale and s.key not in self._asked and not self.never:
+            self._asked.add(s.key)  # once a run: a huge feed comes in batches
             mode, self._fetched = decide_mode([e for e, _ in fresh], fetcher)
             if mode is not None:
                 st.mode, st.decided = mode, self.now()
+        # One item per link: an article announced twice (a re-post) is listed with its
+        # first announcement.
+        first: dict[str, Entry] = {}
         for e, _ in fresh:
+            k = url_key(e.link) if e.link and is_url(e.link) else e.id
+            if k not in first or (e.date or "~") < (first[k].date or "~"):
+                first[k] = e
+        for e in first.values():
             yield self._item(s, feed, e, st.mode, labels)
         self._fetched = {}
 
     def _item(self, s: Subscription, feed: Feed, e: Entry, mode: str | None,
               labels: tuple[str, ...]) -> Item:
-        ref = MailRef(source=self.spec, message_id=f"{s.key} {e.id}", date=e.date,
-                      sender=e.author, subject=e.title, labels=labels, uid=e.link)
+        """The entry's item: provenance is the feed (``feed:URL``, also inside an OPML
+        list), its labels the feed's name and folders, its listing the entry's title,
+        teaser and date."""
+        spec = f"feed:{s.key}"
+        listing = Listing(title=e.title, note=teaser(e.content), date=e.date,
+                          warnings=e.problems)
         facts: dict[str, Any] = {"feed": s.key, "feed_entry": e.id}
         if e.problems:
             facts["feed_problems"] = list(e.problems)
         link = strip_userinfo(e.link) if e.link and is_url(e.link) else None
         own = e.content is not None and (link is None or mode == "feed")
+        common: dict[str, Any] = {"source": spec, "labels": labels, "listing": listing}
         if link is not None and not own:
             facts["feed_content"] = "article"
             got = self._fetched.get(link)
@@ -283,17 +300,30 @@ class FeedSource:
                 response = Response(url=r.final_url, status=r.status, content_type=ctype,
                                     date=r.date, etag=r.etag, last_modified=r.last_modified,
                                     captured_at=at)
-                return Item(key=url_key(link), original=link, source=self.spec,
-                            data=r.content, response=response, name=url_name(link),
-                            mails=(ref,), facts=tuple(facts.items()))
-            return Item(key=url_key(link), original=link, source=self.spec, url=link,
-                        name=url_name(link), mails=(ref,), facts=tuple(facts.items()))
+                return Item(key=url_key(link), original=link, data=r.content,
+                            response=response, name=url_name(link),
+                            facts=tuple(facts.items()), **common)
+            return Item(key=url_key(link), original=link, url=link, name=url_name(link),
+                        facts=tuple(facts.items()), **common)
         facts["feed_content"] = "feed"
         key = url_key(link) if link else f"{feed_key(s.key)}#{e.id}"
-        page = entry_page(e, feed)
-        return Item(key=key, original=link or key, source=self.spec, data=page,
-                    name=f"{_safe_name(e.title or 'entry')}.html", mails=(ref,),
-                    facts=tuple(facts.items()))
+        return Item(key=key, original=link or key, data=entry_page(e, feed),
+                    name=f"{_safe_name(e.title or 'entry')}.html",
+                    facts=tuple(facts.items()), **common)
+
+
+def teaser(content: str | None, limit: int = 600) -> str | None:
+    """The first words of an entry's content as plain text: the listing's note."""
+    if not content:
+        return None
+    from lxml import html as lhtml
+
+    try:
+        text = lhtml.fromstring(content).text_content()
+    except (ValueError, TypeError, lhtml.etree.LxmlError):
+        text = re.sub(r"<[^>]*>", " ", content)
+    text = re.sub(r"\s+", " ", text).strip()
+    return (text[:limit].rsplit(" ", 1)[0] + " …" if len(text) > limit else text) or None
 
 
 @dataclass
