@@ -298,6 +298,9 @@ def _fill_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--limit", type=_sqlite_int, default=20)
     p.add_argument("--label", help="only items with this label (a mail label or folder, a "
                                    "bookmark folder or tag; any case); alone: all of them")
+    p.add_argument("--lang", metavar="CODE",
+                   help="only items in this language (ISO 639-1: de also finds de-AT; "
+                        "declared by the document or detected from its text)")
     p.add_argument("--all-duplicates", action="store_true",
                    help="list near-duplicates of a hit as hits of their own")
     g = p.add_mutually_exclusive_group()
@@ -908,13 +911,14 @@ def cmd_ocr(ns: argparse.Namespace) -> int:
 
 
 def cmd_search(ns: argparse.Namespace) -> int:
-    from .archive.search import format_hit, search
+    from .archive.search import format_hit, languages_of, search
 
     if not ns.query.strip() and not ns.label:
         raise UsageError("search needs words to look for, or --label")
     with _open_archive(ns.archive, readonly=True) as archive:
         hits = search(archive, ns.query, limit=ns.limit,  # QueryError: a usage error
-                      source_state=ns.source_state, label=ns.label)
+                      source_state=ns.source_state, label=ns.label, language=ns.lang)
+        languages = languages_of(archive, [h.id for h in hits])
         from .archive.labels import labels_by_item
         from .enrich.candidates import duplicates_of, summary_of
 
@@ -933,7 +937,10 @@ def cmd_search(ns: argparse.Namespace) -> int:
                 collapsed[h.id] = dups
             hits = kept
     for h in hits:
-        print(format_hit(h))
+        head, _, snippet = format_hit(h).partition("\n")
+        lang = for_terminal(f"  ({languages[h.id]})", one_line=True) if h.id in languages \
+            else ""
+        print(f"{head}{lang}\n{snippet}")
         if labels.get(h.id):
             print("    # " + for_terminal(", ".join(labels[h.id]), one_line=True))
         if summaries.get(h.id):
