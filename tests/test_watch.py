@@ -128,3 +128,30 @@ def test_watch_stopped_in_the_middle_of_a_round(feed_site: FeedSite, tmp_path: P
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(exported(db)) == 6
+
+
+def test_serve_watch_reads_a_feed_while_serving(feed_site: FeedSite, tmp_path: Path) -> None:
+    """`serve --watch SOURCE --every`: the feed's new entries become searchable through
+    the API while it serves; stopping the server stops the watch with the archive whole."""
+    pytest.importorskip("fastapi")
+    from server_proc import running_server
+
+    _teasers(feed_site, 2)
+    db = tmp_path / "a.db"
+    with running_server("-j", "1", "--archive", str(db), "--allow-private",
+                        "--host-delay", "0", "--watch",
+                        f"feed:{feed_site.url('/teasers.rss')}", "--every", "2s") as server, \
+            server.client() as c:
+        _wait_for("the first entries", lambda: _count(db) == 2)
+        hits = c.get("/v1/search", params={"q": "tides", "label": "Estuary Teasers"}).json()
+        assert len(hits) == 2
+        _teasers(feed_site, 3)
+        _wait_for("the new entry", lambda: _count(db) == 3)
+        proc = server.proc
+    assert proc.returncode is not None
+    with sqlite3.connect(db) as conn:
+        assert not conn.execute("SELECT count(*) FROM runs WHERE status = 'running'"
+                                ).fetchone()[0]
+    check = subprocess.run([sys.executable, "-m", "textsieve", "check", "--archive", str(db)],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -416,6 +416,11 @@ def _fill_serve(p: argparse.ArgumentParser) -> None:
                    help="replace a worker process after N documents")
     p.add_argument("--file-root", action="append", default=[], metavar="DIR",
                    help="file:// URIs of jobs may read and write under this folder only")
+    p.add_argument("--watch", action="append", default=[], metavar="SOURCE",
+                   help="run this source into --archive every --every, as `textsieve watch` "
+                        "does, while serving (repeat for more)")
+    p.add_argument("--every", metavar="INTERVAL", default=None,
+                   help="how often --watch sources are run: 30m, 1h, 90s")
     _add_config_option(p)
     _add_option_flags(p, run=True)  # jobs fetch http(s):// and s3:// URIs
 
@@ -802,7 +807,7 @@ def cmd_watch(ns: argparse.Namespace) -> int:
     import time
 
     from .run.progress import Progress
-    from .run.watch import Round, Watcher, parse_every
+    from .run.watch import Round, Watcher, describe, parse_every
 
     every = parse_every(ns.every)
     if ns.rounds is not None and ns.rounds < 1:
@@ -817,16 +822,7 @@ def cmd_watch(ns: argparse.Namespace) -> int:
     def report(r: Round) -> None:
         if ns.quiet and not r.failed:
             return
-        c = r.counts
-        errors = sum(v for k, v in c.items() if k.startswith("status_error"))
-        done = ", ".join(f"{n} {what}" for n, what in (
-            (c.get("why_new", 0), "new"), (c.get("why_changed", 0), "changed"),
-            (c.get("extracted", 0) - c.get("why_new", 0) - c.get("why_changed", 0),
-             "extracted again"), (c.get("skipped", 0), "unchanged"), (errors, "failed"))
-            if n) or "nothing new"
-        waits = f"; backing off: {', '.join(r.skipped)}" if r.skipped else ""
-        line = f"textsieve watch: round {r.number}: {done}{waits}"
-        print(for_terminal(line, one_line=True), file=sys.stderr, flush=True)
+        print(for_terminal(describe(r), one_line=True), file=sys.stderr, flush=True)
         for spec, why in r.failed.items():
             _say(f"{spec}: {why}")
 
@@ -1044,7 +1040,49 @@ def cmd_serve(ns: argparse.Namespace) -> int:
                           recycle_after=max(1, ns.recycle_after),
                           file_roots=tuple(os.path.abspath(r) for r in ns.file_root))
     config.check()
-    serve(config, ns.options)
+    if not ns.watch:
+        if ns.every:
+            raise UsageError("--every goes with --watch SOURCE")
+        serve(config, ns.options)
+        return EXIT_OK
+    watcher = _start_watch(ns)
+    try:
+        serve(config, ns.options)
+    finally:
+        _stop_watch(watcher)
+    return EXIT_OK
+
+
+def _start_watch(ns: argparse.Namespace):
+    """``serve --watch``: the watch in its own process (textsieve.run.watch)."""
+    from . import procs
+    from .run.watch import parse_every, watch_process
+    from .sources import open_source
+
+    if not ns.archive:
+        raise UsageError("--watch needs --archive FILE")
+    if not ns.every:
+        raise UsageError("--watch needs --every INTERVAL (30m, 1h...)")
+    every = parse_every(ns.every)
+    for spec in ns.watch:  # a spec that is wrong is a usage error now, not in an hour
+        open_source(spec, options=ns.options)
+    return procs.start(watch_process, list(ns.watch), os.path.abspath(ns.archive),
+                       ns.options, every, duplex=True, daemon=False,
+                       setup=procs.Setup(guard=True),
+                       method=procs.start_method(threads_run=True))
+
+
+def _stop_watch(child) -> None:
+    """Stop the watch like a signal stops ``watch``: the round in hand committed."""
+    with contextlib.suppress(OSError, ValueError):
+        child.conn.send("stop")  # between rounds: it ends at once
+    if child.exitcode(2) is None:  # in a round: as SIGTERM stops a run, batch committed
+        with contextlib.suppress(OSError):
+            os.kill(child.pid, signal.SIGTERM)
+    if child.exitcode(30) is None:
+        child.kill()
+    else:
+        child.conn.close()
 
 
 def _enriched(archive, item_id: int) -> dict:

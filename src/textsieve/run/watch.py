@@ -168,3 +168,46 @@ class Watcher:
                 return self.rounds
             if wait(max(0.0, started + self.every - self.clock())):
                 return self.rounds
+
+
+def describe(r: Round) -> str:
+    """A round as the one line ``watch`` prints."""
+    c = r.counts
+    errors = sum(v for k, v in c.items() if k.startswith("status_error"))
+    new, changed = c.get("why_new", 0), c.get("why_changed", 0)
+    done = ", ".join(f"{n} {what}" for n, what in (
+        (new, "new"), (changed, "changed"),
+        (c.get("extracted", 0) - new - changed, "extracted again"),
+        (c.get("skipped", 0), "unchanged"), (errors, "failed")) if n) or "nothing new"
+    waits = f"; backing off: {', '.join(r.skipped)}" if r.skipped else ""
+    return f"textsieve watch: round {r.number}: {done}{waits}"
+
+
+def watch_process(conn: Any, specs: list[str], path: str, options: Options,
+                  every: float) -> None:
+    """``serve --watch``: the watch in a process of its own (a run's worker pool forks,
+    which a threaded server must not), until the server closes its pipe or sends
+    anything; SIGTERM stops a round in progress the way it stops ``run``."""
+    import signal
+    import sys
+
+    from ..archive import Archive
+    from ..terminal import for_terminal
+
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt
+
+    def report(r: Round) -> None:
+        lines = [describe(r)] + [f"textsieve: {s}: {why}" for s, why in r.failed.items()]
+        for line in lines:
+            print(for_terminal(line, one_line=True), file=sys.stderr, flush=True)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        with Archive(path) as archive:
+            Watcher(specs, archive, options, every, report=report).loop(conn.poll)
+    except KeyboardInterrupt:
+        pass
+    except TextsieveError as exc:
+        print(f"textsieve watch: {for_terminal(exc.message, one_line=True)}", file=sys.stderr)
