@@ -439,19 +439,24 @@ def test_the_document_deadline_bounds_all_its_ocr_pages(tmp_path: Path) -> None:
     import sys
 
     # ~45 ms of OCR a page on one core here (a scan read at its own resolution): 600 pages
-    # are ~13 s of work on 2 cores, far beyond the 2 s allowed.
+    # are ~13 s of work on 2 cores, far beyond the 5 s allowed (which leave a loaded
+    # machine time to read a few).
     n = 600
     path = tmp_path / "long-scan.pdf"
     path.write_bytes(long_scan(n))
     res = subprocess.run([sys.executable, "-m", "textsieve", "extract", "-f", "json",
-                          "-j", "2", "--timeout", "2", str(path)],
+                          "-j", "2", "--timeout", "5", str(path)],
                          capture_output=True, text=True, timeout=90, check=False)
     assert res.returncode == 1, res.stderr
-    assert "timeout: extraction exceeded 2 s" in res.stderr and "Traceback" not in res.stderr
+    assert "timeout: extraction exceeded 5 s" in res.stderr and "Traceback" not in res.stderr
     doc = json.loads(res.stdout)
     assert doc["status"] == "error" and doc["error"]["kind"] == "timeout"
     extra = doc["metadata"]["extra"]
-    read, missing = extra["ocr_pages"], extra["missing_pages"]
+    read, missing = extra.get("ocr_pages", []), extra["missing_pages"]
     assert sorted(read + missing) == list(range(1, n + 1))
-    assert 1 in read and n in missing
-    assert normalise(doc["pages"][0]["text"]) == "Heron page 1"
+    # Which pages finish first depends on the two workers and the machine's load (page 1
+    # may still be in a worker when the deadline falls); that some are kept, and kept
+    # right, does not.
+    assert read and n in missing
+    texts = {p["number"]: p["text"] for p in doc["pages"]}
+    assert all(normalise(texts[k]) == f"Heron page {k}" for k in read)
