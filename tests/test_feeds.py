@@ -71,6 +71,11 @@ def exported(db: Path) -> dict[str, dict]:
     return {r["key"]: r for r in rows if r["parent_id"] is None}
 
 
+def articles(db: Path) -> dict[str, dict]:
+    """The exported items of feed entries (not the feeds' own items, keyed feed:URL)."""
+    return {k: r for k, r in exported(db).items() if not k.startswith("feed:")}
+
+
 def _meta(row: dict) -> dict:
     m = row["metadata"]
     return m if isinstance(m, dict) else json.loads(m)
@@ -85,7 +90,11 @@ def test_real_feed_each_format(feed_site: FeedSite, tmp_path: Path, ext: str) ->
     db = tmp_path / "a.db"
     done = run(db, f"feed:{feed_site.url(f'/marsh.{ext}')}")
     assert done.returncode == 0, done.stderr
-    items = exported(db)
+    everything = exported(db)
+    channel = everything.pop(f"feed:{feed_site.url(f'/marsh.{ext}')}")
+    assert channel["title"] == "Marsh Notes" and channel["labels"] == ["Marsh Notes"]
+    assert "Field notes from the estuary" in channel["text"]
+    items = everything
     assert len(items) == 3, list(items)
     by_title = {r["title"]: r for r in items.values()}
     assert set(by_title) == {t for t, _ in MARSH.values()}
@@ -137,7 +146,7 @@ def test_teasers_fetch_the_articles_and_a_second_run_adds_only_new(
     db = tmp_path / "a.db"
     feed = f"feed:{feed_site.url(f'/teasers.{fmt}')}"
     assert run(db, feed).returncode == 0
-    items = exported(db)
+    items = articles(db)
     assert len(items) == 3
     row = items[feed_site.url("/tides/1.html")]
     assert "the tides of week 1" in row["text"] and _meta(row)["extra"]["feed_content"] == \
@@ -158,7 +167,7 @@ def test_teasers_fetch_the_articles_and_a_second_run_adds_only_new(
     assert run(db, feed).returncode == 0
     fetched = sorted(h.path for h in feed_site.hits[before:] if h.path.startswith("/tides/"))
     assert fetched == ["/tides/3.html", "/tides/4.html"]
-    assert len(exported(db)) == 5
+    assert len(articles(db)) == 5
 
 
 def test_fetch_never_lists_entries_and_a_later_run_fetches(feed_site: FeedSite,
@@ -192,7 +201,7 @@ def test_rss091_from_feedgenerator(feed_site: FeedSite, tmp_path: Path) -> None:
     feed_site.set("/old.rss", f.writeString("utf-8"), "application/rss+xml")
     db = tmp_path / "a.db"
     assert run(db, f"feed:{feed_site.url('/old.rss')}").returncode == 0
-    items = exported(db)
+    items = articles(db)
     assert sorted(r["title"] for r in items.values()) == ["Old post 0", "Old post 1"]
     assert all(r["labels"] == ["Old school"] for r in items.values())
 
@@ -224,6 +233,12 @@ def test_opml_folders_become_labels(feed_site: FeedSite, tmp_path: Path) -> None
                            "--label", "Birds", "observers"], capture_output=True, text=True,
                           timeout=120, check=True).stdout
     assert "heron-return" in hits and "tides" not in hits
+    # The gone feed comes back: its record is its item again, the others unchanged.
+    feed_site.set("/gone.rss", feed_site.pages["/teasers.rss"][0], "application/rss+xml")
+    again = run(db, f"opml:{opml}")
+    assert again.returncode == 0, again.stderr
+    back = exported(db)[f"feed:{feed_site.url('/gone.rss')}"]
+    assert back["status"] == "ok" and back["labels"] == ["Gone feed"]
     assert len([k for k in items if not k.startswith("feed:")]) == 5
 
 
@@ -287,7 +302,7 @@ def test_malformed_dates_are_kept_as_problems(feed_site: FeedSite, tmp_path: Pat
     feed_site.set("/marsh.rss", text, "application/rss+xml")
     db = tmp_path / "a.db"
     assert run(db, f"feed:{feed_site.url('/marsh.rss')}").returncode == 0
-    items = exported(db)
+    items = articles(db)
     godwit = items[feed_site.url("/posts/godwit-flock.html")]
     assert godwit["listings"][0]["listed"] is None
     assert godwit["title"] == "A flock of godwits"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from feed_server import FeedSite, feed_site_fixture  # noqa: F401 - registers feed_site
-from test_feeds import _teasers, exported
+from test_feeds import _teasers, articles
 
 
 def _watch(db: Path, log: Path, *specs: str, every: str = "2s") -> subprocess.Popen[bytes]:
@@ -89,7 +89,7 @@ def test_watch_reads_a_changing_feed_until_stopped(feed_site: FeedSite, tmp_path
     # Each new article fetched once, however many rounds ran.
     for i in range(4):
         assert len(feed_site.requests(f"/tides/{i}.html")) == 1
-    assert len(exported(db)) == 4
+    assert len(articles(db)) == 4
     check = subprocess.run([sys.executable, "-m", "textsieve", "check", "--archive", str(db)],
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0, check.stdout + check.stderr
@@ -127,7 +127,7 @@ def test_watch_stopped_in_the_middle_of_a_round(feed_site: FeedSite, tmp_path: P
                            "--allow-private", "--host-delay", "0"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert len(exported(db)) == 6
+    assert len(articles(db)) == 6
 
 
 def test_serve_watch_reads_a_feed_while_serving(feed_site: FeedSite, tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ class Feed:
     format: str  # rss20, rss10, rss091u, atom10, json11, ...
     title: str | None = None
     link: str | None = None
+    description: str | None = None
     language: str | None = None
     entries: Iterator[Entry] = field(default_factory=lambda: iter(()))
     problems: list[str] = field(default_factory=list)  # channel-level warnings
@@ -125,7 +126,8 @@ def _feedparser_whole(data: bytes, url: str | None, content_type: str | None) ->
 def _channel(parsed: Any) -> Feed:
     ch = parsed.feed
     feed = Feed(format=parsed.version or "unknown", title=_clean(ch.get("title")),
-                link=ch.get("link"), language=ch.get("language"))
+                link=ch.get("link"), language=ch.get("language"),
+                description=_clean(_plain(ch.get("subtitle") or ch.get("description"))))
     exc = parsed.get("bozo_exception")
     if parsed.get("bozo") and exc is not None:
         feed.problems.append(f"{type(exc).__name__}: {_short(exc)}")
@@ -276,7 +278,8 @@ def _json_feed(data: bytes, url: str | None) -> Feed:
         raise FeedProblem(ErrorKind.UNSUPPORTED, "JSON that is not a JSON Feed")
     version = str(doc["version"]).rsplit("/", 1)[-1]
     feed = Feed(format=f"json{version.replace('.', '')}", title=_text(doc.get("title")),
-                link=_text(doc.get("home_page_url")), language=_text(doc.get("language")))
+                link=_text(doc.get("home_page_url")), language=_text(doc.get("language")),
+                description=_text(doc.get("description")))
     items = doc.get("items")
     if not isinstance(items, list):
         raise FeedProblem(ErrorKind.CORRUPT, "a JSON Feed without an items list")
@@ -364,6 +367,13 @@ def _clean(value: object) -> str | None:
     if not isinstance(value, str):
         return None
     return re.sub(r"\s+", " ", value).strip() or None
+
+
+def _plain(value: object) -> str | None:
+    """A channel description as text (feeds put HTML in it)."""
+    if not isinstance(value, str):
+        return None
+    return re.sub(r"<[^>]*>", " ", value)
 
 
 def _hash(*parts: str | None) -> str | None:

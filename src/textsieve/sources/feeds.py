@@ -220,6 +220,7 @@ class FeedSource:
             return
         name = s.name or feed.title or st.title or s.location
         labels = tuple(dict.fromkeys((*s.folders, name)))
+        yield self._channel(s, feed, labels)
         seen = set(st.seen)
         fresh: list[tuple[Entry, str]] = []
         kept: list[str] = []
@@ -236,14 +237,28 @@ class FeedSource:
                 yield from self._entries(s, feed, fresh, st, labels, fetcher)
                 fresh = []
         yield from self._entries(s, feed, fresh, st, labels, fetcher)
-        for problem in feed.problems:
-            logger.warning("%s: %s", s.location, problem)
+        for problem in feed.problems:  # in each item's facts too; here for --debug
+            logger.info("%s: %s", s.location, problem)
         if not self.never:
             st.seen = kept
             st.etag, st.last_modified = loaded.etag, loaded.last_modified
         st.failures, st.next_try, st.error = 0, 0.0, None
         st.title = feed.title
         self._save(s, st)
+
+    def _channel(self, s: Subscription, feed: Feed, labels: tuple[str, ...]) -> Item:
+        """The feed's own item (keyed ``feed:URL``): its title, site and description, so
+        the subscription is in the archive and searchable, and a feed that failed (its
+        typed record under the same key) is seen to answer again."""
+        esc = html.escape
+        page = (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>'
+                f"{esc(feed.title or s.name or s.location)}</title></head><body>"
+                f"<h1>{esc(feed.title or s.name or s.location)}</h1>"
+                f"<p>{esc(feed.description or '')}</p>"
+                f"<p>{esc(feed.link or '')}</p><p>{esc(s.location)}</p></body></html>")
+        return Item(key=feed_key(s.key), original=s.location, source=f"feed:{s.key}",
+                    data=page.encode(), name=f"{_safe_name(feed.title or 'feed')}.html",
+                    labels=labels, facts=(("feed", s.key), ("feed_format", feed.format)))
 
     def _failed(self, s: Subscription, st: _FeedState, error: ErrorInfo, now: float) -> Item:
         """The feed's typed record; the next try later and later."""
@@ -285,8 +300,8 @@ class FeedSource:
         listing = Listing(title=e.title, note=teaser(e.content), date=e.date,
                           warnings=e.problems)
         facts: dict[str, Any] = {"feed": s.key, "feed_entry": e.id}
-        if e.problems:
-            facts["feed_problems"] = list(e.problems)
+        if e.problems or feed.problems:
+            facts["feed_problems"] = [*e.problems, *feed.problems]
         link = strip_userinfo(e.link) if e.link and is_url(e.link) else None
         own = e.content is not None and (link is None or mode == "feed")
         common: dict[str, Any] = {"source": spec, "labels": labels, "listing": listing}
