@@ -256,15 +256,24 @@ def test_feed_file_and_bad_feeds_are_typed_records(feed_site: FeedSite,
         "application/rss+xml")
     feed_site.set("/laugh.html", _article("No laughing matter", _para("laughter")))
     feed_site.set("/garbage.json", b"\xff\xfe{\x00 broken", "application/feed+json")
+    # Latin-1 bytes in a feed that says it is UTF-8: read as what it is, and said so.
+    lying = (DATA / "marsh.rss").read_text().replace("http://BASE", feed_site.base)
+    lying = lying.replace("/posts/", "/latin/")
+    feed_site.set("/lying.rss", lying.encode("latin-1"), "application/rss+xml; charset=utf-8")
+    for path, (title, topic) in MARSH.items():
+        feed_site.set(path.replace("/posts/", "/latin/"), _article(title, _para(topic)))
     db = tmp_path / "a.db"
     done = run(db, f"feed:{local}", f"feed:{feed_site.url('/not-a-feed')}",
                f"feed:{feed_site.url('/laughs.rss')}",
-               f"feed:{feed_site.url('/garbage.json')}")
+               f"feed:{feed_site.url('/garbage.json')}", f"feed:{feed_site.url('/lying.rss')}")
     assert done.returncode == 1, done.stderr
     items = exported(db)
     assert items[f"feed:{feed_site.url('/not-a-feed')}"]["error_kind"] == "unsupported"
     assert items[f"feed:{feed_site.url('/garbage.json')}"]["error_kind"] == "corrupt"
-    assert len([k for k in items if not k.startswith("feed:")]) == 4
+    assert len([k for k in items if not k.startswith("feed:")]) == 7
+    spoon = items[feed_site.url("/latin/spoonbill-%C3%A9t%C3%A9.html")]
+    assert spoon["title"] == "Spoonbills in summer (été)"
+    assert "declared as utf-8" in " ".join(_meta(spoon)["extra"]["feed_problems"])
     laugh = items[feed_site.url("/laugh.html")]  # the bomb's entry, nothing expanded
     assert laugh["title"] == "No laughing matter"
     assert not any("lollol" in json.dumps(r) for r in items.values())
