@@ -155,3 +155,33 @@ def test_serve_watch_reads_a_feed_while_serving(feed_site: FeedSite, tmp_path: P
     check = subprocess.run([sys.executable, "-m", "textsieve", "check", "--archive", str(db)],
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_api_runs_a_feed_and_searches_its_label(feed_site: FeedSite, tmp_path: Path) -> None:
+    """POST /v1/runs takes feed:URL (and an OPML file under --file-root, not outside)."""
+    pytest.importorskip("fastapi")
+    from server_proc import running_server
+
+    _teasers(feed_site, 2)
+    db = tmp_path / "a.db"
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "subs.opml").write_text(
+        '<?xml version="1.0"?><opml version="2.0"><body><outline text="Tides" xmlUrl="'
+        f'{feed_site.url("/teasers.rss")}"/></body></opml>')
+    with running_server("-j", "1", "--archive", str(db), "--allow-private", "--host-delay",
+                        "0", "--file-root", str(root)) as server, server.client() as c:
+        for spec in (f"feed:{feed_site.url('/teasers.rss')}", f"opml:{root / 'subs.opml'}"):
+            started = c.post("/v1/runs", json={"sources": [spec]})
+            assert started.status_code == 202, started.text
+            url = f"/v1/runs/{started.json()['id']}"
+            for _ in range(600):
+                state = c.get(url).json()
+                if state["status"] != "running":
+                    break
+                time.sleep(0.1)
+            assert state["status"] == "done", state
+        hits = c.get("/v1/search", params={"label": "Tides"}).json()
+        assert {h["id"] for h in hits}  # the OPML's name for the feed is a label now
+        outside = c.post("/v1/runs", json={"sources": [f"opml:{tmp_path / 'x.opml'}"]})
+        assert outside.status_code == 403
