@@ -21,7 +21,10 @@ import tempfile
 from pathlib import Path
 
 CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
+def peak():  # VmHWM: this process's own peak (ru_maxrss keeps the parent's over exec)
+    with open('/proc/self/status') as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith('VmHWM:'))
 path, mode = sys.argv[1], sys.argv[2]
 data = open(path, 'rb').read()
 t = time.process_time()
@@ -36,7 +39,7 @@ else:
     from textsieve.sources.feeds import FeedSource
     n = sum(1 for _ in FeedSource('feed:' + path, Options()).items())
 print(json.dumps({'n': n, 'cpu': time.process_time() - t,
-                  'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  'rss_mb': peak() / 1024}))
 """
 
 
