@@ -129,7 +129,7 @@ class Watcher:
         self.rounds += 1
         now = self.clock()
         r = Round(self.rounds, now)
-        sources = []
+        sources: list[Any] = []  # guarded sources (ItemSource by protocol)
         for spec in self.specs:
             h = self.health[spec]
             if h.next_try > now:

@@ -315,8 +315,9 @@ def _json_entry(raw: dict[str, Any], feed: Feed, base: str | None) -> Entry | No
             problems.append(f"unreadable date {str(value)[:60]!r}")
         else:
             break
-    authors = raw.get("authors") if isinstance(raw.get("authors"), list) else \
-        [raw.get("author")] if isinstance(raw.get("author"), dict) else []
+    listed, one = raw.get("authors"), raw.get("author")  # 1.1: authors; 1.0: author
+    authors: list[Any] = listed if isinstance(listed, list) else \
+        [one] if isinstance(one, dict) else []
     names = [_text(a.get("name")) for a in authors if isinstance(a, dict)]
     title = _text(raw.get("title"))
     ident = raw.get("id")
