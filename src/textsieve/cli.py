@@ -234,6 +234,15 @@ def _fill_run(p: argparse.ArgumentParser) -> None:
     _add_option_flags(p, run=True)
 
 
+def _fill_watch(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--every", required=True, metavar="INTERVAL",
+                   help="how often to run: 30m, 1h, 90s, 1h30m (a round starts this long "
+                        "after the last one started)")
+    p.add_argument("--rounds", type=int, default=None, metavar="N",
+                   help="stop after N rounds (default: until SIGINT or SIGTERM)")
+    _fill_run(p)
+
+
 def _fill_ocr(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", metavar="IN.pdf")
     p.add_argument("-o", "--output", required=True, metavar="OUT.pdf",
@@ -263,6 +272,9 @@ def _fill_search(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--limit", type=_sqlite_int, default=20)
     p.add_argument("--label", help="only items with this label (a mail label or folder, a "
                                    "bookmark folder or tag; any case); alone: all of them")
+    p.add_argument("--lang", metavar="CODE",
+                   help="only items in this language (ISO 639-1: de also finds de-AT; "
+                        "declared by the document or detected from its text)")
     p.add_argument("--all-duplicates", action="store_true",
                    help="list near-duplicates of a hit as hits of their own")
     g = p.add_mutually_exclusive_group()
@@ -389,6 +401,11 @@ def _fill_serve(p: argparse.ArgumentParser) -> None:
                    help="replace a worker process after N documents")
     p.add_argument("--file-root", action="append", default=[], metavar="DIR",
                    help="file:// URIs of jobs may read and write under this folder only")
+    p.add_argument("--watch", action="append", default=[], metavar="SOURCE",
+                   help="run this source into --archive every --every, as `textsieve watch` "
+                        "does, while serving (repeat for more)")
+    p.add_argument("--every", metavar="INTERVAL", default=None,
+                   help="how often --watch sources are run: 30m, 1h, 90s")
     _add_config_option(p)
     _add_option_flags(p, run=True)  # jobs fetch http(s):// and s3:// URIs
 
@@ -413,6 +430,10 @@ COMMANDS: dict[str, tuple[_Fill, dict[str, Any]]] = {
     "run": (_fill_run, {
         "help": "extract sources into the archive (incremental, resumable)",
         "epilog": SOURCES_HELP, "formatter_class": _RawHelp}),
+    "watch": (_fill_watch, {
+        "help": "run sources into the archive again and again (--every 30m), backing off "
+                "failing sources, until stopped", "epilog": SOURCES_HELP,
+        "formatter_class": _RawHelp}),
     "ocr": (_fill_ocr, {
         "help": "make a scanned PDF searchable: the same pages with an invisible OCR text "
                 "layer"}),
@@ -742,6 +763,54 @@ def cmd_run(ns: argparse.Namespace) -> int:
     return EXIT_FAILED if stats.status.get("error") or stats.gone else EXIT_OK
 
 
+def _sleep_then_go_on(seconds: float) -> bool:
+    """The plain command's pause between rounds: nothing but a signal ends it early."""
+    import time
+
+    time.sleep(seconds)
+    return False
+
+
+def cmd_watch(ns: argparse.Namespace) -> int:
+    """The incremental run every --every until a signal (textsieve.run.watch)."""
+    from .run.progress import Progress
+    from .run.watch import Round, Watcher, describe, parse_every
+
+    every = parse_every(ns.every)
+    if ns.rounds is not None and ns.rounds < 1:
+        raise UsageError("--rounds must be at least 1")
+    if ns.force or ns.retry_errors or ns.enrich:
+        raise UsageError("watch runs incrementally: --force, --retry-errors and --enrich "
+                         "are for run")
+    archive_path = os.path.abspath(ns.archive)
+    exclude = frozenset({archive_path, archive_path + "-wal", archive_path + "-shm",
+                         archive_path + "-journal"})
+
+    def report(r: Round) -> None:
+        if ns.quiet and not r.failed:
+            return
+        print(for_terminal(describe(r), one_line=True), file=sys.stderr, flush=True)
+        for spec, why in r.failed.items():
+            _say(f"{spec}: {why}")
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    rounds = 0
+    progress = Progress(quiet=True)
+    with _open_archive(ns.archive, readonly=False) as archive:
+        watcher = Watcher(ns.sources, archive, ns.options, every, exclude=exclude,
+                          report=report, progress=progress)
+        try:
+            rounds = watcher.loop(_sleep_then_go_on, rounds=ns.rounds)
+        except KeyboardInterrupt as exc:  # SIGINT, or SIGTERM (Terminated)
+            how = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+            print(f"textsieve watch: stopped ({how}) in round {watcher.rounds}; what was "
+                  "read is kept", file=sys.stderr)
+            return EXIT_OK
+    if not ns.quiet:
+        print(f"textsieve watch: {rounds} round(s) done", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_reextract(ns: argparse.Namespace) -> int:
     from .archive.stats import totals
     from .run.progress import Progress
@@ -809,13 +878,14 @@ def cmd_ocr(ns: argparse.Namespace) -> int:
 
 
 def cmd_search(ns: argparse.Namespace) -> int:
-    from .archive.search import format_hit, search
+    from .archive.search import format_hit, languages_of, search
 
     if not ns.query.strip() and not ns.label:
         raise UsageError("search needs words to look for, or --label")
     with _open_archive(ns.archive, readonly=True) as archive:
         hits = search(archive, ns.query, limit=ns.limit,  # QueryError: a usage error
-                      source_state=ns.source_state, label=ns.label)
+                      source_state=ns.source_state, label=ns.label, language=ns.lang)
+        languages = languages_of(archive, [h.id for h in hits])
         from .archive.labels import labels_by_item
         from .enrich.candidates import duplicates_of, summary_of
 
@@ -834,7 +904,10 @@ def cmd_search(ns: argparse.Namespace) -> int:
                 collapsed[h.id] = dups
             hits = kept
     for h in hits:
-        print(format_hit(h))
+        head, _, snippet = format_hit(h).partition("\n")
+        lang = for_terminal(f"  ({languages[h.id]})", one_line=True) if h.id in languages \
+            else ""
+        print(f"{head}{lang}\n{snippet}")
         if labels.get(h.id):
             print("    # " + for_terminal(", ".join(labels[h.id]), one_line=True))
         summary = summaries.get(h.id)
@@ -939,8 +1012,49 @@ def cmd_serve(ns: argparse.Namespace) -> int:
                           recycle_after=max(1, ns.recycle_after),
                           file_roots=tuple(os.path.abspath(r) for r in ns.file_root))
     config.check()
-    serve(config, ns.options)
+    if not ns.watch:
+        if ns.every:
+            raise UsageError("--every goes with --watch SOURCE")
+        serve(config, ns.options)
+        return EXIT_OK
+    watcher = _start_watch(ns)
+    try:
+        serve(config, ns.options)
+    finally:
+        _stop_watch(watcher)
     return EXIT_OK
+
+
+def _start_watch(ns: argparse.Namespace):
+    """``serve --watch``: the watch in its own process (textsieve.run.watch)."""
+    from . import procs
+    from .run.watch import parse_every, watch_process
+    from .sources import open_source
+
+    if not ns.archive:
+        raise UsageError("--watch needs --archive FILE")
+    if not ns.every:
+        raise UsageError("--watch needs --every INTERVAL (30m, 1h...)")
+    every = parse_every(ns.every)
+    for spec in ns.watch:  # a spec that is wrong is a usage error now, not in an hour
+        open_source(spec, options=ns.options)
+    return procs.start(watch_process, list(ns.watch), os.path.abspath(ns.archive),
+                       ns.options, every, duplex=True, daemon=False,
+                       setup=procs.Setup(guard=True),
+                       method=procs.start_method(threads_run=True))
+
+
+def _stop_watch(child) -> None:
+    """Stop the watch like a signal stops ``watch``: the round in hand committed."""
+    with contextlib.suppress(OSError, ValueError):
+        child.conn.send("stop")  # between rounds: it ends at once
+    if child.exitcode(2) is None:  # in a round: as SIGTERM stops a run, batch committed
+        with contextlib.suppress(OSError):
+            os.kill(child.pid, signal.SIGTERM)
+    if child.exitcode(30) is None:
+        child.kill()
+    else:
+        child.conn.close()
 
 
 def cmd_mcp(ns: argparse.Namespace) -> int:
@@ -1216,6 +1330,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
         os.environ["TEXTSIEVE_DEBUG"] = "1"  # workers keep native libraries' warnings too
     handler = {"extract": cmd_extract, "detect": cmd_detect, "run": cmd_run,
+               "watch": cmd_watch,
                "ocr": cmd_ocr, "search": cmd_search, "demo": cmd_demo, "gmail-auth": cmd_gmail_auth,
                "show": cmd_show, "topics": cmd_topics,
                "summarize": cmd_summarize, "keyphrases": cmd_keyphrases,
@@ -1224,7 +1339,7 @@ def main(argv: list[str] | None = None) -> int:
                "serve": cmd_serve, "reextract": cmd_reextract, "gc": cmd_gc,
                "mcp": cmd_mcp}[ns.command]
     try:
-        if ns.command in ("extract", "run", "ocr", "gmail-auth", "serve",
+        if ns.command in ("extract", "run", "watch", "ocr", "gmail-auth", "serve",
                           "reextract", "mcp"):  # those with Options
             ns.options = _check_sieve(_options(ns))
         return handler(ns)

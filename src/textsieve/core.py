@@ -50,6 +50,7 @@ from .extractors import (
     extractors_for,
 )
 from .forking import in_worker
+from .kernels.language import fill_language
 from .model import Document, ErrorInfo, ErrorKind, ExtractionError, Page, Status
 from .options import Options
 from .render import Builder
@@ -351,6 +352,7 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> tup
         doc.__dict__.update({k: v for k, v in trial.__dict__.items()
                              if k not in ("size", "sha256")})
         doc.status = _status(doc)
+        fill_language(doc)
         return tuple(ctx.ocr_pending)
     assert last is not None
     raise last
@@ -382,6 +384,7 @@ def finish_ocr(doc: Document, results: list[PageOcr]) -> None:
         doc.status, doc.error = Status.ERROR, ErrorInfo(error_kind, f"OCR: {message}")
         return
     doc.status = _status(doc)
+    fill_language(doc)  # the OCRed text is the document's only text
 
 
 def _status(doc: Document) -> Status:

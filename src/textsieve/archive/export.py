@@ -40,7 +40,8 @@ class ExportError(TextsieveError):
 COLUMNS = ("id", "parent_id", "root_id", "key", "original", "name", "mime_type", "status",
            "error_kind", "error_message", "title", "metadata", "text", "markdown", "sha256",
            "size", "text_chars", "warnings", "first_seen", "last_seen", "extracted_at",
-           "extractor_version", "sources", "mails", "summary", "labels", "listings")
+           "extractor_version", "sources", "mails", "summary", "labels", "listings",
+           "language")
 
 _SELECT = ("SELECT id, parent_id, key, original, name, mime_type, status, error_kind, "
            "error_message, title, metadata, text, markdown, sha256, size, text_chars, "
@@ -186,17 +187,19 @@ def rows(archive: Archive, counts: Counter[str] | None = None, label: str | None
             (iid, parent, key, original, name, mime, status, ekind, emsg, title, meta, text,
              md, sha, size, chars, warnings, first, last, extracted, version, summary) = r
             text_s = archive.unzip(text)
+            meta_d = json.loads(meta) if meta else {}
             yield {
                 "id": iid, "parent_id": parent, "root_id": root_id, "key": key,
                 "original": original, "name": name, "mime_type": mime, "status": status,
                 "error_kind": ekind, "error_message": emsg, "title": title,
-                "metadata": json.loads(meta) if meta else {},
+                "metadata": meta_d,
                 "text": text_s, "markdown": archive.unzip(md) if md else text_s,
                 "sha256": sha, "size": size, "text_chars": chars,
                 "warnings": json.loads(warnings) if warnings else [],
                 "first_seen": first, "last_seen": last, "extracted_at": extracted,
                 "extractor_version": version, "sources": sources, "mails": mails,
                 "summary": summary, "labels": labels, "listings": listings,
+                "language": meta_d.get("language"),
             }
             counts["children" if parent is not None else "items"] += 1
 
@@ -253,6 +256,7 @@ def _export_parquet(archive: Archive, to: Path, counts: Counter[str],
         ("summary", s), ("labels", pa.list_(s)),
         ("listings", pa.list_(pa.struct([("source", s), ("title", s), ("note", s),
                                          ("listed", s)]))),
+        ("language", s),  # declared by the document, or detected from its text
     ])
     assert tuple(schema.names) == COLUMNS
 

@@ -80,8 +80,10 @@ def _where(f: Filters, ident: str) -> tuple[str, list[object]]:
     constraint on the full-text table's rowid it would re-run the MATCH once per id."""
     sql: list[str] = []
     args: list[object] = []
-    for col, value in (("mime_type", f.type), ("status", f.status), ("language", f.language),
-                       ("site", f.site)):
+    if f.language:  # "de" finds the declared "de-AT" too
+        sql.append("SELECT id FROM items WHERE language = ? OR language LIKE ? || '-%'")
+        args += [f.language, f.language]
+    for col, value in (("mime_type", f.type), ("status", f.status), ("site", f.site)):
         if value:
             sql.append(f"SELECT id FROM items WHERE {col} = ?")
             args.append(value)
@@ -202,13 +204,24 @@ def _snippets(archive: Archive, q: str, ids: list[int], marks: tuple[str, str]
 
 
 def search(archive: Archive, query: str, *, limit: int = 20, offset: int = 0,
-           source_state: str | None = None, label: str | None = None) -> list[Hit]:
+           source_state: str | None = None, label: str | None = None,
+           language: str | None = None) -> list[Hit]:
     """Ranked hits of ``query``; with a ``label`` and no query, that label's items, newest
-    first."""
+    first. ``language``: only items in it (``de`` includes ``de-AT``)."""
     if not fts_query(query) and not label:
         return []
-    return find(archive, query, Filters(source_state=source_state, label=label),
-                limit=limit, offset=offset)[0]
+    return find(archive, query, Filters(source_state=source_state, label=label,
+                                        language=language), limit=limit, offset=offset)[0]
+
+
+def languages_of(archive: Archive, ids: list[int]) -> dict[int, str]:
+    """The language of each of these items that has one (declared or detected)."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return dict(archive.conn.execute(
+        f"SELECT id, language FROM items WHERE id IN ({marks}) AND language IS NOT NULL",
+        ids).fetchall())
 
 
 def format_hit(hit: Hit) -> str:

@@ -139,6 +139,7 @@ def preload(mimes: Iterable[str] | None = None) -> None:
     the ~0.2 s paid once, up front, and not by the first file of each format. (The core
     and OCR, which every worker needs too, are the caller's to import: they sit above.)"""
     from .. import textcodec
+    from ..kernels import language
 
     if mimes is None:
         plugins()
@@ -151,6 +152,7 @@ def preload(mimes: Iterable[str] | None = None) -> None:
         for lib in getattr(importlib.import_module(spec.partition(":")[0]), "LAZY", ()):
             with contextlib.suppress(ImportError):
                 importlib.import_module(lib)
+    language.warm()  # every document with text is asked its language
     if mimes is None:  # a CLI call on a few PDFs need not look up 99 code pages
         textcodec.warm()
 

@@ -46,6 +46,9 @@ class Item:
     # What a list of links says about it (a bookmark's title, note and date), kept as
     # provenance and shown until the link is fetched.
     listing: Listing | None = None
+    # What the source knows of the item beyond its provenance (a feed entry's id, whether
+    # the feed's own content was kept): added to the document's ``metadata.extra``.
+    facts: tuple[tuple[str, object], ...] = ()
 
 
 @dataclass(frozen=True)

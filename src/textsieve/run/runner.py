@@ -463,6 +463,8 @@ def _finished(job: _Job, doc: Document) -> Entry:
     if job.fetched:
         doc.metadata.extra.update({k: v for k, v in job.fetched.items()
                                    if k not in ("etag", "last_modified")})
+    if job.item.facts:
+        doc.metadata.extra.update(dict(job.item.facts))
     original = job.original
     if original is not None and original.path is not None:  # a file: its hash is known now
         original = Original(doc.sha256, original.size, path=original.path) \

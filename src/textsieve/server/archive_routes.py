@@ -129,13 +129,19 @@ class RunBody(BaseModel):
 
 def _allowed(spec: str, roots: tuple[str, ...]) -> str:
     """A source a remote caller may name: an http(s) URL, or a path under a file root (a
-    bookmark export too: ``bookmarks:PATH``)."""
+    bookmark export too: ``bookmarks:PATH``); a feed by URL (``feed:https://...``) or a
+    feed or OPML file under a file root (``feed:PATH``, ``opml:PATH``)."""
     from ..uris import UriError, under_roots
 
     if spec.startswith(("http://", "https://")):
         return spec
     if spec.startswith("bookmarks:") and "://" not in spec:
         return "bookmarks:" + _allowed(spec[len("bookmarks:"):], roots)
+    if spec.startswith("feed:") and spec[5:].startswith(("http://", "https://")):
+        return spec  # fetched under the address policy, like any URL
+    for prefix in ("feed:", "opml:"):  # a feed or OPML file (its feeds are URLs)
+        if spec.startswith(prefix) and "://" not in spec:
+            return prefix + _allowed(spec[len(prefix):], roots)
     if "://" in spec or ":" in spec.split("/", 1)[0]:
         raise ApiError(400, "bad_source", f"{spec!r}: only http(s) URLs and paths under "
                        "--file-root can be run from the API")

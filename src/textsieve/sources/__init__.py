@@ -22,7 +22,9 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
     ``https://...`` is a page to fetch; ``urls:FILE`` (or a file whose every line is a URL,
     or a CSV with a ``url`` column) a list of pages; ``mbox:``, ``maildir:``, ``eml:``,
     ``imap://`` and ``gmail:`` mailboxes of links; ``bookmarks:FILE`` the links of a
-    bookmark or read-later export (``sources.bookmarks``); ``s3://bucket/prefix/`` the objects
+    bookmark or read-later export (``sources.bookmarks``); ``feed:URL|FILE`` a feed's
+    entries and ``opml:FILE`` those of every feed of a subscription list (``sources.feeds``);
+    ``s3://bucket/prefix/`` the objects
     under a prefix; anything else a file, folder or glob (a WARC file among them gives
     the responses recorded in it).
     """
@@ -47,6 +49,10 @@ def open_source(spec: str, *, exclude: frozenset[str] = frozenset(),
         from .bookmarks import BookmarkSource
 
         return BookmarkSource(spec[len("bookmarks:"):], options)
+    if spec.startswith(("feed:", "opml:")) and not spec.startswith("feed://"):
+        from .feeds import FeedSource
+
+        return FeedSource(spec, options or Options())
     if spec.startswith("s3://"):
         from .s3 import S3Source
 
