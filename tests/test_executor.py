@@ -124,8 +124,12 @@ def test_no_ray_cluster_is_a_one_line_error(tmp_path: Path) -> None:
     import subprocess
     import sys
 
+    from ray._private.services import find_gcs_addresses
+
     from textsieve.errors import ExitCode
 
+    if find_gcs_addresses():
+        pytest.skip("a Ray cluster runs on this machine: `auto` would find it")
     (tmp_path / "a.txt").write_text("hello")
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     res = subprocess.run([sys.executable, "-m", "textsieve.cli", "run", "--archive",
@@ -134,3 +138,26 @@ def test_no_ray_cluster_is_a_one_line_error(tmp_path: Path) -> None:
                          timeout=120, env=env, check=False)
     assert res.returncode == ExitCode.UNREACHABLE, res.stderr
     assert "no Ray cluster at auto" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_named_cluster_nobody_answers_at_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """--address HOST:PORT where nothing listens: Ray kept trying for well over ten
+    minutes (the run hung). Now one connection attempt says so, with the way out."""
+    import socket
+    import subprocess
+    import sys
+
+    from textsieve.errors import ExitCode
+
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "a.txt").write_text("hello")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    res = subprocess.run([sys.executable, "-m", "textsieve", "run", "--archive",
+                          str(tmp_path / "a.db"), str(tmp_path / "a.txt"), "--executor",
+                          "ray", "--address", f"127.0.0.1:{port}"], capture_output=True,
+                         text=True, timeout=120, env=env, check=False)
+    assert res.returncode == ExitCode.UNREACHABLE, res.stderr
+    assert f"no Ray cluster at 127.0.0.1:{port}" in res.stderr, res.stderr
+    assert "--address local" in res.stderr and "Traceback" not in res.stderr

@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 RETRIES = 3  # a task whose worker or node died is run again at most this many times
 LOCAL_OBJECT_STORE = 256 * 1024 * 1024  # --address local: the cluster this run starts
 INLINE_BYTES = 64 * 1024  # smaller inputs travel inside the task; larger ones by reference
+CONNECT_PROBE_SECONDS = 10.0  # a named cluster that does not take a connection by then
 SMALL_FILE = 256 * 1024  # files under this are batched (Options.batch per Ray task)
 
 
@@ -133,6 +134,29 @@ def _small(task: Task) -> bool:
     return isinstance(data, (bytes, bytearray)) and len(data) < INLINE_BYTES
 
 
+def _nobody_at(address: str) -> str | None:
+    """Why nothing can answer at an explicit ``HOST:PORT`` (or ``ray://HOST:PORT``), or
+    None. Ray itself keeps trying to reach a named address that nothing listens on for
+    many minutes; one connection attempt tells at once. ``auto`` is Ray's to resolve."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if address == "auto" or not address:
+        return None
+    parts = urlsplit(address if "://" in address else f"gcs://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number: Ray's own error says it
+        return None
+    if not host or port is None:
+        return None
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_PROBE_SECONDS):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
 class RayExecutor:
     """Runs tasks on the Ray cluster at ``options.address``; see the module docstring."""
 
@@ -151,11 +175,14 @@ class RayExecutor:
                 ray.init(object_store_memory=LOCAL_OBJECT_STORE, **kwargs)
             else:
                 kwargs.pop("include_dashboard")  # the cluster's, not ours to decide
+                hint = ("; to run on this machine alone, --address local starts a "
+                        "one-machine cluster for the run")
+                why = _nobody_at(address)
+                if why is not None:
+                    raise UnreachableError(f"no Ray cluster at {address}: {why}{hint}")
                 try:
                     ray.init(address=address, **kwargs)
                 except ConnectionError as exc:  # nobody there, or not answering
-                    hint = ("; to run on this machine alone, --address local starts a "
-                            "one-machine cluster for the run")
                     raise UnreachableError(f"no Ray cluster at {address}: "
                                            f"{_first_line(exc)}{hint}") from exc
                 except (ValueError, RuntimeError) as exc:  # a malformed address
