@@ -17,6 +17,7 @@ import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -439,3 +440,108 @@ def test_gmail_labels_are_labels_like_folders(tmp_path: Path) -> None:
     assert all("Recipes" in r["labels"] for r in got)
     assert {r["listings"][0]["title"] for r in got} == {"Sourdough bread 日本語",
                                                          "Soupe à l’oignon"}
+
+
+# -- exports from other tools, kept in a bookmark parser's test suite ---------------------
+# (tests/fixtures/bookmarks/README.md says where each file comes from and its license)
+
+def _hrefs(export: Path) -> set[str]:
+    """The links the export names, read straight from its HREF attributes (not through
+    textsieve's parser): what one item per distinct link is counted against."""
+    import html
+
+    return {html.unescape(h) for h in re.findall(r'<A HREF="([^"]*)"',
+                                                  export.read_text("utf-8"), re.I)}
+
+
+def _real_export(tmp_path: Path, name: str) -> tuple[dict[str, dict[str, Any]], Path]:
+    """`textsieve run --fetch never bookmarks:FILE` on the export as its tool wrote it; each
+    item by the link as the export gives it (its Markdown link), after checking that
+    there is one item per distinct link, nothing fetched and nothing that crashed."""
+    export = FIXTURES / name
+    db = tmp_path / "a.db"
+    res = _run(db, "--fetch", "never", f"bookmarks:{export}")
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    assert re.search(r"\b0 with errors\b", res.stderr), res.stderr
+    by_link: dict[str, dict[str, Any]] = {}
+    for rec in _rows(db).values():
+        m = re.match(r"\[[^\n]*?\]\(<([^>\n]*)>\)", str(rec["markdown"]))
+        assert m, rec["markdown"]
+        by_link[m.group(1)] = rec
+        # Listed only: never fetched (a fetch here, offline, would be an error or a page).
+        assert rec["status"] == "listed" and not rec["captures"], rec
+    assert set(by_link) == _hrefs(export)
+    return by_link, db
+
+
+def test_internet_explorer_11_nested_favorites(tmp_path: Path) -> None:
+    """IE 11's export: folders three deep written as indented <H3>/<DL>, an empty
+    folder, links at the top level, LAST_VISIT/ICON_URI attributes that are not dates of
+    saving."""
+    rows, db = _real_export(tmp_path, "ie11-nested.htm")
+    assert len(rows) == 27
+    php = rows["http://phpsadness.com/"]
+    assert php["title"] == "PHP Sadness" and php["labels"] == ["Dev", "PHP"]
+    assert php["listings"][0]["listed"] == "2016-06-18T17:06:55Z"  # ADD_DATE 1466269615
+    store = rows["http://go.microsoft.com/fwlink/?linkid=140813"]
+    assert store["title"] == "Microsoft Store" and store["labels"] == ["Microsoft Websites"]
+    # ADD_DATE, not the later LAST_VISIT (1387129534), is when it was saved.
+    assert store["listings"][0]["listed"] == "2013-03-11T21:39:26Z"
+    top = rows["http://lmgtfy.com/"]
+    assert top["title"] == "Let me google that for you" and top["labels"] == []
+    assert rows["https://coderwall.com/p/euwpig/a-better-git-log"]["title"] == \
+        "A better git log (Example) Coderwall"
+    # A folder's links after a closed subfolder are in the folder, not the subfolder.
+    assert rows["http://hginit.com/"]["labels"] == ["Dev", "SCM"]
+    assert rows["http://developerexcuses.com/"]["labels"] == ["Dev"]
+    assert len(_search_label(db, "SCM")) == 3
+    assert _search_label(db, "Links") == set()  # an empty folder names nothing
+
+
+def test_delicious_export_tags_and_notes(tmp_path: Path) -> None:
+    """Delicious: a flat list, TAGS as labels, <DD> notes, PRIVATE flags, a query string
+    with a bare "&"."""
+    rows, db = _real_export(tmp_path, "delicious.htm")
+    assert len(rows) == 5
+    fmt = rows["https://msdn.microsoft.com/en-us/library/aa753582%28v=vs.85%29.aspx"]
+    assert fmt["title"] == "Netscape Bookmark File Format"
+    assert fmt["labels"] == ["bookmark", "format", "netscape", "xml"]
+    assert fmt["listings"][0]["listed"] == "2010-03-17T23:00:00Z"  # ADD_DATE 1268866800
+    assert fmt["listings"][0]["note"] == "Windows Internet Explorer Favorites file format"
+    private = rows["https://sebastian-bergmann.de/archives/881-Testing-Your-Privates.html"]
+    assert private["labels"] == ["php", "private", "test"]
+    assert private["listings"][0]["note"] is None  # no <DD>: the next link's is not its
+    turtle = rows["http://storml.deviantart.com/art/Mine-Turtle-Instructions-302477240"
+                  "?q=in%3Ascraps%20sort%3Atime%20gallery%3Astorml&qo=1"]
+    assert turtle["title"] == "Paper craft Mine Turtle" and turtle["text"] == '"Hello!"'
+    assert rows["http://fontfamily.io/"]["labels"] == ["@font-face", "os", "typography"]
+    assert "fontfamily.io" in _cli(db, "search", "default local fonts").stdout
+
+
+def test_shaarli_export_notes_and_relative_note_link(tmp_path: Path) -> None:
+    """Shaarli: entity-escaped HREFs and notes over several paragraphs, a title with a
+    leading space, and a note-only bookmark exported as a relative link ("?lY47tw"),
+    which is kept as listed with a warning that says why it is not fetched."""
+    rows, db = _real_export(tmp_path, "shaarli.htm")
+    assert len(rows) == 6
+    wiki = rows["https://github.com/shaarli/Shaarli/wiki"]
+    assert wiki["title"] == \
+        "Shaarli: the personal, minimalist, super-fast, no-database delicious clone"
+    assert wiki["labels"] == ["opensource", "software"]
+    assert wiki["listings"][0]["listed"] == "2016-03-30T20:49:33Z"  # ADD_DATE 1459370973
+    assert wiki["text"].startswith("Welcome to Shaarli! This is your first public bookmark.")
+    assert '\n\nTo learn how to use Shaarli, consult the link "Help/documentation"' in \
+        wiki["text"]
+    # &amp; in the HREF is an "&" in the link.
+    assert "http://storml.deviantart.com/art/Mine-Turtle-Instructions-302477240?q=in%3A" \
+        "scraps%20sort%3Atime%20gallery%3Astorml&qo=1" in rows
+    note = rows["?lY47tw"]
+    assert note["title"] == "Kouign'amann recipes"
+    assert note["labels"] == ["amann", "breton", "butter", "caramel", "kouign", "recipe",
+                              "traditional"]
+    assert note["listings"][0]["listed"] == "2016-03-30T20:56:37Z"
+    assert note["text"].startswith('"Is there anything more fabulous')
+    assert note["warnings"] == ["a link without a scheme (relative to the site that "
+                                "exported it): kept as listed, never fetched"]
+    assert "?lY47tw" in _cli(db, "search", "caramelization").stdout

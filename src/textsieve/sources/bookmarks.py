@@ -69,6 +69,9 @@ _FIREFOX_ROOTS = {"root________", "menu________", "toolbar_____", "unfiled_____"
                   "mobile______", "tags________"}
 _CHROME_EPOCH = 11_644_473_600  # seconds from 1601-01-01 (WebKit time) to 1970-01-01
 _LATEST = 4_102_444_800  # 2100-01-01: a later "date" is a mistake, not a date
+# A URL scheme (RFC 3986). Text before a ":" is not one when it holds "/", "?" or "=":
+# Shaarli exports its notes as relative links ("?lY47tw"), whose query may hold a ":".
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,31}:")
 
 
 class ExportError(Exception):
@@ -126,8 +129,10 @@ def merge(marks: Iterable[Mark], spec: str) -> Iterator[Item]:
         if low.startswith(SKIPPED_SCHEMES):
             continue
         if not low.startswith(("http://", "https://")):
-            scheme = url.split(":", 1)[0][:20] if ":" in url else "no scheme"
-            warn = f"a {scheme}: link: kept as listed, never fetched (http and https are)"
+            scheme = _SCHEME.match(url)
+            warn = (f"a {scheme.group(0)} link: kept as listed, never fetched (http and https "
+                    "are)" if scheme else "a link without a scheme (relative to the site that "
+                    "exported it): kept as listed, never fetched")
             odd.append(Item(key=url, original=url, source=spec, name=m.title or url,
                             labels=_labels(m.labels), listing=Listing(
                                 m.title, m.note, _iso(m.date), (*m.warnings, warn))))
