@@ -206,6 +206,12 @@ def _even_background(a: np.ndarray) -> tuple[np.ndarray, bool, bool]:
     # Unless its text was found darker than it: a shadow across a photographed receipt
     # or a page, whose dark letters dividing brings out.
     shadow = np.concatenate(([False], dark))[regions] & ~invert
+    # On a page that is mostly white paper, inside a bold or large letter the 5-cell
+    # maximum above finds only ink, and dividing by it would whiten the letter: there a
+    # shadow is only where no paper is found within the median's 9 cells either (a wide
+    # band). A photographed page under a shadow has little white paper left at all.
+    if (paper >= 200).mean() > 0.5:
+        shadow &= ndimage.maximum_filter(fixed_small, size=9, mode="nearest") < 128
     lightest[(lightest < 128) & ~shadow] = 255
     np.maximum(lightest, 16, out=lightest)  # never divide by nothing
     big_paper = np.asarray(Image.fromarray(lightest).resize(
