@@ -19,7 +19,8 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from test_ui import P_IMG, P_TAG, _check, _serving, browser, needs_browser, shots
+from server_proc import running_server
+from test_ui import P_IMG, P_TAG, _check, browser, needs_browser, shots
 
 __all__ = ["browser", "shots"]  # fixtures, used by name
 
@@ -44,7 +45,8 @@ def test_label_filter_and_item_labels_in_chromium(tmp_path: Path, browser: webdr
                          capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     d = browser
-    with _serving(db) as url:
+    with running_server("--archive", str(db), "-j", "1") as served:
+        url = f"{served.url}/ui"  # as the README serves it
         d.get(f"{url}/search")
         d.find_element(By.CSS_SELECTOR, "details.filters summary").click()
         Select(d.find_element(By.NAME, "label")).select_by_value("Recipes")

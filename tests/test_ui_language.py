@@ -17,8 +17,9 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from server_proc import running_server
 from test_language import DE, EN, FR
-from test_ui import _check, _serving, browser, needs_browser, shots
+from test_ui import _check, browser, needs_browser, shots
 
 __all__ = ["browser", "shots"]  # fixtures, used by name
 
@@ -40,7 +41,8 @@ def test_language_filter_and_item_language_in_chromium(tmp_path: Path,
                           str(db)], capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     d = browser
-    with _serving(db) as url:
+    with running_server("--archive", str(db), "-j", "1") as served:
+        url = f"{served.url}/ui"  # as the README serves it
         d.get(f"{url}/search")
         d.find_element(By.CSS_SELECTOR, "details.filters summary").click()
         language = Select(d.find_element(By.NAME, "language"))
