@@ -23,6 +23,7 @@ from typing import IO, Any
 from ..errors import TextsieveError
 from ..filekeys import readable
 from ..outfiles import common_root, item_parts, shorten, write_file, write_under
+from .labels import LABEL_SQL
 from .store import Archive
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,7 @@ def _top_level(archive: Archive, label: str | None = None
     if label:
         yield from archive.conn.execute(
             "SELECT id, key, status FROM items i NOT INDEXED WHERE parent_id IS NULL AND "
-            "EXISTS (SELECT 1 FROM item_labels l WHERE l.item_id = i.id AND l.label = ? "
-            "COLLATE NOCASE) ORDER BY id", (label,))
+            f"{LABEL_SQL} ORDER BY id", (label,))
         return
     yield from archive.conn.execute(
         "SELECT id, key, status FROM items NOT INDEXED WHERE parent_id IS NULL ORDER BY id")
