@@ -66,3 +66,37 @@ def test_declared_language_is_kept_and_found_by_its_prefix(tmp_path: Path) -> No
                      .stdout.splitlines()[0])
     assert row["language"] == "de-AT" and "language_by" not in row["metadata"]["extra"]
     assert "page.html" in _cli("search", "--archive", str(db), "--lang", "de", "Reiher").stdout
+
+
+def test_a_scan_takes_the_language_of_all_its_text(tmp_path: Path) -> None:
+    """A PDF with a short English text page and three scanned German pages: the language
+    is that of the whole text once its pages are read, not a guess from the text layer
+    alone before OCR (which stayed, since a language already set is kept)."""
+    import io
+
+    from PIL import Image, ImageDraw, ImageFont
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 40)
+    words = DE.split()
+    lines = [" ".join(words[i:i + 6]) for i in range(0, len(words), 6)]
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=(612, 792))
+    c.drawString(72, 700, EN[:120])
+    c.showPage()
+    for _ in range(3):
+        img = Image.new("L", (2550, 3300), 255)
+        draw = ImageDraw.Draw(img)
+        for n, line in enumerate(lines):
+            draw.text((200, 300 + n * 70), line, font=font, fill=0)
+        c.drawImage(ImageReader(img), 0, 0, 612, 792)
+        c.showPage()
+    c.save()
+    path = tmp_path / "bericht.pdf"
+    path.write_bytes(buf.getvalue())
+    res = _cli("extract", "-f", "json", str(path))
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert "Reiher" in doc["text"] and "herons" in doc["text"]
+    assert doc["metadata"]["language"] == "de"

@@ -352,7 +352,8 @@ def _dispatch(src: Source, ctx: Context, doc: Document, det: d.Detection) -> tup
         doc.__dict__.update({k: v for k, v in trial.__dict__.items()
                              if k not in ("size", "sha256")})
         doc.status = _status(doc)
-        fill_language(doc)
+        if not ctx.ocr_pending:  # else once its pages are read (finish_ocr): a language
+            fill_language(doc)  # set from part of the text would stay
         return tuple(ctx.ocr_pending)
     assert last is not None
     raise last
@@ -384,7 +385,7 @@ def finish_ocr(doc: Document, results: list[PageOcr]) -> None:
         doc.status, doc.error = Status.ERROR, ErrorInfo(error_kind, f"OCR: {message}")
         return
     doc.status = _status(doc)
-    fill_language(doc)  # the OCRed text is the document's only text
+    fill_language(doc)  # now that the whole text is there
 
 
 def _status(doc: Document) -> Status:
