@@ -13,7 +13,7 @@ when the last is answered):
   machine the steadier figure, as latency follows the CPU the server is given);
 - overload: 4x that many clients: how many are refused (503 + Retry-After), p50/p99 of the
   admitted ones (they should stay near the load figures: refused requests do not queue),
-  whether the server is still up, and its memory (RSS of the server and its workers)
+  whether the server is still up, and its memory (PSS of the server and its workers)
   before and after.
 
 Side by side in the same run, the same load goes to a peer with the same number of
@@ -69,18 +69,22 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
-def tree_rss(pid: int) -> int:
-    """RSS in bytes of a process and all its descendants (Linux /proc)."""
+def tree_memory(pid: int) -> int:
+    """Memory in bytes of a process and all its descendants (Linux /proc): the sum of
+    their PSS (proportional set size), so a page that forked workers share with the
+    process they came from counts once, split among them, instead of once per process as
+    a sum of RSS counts it (which over-stated a forking server by half)."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += next(int(line.split()[1]) * 1024 for line in f
+                              if line.startswith("Pss:"))
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     todo.extend(int(c) for c in f.read().split())
-        except (OSError, ValueError):
+        except (OSError, ValueError, StopIteration):
             continue
     return total
 
@@ -241,7 +245,7 @@ def bench_service(svc: Service, workers: int, seconds: float) -> Run:
             return svc.send(c, i)
 
         load(send, 2 * workers, 2.0)  # warm-up: workers started, parsers loaded
-        rss0 = tree_rss(proc.pid)
+        rss0 = tree_memory(proc.pid)
         cpu0 = tree_cpu(proc.pid)
         res = load(send, capacity, seconds)
         cpu_ms = (tree_cpu(proc.pid) - cpu0) * 1000 / max(1, len(res.ok))
@@ -253,8 +257,8 @@ def bench_service(svc: Service, workers: int, seconds: float) -> Run:
             alive = proc.poll() is None and httpx.get(url + svc.health).status_code == 200
         except httpx.HTTPError:
             alive = False
-        rss1 = tree_rss(proc.pid)
-        print(f"{'':<28} server up after overload: {alive}; RSS {rss0 / 2**20:.0f} MiB "
+        rss1 = tree_memory(proc.pid)
+        print(f"{'':<28} server up after overload: {alive}; PSS {rss0 / 2**20:.0f} MiB "
               f"before, {rss1 / 2**20:.0f} MiB after", flush=True)
         return Run(res, over, alive, rss0, rss1, cpu_ms)
     finally:
@@ -274,7 +278,7 @@ def ratios(workers: int, ts: Run, peer: Run, name: str) -> None:
           f"overload ok/s {rate(ts.over) / rate(peer.over):.2f}x, "
           f"admitted p50 {peer.over.pct(50) / ts.over.pct(50):.2f}x, "
           f"p99 {peer.over.pct(99) / ts.over.pct(99):.2f}x; "
-          f"RSS after {peer.rss1 / ts.rss1:.2f}x")
+          f"PSS after {peer.rss1 / ts.rss1:.2f}x")
 
 
 def default_kreuzberg() -> str | None:

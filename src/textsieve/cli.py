@@ -397,8 +397,9 @@ def _fill_serve(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queue", type=int, default=None, metavar="N",
                    help="requests admitted beyond the busy workers before 503 (default: "
                    "2 per worker)")
-    p.add_argument("--recycle-after", type=int, default=200, metavar="N",
-                   help="replace a worker process after N documents")
+    p.add_argument("--recycle-after", type=int, default=None, metavar="N",
+                   help="replace a worker process after about N documents (default "
+                   "1000; its memory is checked too)")
     p.add_argument("--file-root", action="append", default=[], metavar="DIR",
                    help="file:// URIs of jobs may read and write under this folder only")
     p.add_argument("--watch", action="append", default=[], metavar="SOURCE",
@@ -1009,7 +1010,8 @@ def cmd_serve(ns: argparse.Namespace) -> int:
                           allowed_hosts=tuple(ns.allowed_host),
                           max_upload=ns.max_upload,
                           queue=None if ns.queue is None else max(0, ns.queue),
-                          recycle_after=max(1, ns.recycle_after),
+                          recycle_after=ServerConfig.recycle_after
+                          if ns.recycle_after is None else max(1, ns.recycle_after),
                           file_roots=tuple(os.path.abspath(r) for r in ns.file_root))
     config.check()
     if not ns.watch:

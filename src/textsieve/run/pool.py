@@ -14,10 +14,12 @@ memory growth.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -25,6 +27,15 @@ from .. import procs
 from ..core import Task, failed, in_order, late_message, ocr_pages_on, perform
 from ..model import Document, ErrorKind
 from ..options import Options
+
+logger = logging.getLogger(__name__)
+
+# How often a worker's resident memory is read for ``recycle_rss``: every this many jobs,
+# and after any job that took longer than RSS_AFTER seconds (a big document is what grows
+# a parser). Reading /proc after every job cost the service's driver thread a tenth of
+# its time per small request.
+RSS_EVERY, RSS_AFTER = 8, 0.1
+SPARE_READY = 60.0  # seconds a worn worker's replacement has to answer its first job
 
 
 def _worker_main(conn: Any, options: Options) -> None:
@@ -57,7 +68,10 @@ class _Worker:
     child: procs.Child
     task: Task | None = None
     deadline: float = 0.0
+    started: float = 0.0
     jobs: int = 0
+    # Its replacement being started in the background once it is worn (see ``_renew``).
+    spare: Future[_Worker] | None = None
 
     @property
     def conn(self) -> Any:
@@ -74,8 +88,11 @@ class LocalExecutor:
     replaced, and the task gets a ``timeout`` result; one that dies gets ``crashed``. A
     long-lived user (the service) recycles a worker after ``recycle_after`` tasks or once
     its resident memory is above ``recycle_rss`` bytes (0: never), so a slow leak in a
-    parser never accumulates. ``stats`` counts jobs, timeouts, crashes and recycled
-    workers. Driven by one thread (see ``service.ExtractionService`` for more).
+    parser never accumulates. A worn worker's replacement is started in the background
+    and the worn one goes on serving until it is ready (then leaves in the background
+    too): starting a worker and seeing the old one out took 10-20 ms, which every request
+    queued behind the swap used to wait. ``stats`` counts jobs, timeouts, crashes and
+    recycled workers. Driven by one thread (see ``service.ExtractionService`` for more).
     """
 
     def __init__(self, options: Options, workers: int | None = None, *,
@@ -91,6 +108,7 @@ class LocalExecutor:
         self._workers: list[_Worker] = []
         self._backlog: deque[Task] = deque()
         self._warmed = False
+        self._renewer: ThreadPoolExecutor | None = None  # starts spares, retires the worn
         self.wakeup: int | None = None  # a file descriptor whose data ends ``wait`` early
         # True while ``wait`` sleeps with every worker busy: a new task could not start
         # before a worker answers (which ends the sleep anyway), so a submitting thread
@@ -117,12 +135,60 @@ class LocalExecutor:
 
     def close(self) -> None:
         self._backlog.clear()
+        workers = list(self._workers)
         for w in self._workers:
+            if w.spare is not None:
+                with contextlib.suppress(Exception):
+                    workers.append(w.spare.result())
+        for w in workers:
             with contextlib.suppress(OSError, ValueError):
                 w.conn.send(None)
-        for w in self._workers:
+        if self._renewer is not None:
+            self._renewer.shutdown(wait=True)  # the worn ones it was seeing out
+            self._renewer = None
+        for w in workers:
             w.child.retire()
         self._workers.clear()
+
+    def _spare(self) -> _Worker:
+        """A new worker that has done one tiny job (run on the renewing thread): a
+        child's start (unpickling, its guard, the first extraction's set-up) costs 10 ms,
+        which its first real request would otherwise wait for."""
+        w = self._spawn()
+        try:
+            w.conn.send(Task(-1, b"warm", None))
+            if not _readable([w.conn], SPARE_READY):
+                raise TimeoutError(f"a new worker did not answer in {SPARE_READY:g} s")
+            w.conn.recv()
+        except BaseException:
+            w.child.kill()
+            raise
+        return w
+
+    def _renew(self, w: _Worker) -> _Worker:
+        """The worker to use in ``w``'s place now: ``w`` itself while its spare is still
+        starting, else the spare (``w`` is then retired in the background). A spare that
+        could not start is forgotten: the next job's end tries again."""
+        spare = w.spare
+        if spare is None or not spare.done():
+            return w
+        w.spare = None
+        try:
+            new = spare.result()
+        except Exception as exc:  # no new worker now: the worn one is still a worker
+            logger.warning("could not start a worker to replace a worn one: %s", exc)
+            return w
+        self.stats["recycled"] += 1
+        assert self._renewer is not None
+        self._renewer.submit(w.child.retire)
+        return new
+
+    def _replace(self, w: _Worker) -> _Worker:
+        """A new worker for one that was killed: its spare if one was being started."""
+        if w.spare is not None:
+            with contextlib.suppress(Exception):
+                return w.spare.result()
+        return self._spawn()
 
     def submit(self, tasks: Iterable[Task], *, first: bool = False) -> None:
         if first:
@@ -171,6 +237,8 @@ class LocalExecutor:
             while len(self._workers) < self.size:
                 self._workers.append(self._spawn())
         for i, w in enumerate(self._workers):
+            if w.task is None and w.spare is not None:
+                w = self._workers[i] = self._renew(w)
             while w.task is None and self._backlog:
                 task = self._backlog.popleft()
                 options = self._options(task)
@@ -188,18 +256,19 @@ class LocalExecutor:
                     task.page_workers = 1 + idle if not self._backlog else 1
                 if _readable([w.conn], 0):  # an idle worker has nothing to say: it died
                     w.child.kill()
-                    w = self._workers[i] = self._spawn()
+                    w = self._workers[i] = self._replace(w)
                 wire = task if task.options is None else \
                     task.with_options(task.options.for_workers())
                 try:
                     w.conn.send(wire)
                 except (OSError, ValueError):
                     w.child.kill()
-                    w = self._workers[i] = self._spawn()
+                    w = self._workers[i] = self._replace(w)
                     w.conn.send(wire)
                 self.stats["jobs"] += 1
                 w.jobs += 1
-                w.task, w.deadline = task, time.monotonic() + task.limit(options)
+                w.started = time.monotonic()
+                w.task, w.deadline = task, w.started + task.limit(options)
                 if task.deadline is not None:
                     w.deadline = min(w.deadline, task.deadline)
                 elif task.page is None:
@@ -227,10 +296,11 @@ class LocalExecutor:
                     _key, _page, result = w.conn.recv()
                     w.task = None
                     out.append((running, result))
-                    if self._worn(w):
-                        self.stats["recycled"] += 1
-                        w.child.retire()
-                        self._workers[i] = self._spawn()
+                    if w.spare is None and self._worn(w):
+                        if self._renewer is None:
+                            self._renewer = ThreadPoolExecutor(
+                                max_workers=1, thread_name_prefix="textsieve-renew")
+                        w.spare = self._renewer.submit(self._spare)
                     continue
                 except (EOFError, OSError):
                     self.stats["crashes"] += 1
@@ -247,13 +317,19 @@ class LocalExecutor:
             else:
                 continue
             w.child.kill()
-            self._workers[i] = self._spawn()
+            self._workers[i] = self._replace(w)
         return out
 
     def _worn(self, w: _Worker) -> bool:
-        """Time to replace this worker: it did its share of jobs or grew too big."""
-        return (0 < self.recycle_after <= w.jobs) or \
-            (self.recycle_rss > 0 and procs.rss(w.child.pid) > self.recycle_rss)
+        """Time to replace this worker: it did its share of jobs or grew too big (its
+        memory read every ``RSS_EVERY`` jobs and after any long one)."""
+        if 0 < self.recycle_after <= w.jobs:
+            return True
+        if self.recycle_rss <= 0:
+            return False
+        if w.jobs % RSS_EVERY and time.monotonic() - w.started < RSS_AFTER:
+            return False
+        return procs.rss(w.child.pid) > self.recycle_rss
 
 
 def _readable(watched: list[Any], timeout: float) -> set[Any]:
