@@ -321,6 +321,45 @@ def test_labels_the_page_segmentation_drops_are_read(tmp_path: Path) -> None:
     assert len(months) >= 5 and months == sorted(months, key=MONTHS.index), text
 
 
+def test_low_resolution_scan_in_a_pdf_reads_like_the_image(tmp_path: Path) -> None:
+    """The bar chart at 96 dpi saved as a PDF (as a screenshot, a fax or a phone scan
+    is): read at its own pixels and scaled for its text like the image file, not
+    rendered at 300 dpi, which blew its noise up into blots, took the page for a dark one
+    and read garbage ("WY pu" for "Visitors") in 25 s. Its axis values, which JPEG
+    artefacts make Tesseract read as vertical text, are not read again as one line
+    (that read "January" from the label below, four times)."""
+    path = tmp_path / "chart.pdf"
+    bar_chart().save(path, "PDF", resolution=96)
+    text = extract(path)["text"]
+    got = words(text)
+    assert "Visitors" in got, text
+    months = [w for w in got if w in MONTHS]
+    assert len(months) >= 5 and months == sorted(months, key=MONTHS.index), text
+    assert len(set(months)) == len(months), text
+
+
+def test_searchable_pdf_holds_the_words_read_again(tmp_path: Path) -> None:
+    """``textsieve ocr``: the invisible text layer carries the page as finally read,
+    month labels Tesseract's page segmentation dropped (read again where they lie)
+    included; laid from Tesseract's own text-only page, it had none of them, so a search
+    in the PDF missed what the archive's text has. Read back by poppler's pdftotext."""
+    scan, out = tmp_path / "chart.pdf", tmp_path / "searchable.pdf"
+    bar_chart().save(scan, "PDF", resolution=96)
+    res = subprocess.run([sys.executable, "-m", "textsieve", "ocr", str(scan), "-o",
+                          str(out)], capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert res.returncode == 0, res.stderr
+    layer = subprocess.run(["pdftotext", "-layout", str(out), "-"], capture_output=True,
+                           text=True, timeout=60, check=True).stdout
+    got = words(layer)
+    assert "Visitors" in got, layer
+    months = [w for w in got if w in MONTHS]
+    assert months == MONTHS, layer
+    # The archive's words of the scan (its real words: the axis is misread) are all there.
+    read = {w for w in words(extract(scan)["text"]) if w.isalpha() and len(w) > 3}
+    assert read <= set(got), (read - set(got), layer)
+
+
 def test_receipt_in_a_shadow_is_read(tmp_path: Path) -> None:
     """A receipt photographed with a hand's shadow across its left half: there the paper
     is darker than mid-grey and the print darker still. The old reading left such paper

@@ -68,24 +68,31 @@ def text_of(lines: list[Line]) -> str:
     """The page's text: lines in reading order, a blank line between paragraphs."""
     if not lines:
         return ""
+    text = "\n".join(" ".join(w.text for w in row) for row in reading_rows(lines))
+    return text.strip("\n") + "\n"
+
+
+def reading_rows(lines: list[Line]) -> list[list[Word]]:
+    """The page's words as the rows of its text, in reading order; an empty row between
+    paragraphs and blocks. One order for the text and the searchable PDF's text layer
+    (``textlayer``), so the two read alike."""
     blocks: dict[int, _Block] = {}
     for ln in lines:
         blocks.setdefault(ln.block, _Block(ln.block)).lines.append(ln)
     groups = _groups(list(blocks.values()), _table_blocks(lines))
-    out: list[str] = []
+    out: list[list[Word]] = []
     for group in groups:
         if len(group) == 1:
             prev_para = None
             for ln in group[0].lines:
                 if prev_para is not None and ln.para != prev_para:
-                    out.append("")
-                out.append(ln.text)
+                    out.append([])
+                out.append(ln.words)
                 prev_para = ln.para
         else:
-            out += [" ".join(w.text for w in row) for row in _rows(
-                [ln for b in group for ln in b.lines])]
-        out.append("")
-    return "\n".join(out).strip("\n") + "\n"
+            out += _rows([ln for b in group for ln in b.lines])
+        out.append([])
+    return out
 
 
 def tables(lines: list[Line]) -> list[tuple[tuple[int, int, int, int], list[int]]]:

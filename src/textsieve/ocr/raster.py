@@ -19,7 +19,7 @@ from .. import detection as d
 from ..bytesource import Source
 from ..model import ErrorKind, ExtractionError
 from ..options import Options
-from . import engine, reread
+from . import engine, reread, textlayer
 from .layout import tables as layout_tables
 from .result import PageOcr
 
@@ -33,6 +33,12 @@ MAX_PAGE_PIXELS = 36_000_000
 # The resolution Tesseract is told for an image page once its text is at the height it
 # reads best (prep.TARGET_GLYPH_PX): that of body text scanned at 300 dpi.
 HINT_DPI = 300
+# The lowest resolution at which a page-size picture is taken for a scan, read at its own
+# pixels and scaled for its text as an image file is (a fax, a screenshot or a phone scan
+# saved as PDF: 72-150 dpi). Rendered at 300 dpi instead, such a page was blown up three
+# or four times, its noise into blots the background check took for a dark page: a 96 dpi
+# chart that reads cleanly as a PNG read as garbage, in 25 s instead of 2.
+MIN_SCAN_DPI = 50
 TRUST_OSD = 5.0  # tesseract's orientation confidence above which we take its word
 _WORD = re.compile(r"[^\W\d_]{2,}")
 log = logging.getLogger(__name__)
@@ -106,7 +112,7 @@ def _native_scan(page: Any, w: float, h: float) -> tuple[Image.Image, int] | Non
         return None
     px_w, px_h = img.get_px_size()
     dpi = px_w / (w / 72)
-    if not 150 <= dpi <= 600 or px_w * px_h > MAX_PAGE_PIXELS:
+    if not MIN_SCAN_DPI <= dpi <= 600 or px_w * px_h > MAX_PAGE_PIXELS:
         return None  # a thumbnail, a 2400 dpi monster or a poster: render at our resolution
     try:
         bitmap = img.get_bitmap(render=False)
@@ -144,7 +150,7 @@ def _scan_dpi(page: Any, w: float, h: float) -> float | None:
         area = placed_w * placed_h
         if best is None or area > best[0]:
             best = (area, px_w / (placed_w / 72))
-    if best is None or best[0] < 0.5 * w * h or not 150 <= best[1] <= 1200:
+    if best is None or best[0] < 0.5 * w * h or not MIN_SCAN_DPI <= best[1] <= 1200:
         return None  # no scan, a small picture, a thumbnail or a 2400 dpi monster
     # Above 400 dpi OCR gains nothing but time: a whole fraction of the scan's resolution
     # (600 -> 300) still maps its pixels evenly, 2x2 to one.
@@ -278,6 +284,7 @@ def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = Fals
             turned = engine.recognize(turned_img, lang, dpi=dpi, want_pdf=want_pdf)
             if _score(turned) > _score(first):
                 best, best_angle, best_img = turned, angle, turned_img
+    as_read = best.text  # Tesseract's reading, which its own text-only page holds
     try:
         if best_angle == 0:
             best = _read_missed(best_img, best, lang, dpi, glyphs)
@@ -286,8 +293,12 @@ def read_upright(img: Image.Image, lang: str, dpi: int, *, want_pdf: bool = Fals
         best, _ = reread.second_look(best_img, best, lang, dpi)
     except Exception:  # a second look only ever improves a reading: never lose the first
         log.warning("second look at weak lines failed", exc_info=True)
+    pdf = best.pdf
+    if want_pdf and best.lines and best.text != as_read:
+        # The searchable page holds the words as finally read, not Tesseract's first go.
+        pdf = textlayer.page_pdf(best.lines, best_img.size, dpi) or pdf
     return PageOcr(0, text=best.text, confidence=best.confidence, rotation=best_angle,
-                   pdf=best.pdf)
+                   pdf=pdf)
 
 
 def _tables_as_blocks(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int,

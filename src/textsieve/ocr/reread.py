@@ -44,7 +44,7 @@ def second_look(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int
         return rec, 0
     weak = sorted((ln.conf, i) for i, ln in enumerate(lines)
                   if (ln.conf < LOW_CONF or min(w.conf for w in ln.words) < LOW_WORD)
-                  and any(ch.isalnum() for ch in ln.text))
+                  and any(ch.isalnum() for ch in ln.text) and not _upright(ln))
     cap = max(MIN_LINES, int(MAX_SHARE * len(lines)))
     replaced = 0
     for _, i in weak[:cap]:
@@ -56,6 +56,16 @@ def second_look(img: Image.Image, rec: engine.Recognized, lang: str, dpi: int
         rec.lines = lines
         rec.text = text_of(lines)
     return rec, replaced
+
+
+def _upright(line: Line) -> bool:
+    """A "line" standing up: taller than wide with more than a character or two (a lone
+    page number may be). It is a column of cells or axis values Tesseract took for
+    vertical text; read again as one line of text, its box and the margin around it take
+    in whatever label lies near, which then replaced the column (a chart's eight axis
+    values became "January" four times). Left as it was read."""
+    x0, y0, x1, y1 = line.box
+    return y1 - y0 > x1 - x0 and len(line.text.replace(" ", "")) > 2
 
 
 def _reread(img: Image.Image, line: Line, lang: str, dpi: int) -> Line | None:
@@ -85,6 +95,11 @@ def _reread(img: Image.Image, line: Line, lang: str, dpi: int) -> Line | None:
     if best is None or best[0] < _strength(line) + BETTER:
         return None
     conf, words, s = best
+    if Line(words, 0, 0).conf < line.conf:
+        # Surer of its weakest word but less sure overall: a line of good words with one
+        # unreadable mark, read again as a few confident-looking scraps ("have been
+        # caught ... about" as "= Sane ee 7 :"), would lose its words.
+        return None
     placed = [Word(w.text, w.conf, (box[0] + round(w.box[0] / s), box[1] + round(w.box[1] / s),
                                     box[0] + round(w.box[2] / s), box[1] + round(w.box[3] / s)))
               for w in words]
