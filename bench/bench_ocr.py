@@ -2,6 +2,7 @@
 
 Run by hand: ``.venv/bin/python bench/bench_ocr.py [--pages 10] [--cores N] [--held-out]``
 (both parts below), ``--only real [--split aside] [-v]`` or ``--only synthetic``;
+``--searchable``: the words a search finds in searchable PDFs of the real-world pages;
 ``--against REV [--repeat N]``: in-process CPU a page and CER of this tree against git
 revision REV's code on the synthetic scans, side by side (see ``against``).
 
@@ -477,6 +478,48 @@ def real_world(split: str, limit: int | None = None, verbose: bool = False,
           "with OMP_THREAD_LIMIT=1")
 
 
+def searchable_layers(split: str, limit: int | None = None, kinds: str | None = None
+                      ) -> None:
+    """The text a search in a searchable PDF finds: each real-world page wrapped in a
+    one-page PDF at its resolution tag (300 dpi without one), made searchable by plain
+    ``tesseract IMAGE OUT pdf`` (its own text layer over the image, as OCRmyPDF lays
+    Tesseract's) and by textsieve (``core.make_searchable``, in process), each read back
+    by poppler's ``pdftotext``; word accuracy against the page's true text."""
+    import tempfile
+
+    from PIL import Image
+
+    from textsieve.core import make_searchable
+    from textsieve.options import Options
+
+    pages = dev_pages(split)[:limit]
+    if kinds:
+        pages = [p for p in pages if p[1].split("-")[0] in kinds.split(",")]
+    totals = {"tesseract": [0, 0], "textsieve": [0, 0]}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path, _kind, truth in pages:
+            scan, ours = Path(tmp, "scan.pdf"), Path(tmp, "ours.pdf")
+            with Image.open(path) as im:
+                dpi = round((im.info.get("dpi") or (300, 300))[0]) or 300
+                im.convert("RGB" if im.mode not in ("L", "1") else "L").save(
+                    scan, "PDF", resolution=dpi)
+            subprocess.run(["tesseract", str(path), str(Path(tmp, "tess")), "pdf"],
+                           capture_output=True, env=peer_env(), check=False)
+            make_searchable(scan, ours, Options())
+            for name, pdf in (("tesseract", Path(tmp, "tess.pdf")), ("textsieve", ours)):
+                text = "".join(pdftotext_pages(pdf)) if pdf.exists() else ""
+                n, ok, _got = word_accuracy(truth, text)
+                totals[name][0] += n
+                totals[name][1] += ok
+                pdf.unlink(missing_ok=True)
+    print(f"  {len(pages)} pages of split {split!r}: words a search in the searchable PDF "
+          "finds (pdftotext)")
+    for name, label in (("tesseract", "`tesseract IMAGE OUT pdf`"),
+                        ("textsieve", "textsieve (core.make_searchable)")):
+        n, ok = totals[name]
+        print(f"  {label:40s} word accuracy {ok / max(n, 1):6.2%}")
+
+
 # -- against another revision ------------------------------------------------------------
 
 def _page_server(src_dir: str, pdf: str) -> None:
@@ -563,6 +606,9 @@ def main() -> None:
     ap.add_argument("--against", metavar="REV",
                     help="synthetic scans only: this tree's in-process CPU a page and CER "
                          "against git revision REV's, side by side (pages interleaved)")
+    ap.add_argument("--searchable", action="store_true",
+                    help="real-world pages: the text layer of searchable PDFs, textsieve's "
+                         "against tesseract's own (read back by pdftotext)")
     ap.add_argument("--page-server", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.page_server:
@@ -579,6 +625,9 @@ def main() -> None:
         from textsieve.ocr import reread
 
         reread.LOW_CONF = -1.0
+    if args.searchable:
+        searchable_layers(args.split, args.limit, args.kinds)
+        return
     if args.only != "synthetic":
         print(f"== real-world page kinds (bench/ocr_devset.py, split {args.split!r}): "
               "plain tesseract vs textsieve, one page after the other")
