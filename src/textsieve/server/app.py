@@ -14,10 +14,13 @@ number of admitted requests (503 + Retry-After beyond it), and every error answe
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib.util
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,6 +30,7 @@ try:
     from fastapi.responses import JSONResponse, RedirectResponse, Response
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from starlette.exceptions import HTTPException as StarletteHTTPException
+    from starlette.routing import Route, Router
 except ImportError as exc:  # the optional extra: say which, not just the module
     raise ImportError(f"textsieve serve needs the server extra: pip install "
                       f"'textsieve[server]' ({exc})") from exc
@@ -54,15 +58,13 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
     runs = RunService(config.archive, options, workers=options.worker_count,
                       limit=64 * max(1, options.worker_count))
 
-    mcp_run: list[Any] = []  # the MCP session manager's runner, when /mcp is served
-
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = Service(config, options, runs)
         app.state.service = service
         try:
-            if mcp_run:
-                async with mcp_run[0]():
+            if mcp is not None:
+                async with mcp.running():
                     yield
             else:
                 yield
@@ -139,10 +141,9 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
     app.include_router(tika.router)
     app.add_api_route("/version", tika.version, methods=["GET"], tags=["tika"],
                       response_class=Response)
-    mcp = _mcp_routes(app, config, options)
+    mcp = _mcp(app, config, options)  # the lifespan above enters it
     if mcp is not None:
-        app.router.routes.extend(mcp[0])
-        mcp_run.append(mcp[1])
+        app.router.routes.append(Route("/mcp", endpoint=mcp))
     pages = {}
     if ui is not None:
         # The reading room over the same archive, as a mounted app of its own: its HTML
@@ -157,24 +158,85 @@ def create_app(config: ServerConfig | None = None, options: Options | None = Non
     return app
 
 
-def _mcp_routes(app: FastAPI, config: ServerConfig, options: Options
-                ) -> tuple[list[Any], Any] | None:
+def _mcp(app: FastAPI, config: ServerConfig, options: Options) -> LazyMcp | None:
     """The MCP server at ``/mcp`` (streamable HTTP), when the mcp extra is installed: the
     same tools as ``textsieve mcp``, its documents extracted by the service's workers."""
-    try:
-        from .mcp_server import Backend, http_routes
-    except ImportError:
+    if importlib.util.find_spec("mcp") is None:
         log.info("no /mcp: the mcp extra is not installed")
         return None
-    from ..core import EXTRACT
 
-    def extract(data: bytes, name: str | None, opts: Options) -> Document:
-        service: Service = app.state.service
-        doc: Document = service.extractor.submit(data, name, options=opts,
-                                                 work=EXTRACT).result()
-        return doc
+    def make() -> tuple[list[Any], Callable[[], Any]]:
+        from ..core import EXTRACT
+        from .mcp_server import Backend, http_routes
 
-    return http_routes(Backend(config.archive, options, config.file_roots, extract))
+        def extract(data: bytes, name: str | None, opts: Options) -> Document:
+            service: Service = app.state.service
+            doc: Document = service.extractor.submit(data, name, options=opts,
+                                                     work=EXTRACT).result()
+            return doc
+
+        return http_routes(Backend(config.archive, options, config.file_roots, extract))
+
+    return LazyMcp(make)
+
+
+class LazyMcp:
+    """``/mcp``, made and started on its first request rather than with the service:
+    importing the MCP SDK cost every ``textsieve serve`` a second or more of start-up
+    and ~28 MB of memory, most often for a route nobody calls. The first request waits
+    for it (once); its session manager runs from then on in a task of the service's
+    lifespan (``running``), which ends it with the service."""
+
+    def __init__(self, make: Callable[[], tuple[list[Any], Callable[[], Any]]]) -> None:
+        self._make = make
+        self._app: Any = None
+        self._failed: str | None = None
+        self._wanted: asyncio.Event | None = None
+        self._ready: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Entered in the service's lifespan: the task that starts the MCP server once it
+        is wanted and keeps its session manager running until the service stops."""
+        self._wanted, self._ready, self._stop = (asyncio.Event(), asyncio.Event(),
+                                                 asyncio.Event())
+        task = asyncio.create_task(self._serve())
+        try:
+            yield
+        finally:
+            self._stop.set()
+            if not self._wanted.is_set():
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _serve(self) -> None:
+        assert self._wanted and self._ready and self._stop
+        await self._wanted.wait()
+        try:
+            # Imported off the event loop: the service answers meanwhile.
+            routes, run = await asyncio.to_thread(self._make)
+            async with run():
+                self._app = Router(routes=routes)
+                self._ready.set()
+                await self._stop.wait()
+        except Exception as exc:  # the service goes on; /mcp answers what went wrong
+            log.exception("the MCP server could not start")
+            self._failed = f"the MCP server could not start: {exc}"
+        finally:
+            self._ready.set()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self._app is None and self._wanted is not None and self._ready is not None:
+            self._wanted.set()
+            await self._ready.wait()
+        if self._app is None:
+            response = error_response(503, "unavailable", self._failed or
+                                      "the MCP server is not running")
+            await response(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
 
 
 class Measure:
