@@ -48,17 +48,61 @@ class Entry:
     link: str | None  # the article it announces (absolute, when the feed says)
     title: str | None = None
     date: str | None = None  # ISO 8601 UTC (published, else updated)
-    updated: str | None = None  # what tells a revised entry apart (raw, as the feed says)
+    # ISO 8601 UTC: when the feed says the entry last changed (Atom <updated>, an RSS
+    # item's dcterms:modified or atom:updated, JSON Feed date_modified); not a mere
+    # publication date. What tells a revised entry apart where the feed gives it.
+    updated: str | None = None
     author: str | None = None
     content: str | None = None  # HTML: the longest body the feed carries (content, summary)
     language: str | None = None
     problems: tuple[str, ...] = ()  # what was wrong with it (an unreadable date...)
 
     def fingerprint(self) -> str:
-        """A short stable hash of the entry's id: what tells a new entry from one seen.
-        Not its revision date: generators stamp every entry with the time the feed was
-        made, which would make every entry "revised" on every run."""
+        """A short stable hash of the entry's id: what tells a new entry from one seen
+        (its revision is told apart by ``revision``)."""
         return hashlib.blake2b(self.id.encode(), digest_size=8).hexdigest()
+
+    def revision(self) -> str:
+        """What a later run compares to tell whether the entry was revised (see
+        ``revised``): its modification date, its publication date and a hash of what it
+        says (title, link, content), ``|``-separated. Compact: one is kept per entry."""
+        said = "\x00".join((self.title or "", self.link or "", self.content or ""))
+        digest = hashlib.blake2b(said.encode(), digest_size=6).hexdigest()
+        return f"{_compact(self.updated)}|{_compact(self.date)}|{digest}"
+
+
+def revised(old: str, new: str) -> tuple[bool, str | None]:
+    """Whether an entry whose ``revision`` was ``old`` and is ``new`` is a revision, and
+    if only a date moved (the text, title and link as they were), that date.
+
+    The feed's own modification date decides where it gives one before and now: newer is
+    revised, the same or older is not (a text that varies under the same date, a comment
+    count say, is not read again). Else a changed text, title or link is a revision, and
+    so is a newer publication date (an RSS item re-dated under the same guid).
+
+    A date that alone moved is the caller's to judge over the whole document: a
+    generator that stamps every entry with the time the feed was made moves every
+    entry's date at once, to one value, on every run; a real revision moves one.
+    """
+    try:
+        ou, op, od = old.split("|")
+        nu, np_, nd = new.split("|")
+    except ValueError:  # an entry remembered without its revision: seen, not revised
+        return False, None
+    if ou and nu:
+        if nu <= ou:
+            return False, None
+        return (True, None) if nd != od else (True, nu)
+    if nd != od:
+        return True, None
+    if op and np_ and np_ > op:
+        return True, np_
+    return False, None
+
+
+def _compact(iso: str | None) -> str:
+    """``2026-03-02T10:00:00Z`` as ``20260302100000`` (same order as strings)."""
+    return re.sub(r"\D", "", iso) if iso else ""
 
 
 @dataclass
@@ -160,8 +204,15 @@ def _fp_entry(x: Any, feed: Feed) -> Entry | None:
     for c in x.get("content") or []:
         lang = lang or c.get("language")
     return Entry(id=str(ident)[:2000], link=link, title=title, date=date,
-                 updated=x.get("updated") or x.get("published"), author=_clean(x.get("author")),
+                 updated=_fp_date(x, "updated"), author=_clean(x.get("author")),
                  content=content, language=lang or feed.language, problems=tuple(problems))
+
+
+def _fp_date(x: Any, field_: str) -> str | None:
+    """A date feedparser read, only if the feed has it: its dict answers ``updated``
+    with ``published`` (a compatibility mapping), which is no modification date."""
+    when = dict.get(x, f"{field_}_parsed") if dict.get(x, field_) else None
+    return _iso(calendar.timegm(when)) if when is not None else None
 
 
 # -- streaming a large XML feed -------------------------------------------------------------
@@ -326,7 +377,7 @@ def _json_entry(raw: dict[str, Any], feed: Feed, base: str | None) -> Entry | No
     if not ident:
         return None
     return Entry(id=ident[:2000], link=link, title=title, date=date,
-                 updated=_text(raw.get("date_modified")) or _text(raw.get("date_published")),
+                 updated=_rfc3339(raw.get("date_modified")),
                  author=", ".join(n for n in names if n) or None, content=content,
                  language=_text(raw.get("language")) or feed.language,
                  problems=tuple(problems))

@@ -23,6 +23,7 @@ says which (``metadata.extra.feed_content``: ``feed`` or ``article``).
 
 from __future__ import annotations
 
+import calendar
 import html
 import json
 import logging
@@ -40,7 +41,7 @@ from ..model import ErrorInfo, ErrorKind, Item
 from ..model.items import Listing, Response
 from ..options import Options
 from .base import SourceError
-from .feedparse import Entry, Feed, FeedProblem, parse
+from .feedparse import Entry, Feed, FeedProblem, parse, revised
 from .urls import is_url, url_name
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,9 @@ BACKOFF_START = 60.0
 BACKOFF_MAX = 24 * 3600.0
 FETCHERS = 4  # feeds of an OPML fetched at once (a host is still asked one at a time)
 MAX_OPML = 16 * 1024 * 1024
+# Entries whose dates alone moved to within this many seconds of each other were stamped
+# by a generator, not revised (``_DateOnly``).
+STAMP_WINDOW = 120
 
 
 @dataclass
@@ -82,7 +86,9 @@ class _FeedState:
 
     etag: str | None = None
     last_modified: str | None = None
-    seen: list[str] = field(default_factory=list)  # entry fingerprints in the last document
+    # Each entry of the last document: its fingerprint (its id) -> its revision.
+    revisions: dict[str, str] = field(default_factory=dict)
+    seen: list[str] = field(default_factory=list)  # ids only, as older versions kept them
     mode: str | None = None  # feed | article: whether the feed carries whole articles
     decided: float = 0.0
     failures: int = 0
@@ -105,6 +111,11 @@ class _FeedState:
 
     def dump(self) -> str:
         return json.dumps(self.__dict__, separators=(",", ":"))
+
+    def known(self) -> dict[str, str]:
+        """The entries seen, with their revisions ("" for an entry remembered by an older
+        version without one: seen, and its revision is taken as it is now)."""
+        return {**dict.fromkeys(self.seen, ""), **self.revisions}
 
 
 class FeedSource:
@@ -221,26 +232,32 @@ class FeedSource:
         name = s.name or feed.title or st.title or s.location
         labels = tuple(dict.fromkeys((*s.folders, name)))
         yield self._channel(s, feed, labels)
-        seen = set(st.seen)
+        known = st.known()
         fresh: list[tuple[Entry, str]] = []
-        kept: list[str] = []
-        keys: set[str] = set()
+        kept: dict[str, str] = {}
+        dated = _DateOnly()  # entries whose only change is a date: judged at the end
         for e in feed.entries:
             fp = e.fingerprint()
-            if fp in keys:
+            if fp in kept:
                 continue
-            keys.add(fp)
-            kept.append(fp)
-            if fp not in seen:
+            kept[fp] = rev = e.revision()
+            if fp not in known:
                 fresh.append((e, fp))
+            else:
+                again, moved = revised(known[fp], rev)
+                if again and moved is None:
+                    fresh.append((e, fp))
+                elif again and moved is not None:
+                    dated.add(moved, (e, fp))
             if len(fresh) >= 256:  # a huge feed: entries flow on in batches
                 yield from self._entries(s, feed, fresh, st, labels, fetcher)
                 fresh = []
+        fresh.extend(dated.revisions())
         yield from self._entries(s, feed, fresh, st, labels, fetcher)
         for problem in feed.problems:  # in each item's facts too; here for --debug
             logger.info("%s: %s", s.location, problem)
         if not self.never:
-            st.seen = kept
+            st.revisions, st.seen = kept, []
             st.etag, st.last_modified = loaded.etag, loaded.last_modified
         st.failures, st.next_try, st.error = 0, 0.0, None
         st.title = feed.title
@@ -339,6 +356,39 @@ def teaser(content: str | None, limit: int = 600) -> str | None:
         text = re.sub(r"<[^>]*>", " ", content)
     text = re.sub(r"\s+", " ", text).strip()
     return (text[:limit].rsplit(" ", 1)[0] + " …" if len(text) > limit else text) or None
+
+
+class _DateOnly:
+    """Entries of one document whose only change since the last run is a date: a
+    revision each, unless several moved to about the same time (within STAMP_WINDOW of
+    each other): then that is a generator stamping every entry with the time it made the
+    feed (some do it on every build), and none of them is read again. Holds at most one
+    entry per window, so a huge stamped feed costs no memory."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, tuple[Entry, str]] = {}  # window -> the one entry moved to it
+        self.stamped: set[int] = set()
+
+    def add(self, when: str, entry: tuple[Entry, str]) -> None:
+        try:
+            at = calendar.timegm(time.strptime(when, "%Y%m%d%H%M%S"))
+        except ValueError:
+            return
+        b = at // STAMP_WINDOW
+        near = (b - 1, b, b + 1)  # dates within a window of each other
+        if any(n in self.stamped for n in near):
+            self.stamped.add(b)
+            return
+        hit = [n for n in near if n in self.held]
+        if hit:
+            for n in hit:
+                del self.held[n]
+            self.stamped.update((*hit, b))
+            return
+        self.held[b] = entry
+
+    def revisions(self) -> list[tuple[Entry, str]]:
+        return list(self.held.values())
 
 
 @dataclass
