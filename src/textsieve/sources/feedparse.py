@@ -4,7 +4,7 @@ RSS 0.9x/1.0/2.0 and Atom are read by feedparser (it copes with the encodings, d
 namespaces real feeds use, sanitises entry HTML, and keeps only harmless entity
 declarations, so a billion-laughs DOCTYPE expands nothing). JSON Feed (1.0 and 1.1),
 which feedparser does not read, is read by its specification (https://jsonfeed.org)
-with the json module.
+with the json module, or above ``STREAM_ABOVE`` item by item with ijson.
 
 A very large RSS/Atom document is never handed to feedparser whole: its entries are
 streamed by lxml (entities off) and given to feedparser in slices of ``SLICE`` entries,
@@ -318,19 +318,22 @@ def _wrapper(entry: Any) -> tuple[bytes, bytes]:
 
 
 def _json_feed(data: bytes, url: str | None) -> Feed:
+    if len(data) > STREAM_ABOVE:
+        return _json_streamed(data, url)
     try:
         doc = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise FeedProblem(ErrorKind.CORRUPT, f"a JSON Feed that is not UTF-8: {exc}") from exc
     except (ValueError, RecursionError) as exc:
-        raise FeedProblem(ErrorKind.CORRUPT, f"not valid JSON: {_short(exc)}") from exc
-    if not isinstance(doc, dict) or not str(doc.get("version", "")).startswith(
-            "https://jsonfeed.org/version/"):
+        # Broken off (a truncated download, say): the items before the break, as a
+        # large feed keeps them, if the feed is told before it.
+        try:
+            return _json_streamed(data, url)
+        except FeedProblem:
+            raise FeedProblem(ErrorKind.CORRUPT, f"not valid JSON: {_short(exc)}") from exc
+    if not isinstance(doc, dict):
         raise FeedProblem(ErrorKind.UNSUPPORTED, "JSON that is not a JSON Feed")
-    version = str(doc["version"]).rsplit("/", 1)[-1]
-    feed = Feed(format=f"json{version.replace('.', '')}", title=_text(doc.get("title")),
-                link=_text(doc.get("home_page_url")), language=_text(doc.get("language")),
-                description=_text(doc.get("description")))
+    feed = _json_head(doc)
     items = doc.get("items")
     if not isinstance(items, list):
         raise FeedProblem(ErrorKind.CORRUPT, "a JSON Feed without an items list")
@@ -339,6 +342,62 @@ def _json_feed(data: bytes, url: str | None) -> Feed:
         for raw in items:
             if isinstance(raw, dict) and (e := _json_entry(raw, feed, url)) is not None:
                 yield e
+
+    feed.entries = entries()
+    return feed
+
+
+def _json_head(doc: dict[str, Any]) -> Feed:
+    """The feed of a JSON Feed's top-level members (its items aside)."""
+    if not str(doc.get("version", "")).startswith("https://jsonfeed.org/version/"):
+        raise FeedProblem(ErrorKind.UNSUPPORTED, "JSON that is not a JSON Feed")
+    version = str(doc["version"]).rsplit("/", 1)[-1]
+    return Feed(format=f"json{version.replace('.', '')}", title=_text(doc.get("title")),
+                link=_text(doc.get("home_page_url")), language=_text(doc.get("language")),
+                description=_text(doc.get("description")))
+
+
+_JSON_HEAD = frozenset({"version", "title", "home_page_url", "language", "description"})
+
+
+def _json_streamed(data: bytes, url: str | None) -> Feed:
+    """A large JSON Feed item by item (ijson, on yajl): the parsed document is never
+    held whole, only one item at a time. Two passes over the bytes: the top-level
+    members first (JSON has no order, and the title may follow the items), then the
+    items. A document that breaks off inside its items keeps the items before."""
+    import ijson
+
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    head: dict[str, Any] = {}
+    items = broken = None
+    try:
+        events = ijson.parse(body, use_float=True)
+        prefix, event, _ = next(events)
+        if event != "start_map":
+            raise FeedProblem(ErrorKind.UNSUPPORTED, "JSON that is not a JSON Feed")
+        for prefix, event, value in events:
+            if prefix in _JSON_HEAD and event in ("string", "number", "boolean", "null"):
+                head[prefix] = value
+            elif prefix == "items" and items is None:
+                items = event
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, StopIteration) as exc:
+        if items is None or "version" not in head:
+            raise FeedProblem(ErrorKind.CORRUPT, f"not valid JSON: {_short(exc)}") from exc
+        broken = exc
+    feed = _json_head(head)
+    if items != "start_array":
+        raise FeedProblem(ErrorKind.CORRUPT, "a JSON Feed without an items list")
+
+    def entries() -> Iterator[Entry]:
+        try:
+            for raw in ijson.items(body, "items.item", use_float=True):
+                if isinstance(raw, dict) and (e := _json_entry(raw, feed, url)) is not None:
+                    yield e
+        except (ijson.JSONError, UnicodeDecodeError, ValueError) as exc:
+            feed.problems.append(f"the feed breaks off: {_short(exc)}")
+        else:
+            if broken is not None:
+                feed.problems.append(f"the feed breaks off: {_short(broken)}")
 
     feed.entries = entries()
     return feed
