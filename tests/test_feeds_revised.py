@@ -49,9 +49,10 @@ def _warc_payloads(db: Path, tmp_path: Path) -> list[bytes]:
                 if rec.rec_type in ("response", "resource")]
 
 
-def _atom_diary(site: FeedSite, entries: dict[int, tuple[str, str, dt.datetime]]) -> None:
+def _atom_diary(site: FeedSite, entries: dict[int, tuple[str, str, dt.datetime]],
+                moved: dict[int, str] | None = None) -> None:
     """An Atom feed carrying each whole article (the same text as its page), every entry
-    with its own <updated>."""
+    with its own <updated>; ``moved``: entries whose link is another path."""
     from feedgen.feed import FeedGenerator
 
     fg = FeedGenerator()
@@ -62,11 +63,12 @@ def _atom_diary(site: FeedSite, entries: dict[int, tuple[str, str, dt.datetime]]
         fe = fg.add_entry(order="append")
         fe.id(f"tag:diary.test,2026:{i}")
         fe.title(title)
-        fe.link(href=site.url(f"/diary/{i}.html"))
+        path = (moved or {}).get(i, f"/diary/{i}.html")
+        fe.link(href=site.url(path))
         fe.content(body, type="html")
         fe.published(dt.datetime(2026, 5, 1 + i, 6, 0, tzinfo=UTC))
         fe.updated(updated)
-        site.set(f"/diary/{i}.html", _article(title, body))
+        site.set(path, _article(title, body))
     site.set("/diary.atom", fg.atom_str(pretty=True), "application/atom+xml")
 
 
@@ -114,10 +116,22 @@ def test_revised_atom_entry_becomes_a_new_capture(feed_site: FeedSite, tmp_path:
     assert any(b"counted 11 egrets" in p for p in payloads)
     assert any(b"counted 110 egrets" in p for p in payloads)
 
+    # A revision that moves the entry to another link (its title's typo fixed in the
+    # address too): still the same item, now with the corrected text; none added.
+    entries[2] = ("Count 2", _counted(120, "godwits"), dt.datetime(2026, 5, 21, tzinfo=UTC))
+    _atom_diary(feed_site, entries, moved={2: "/diary/2-godwits.html"})
+    assert run(db, feed).returncode == 0
+    moved = articles(db)
+    assert set(moved) == set(before)
+    row = moved[feed_site.url("/diary/2.html")]
+    assert "counted 120 godwits" in row["text"] and row["id"] == after[row["key"]]["id"]
+    assert len(_show(db, row["id"])["captures"]) == 2
 
-def _rss_tides(site: FeedSite, entries: dict[int, tuple[str, dt.datetime]]) -> None:
+
+def _rss_tides(site: FeedSite, entries: dict[int, tuple[str, dt.datetime]],
+               moved: dict[int, str] | None = None) -> None:
     """An RSS 2.0 feed of one-line teasers (the articles are fetched), each item with
-    its guid and pubDate and no modification date."""
+    its guid and pubDate and no modification date; ``moved``: items linking elsewhere."""
     from feedgen.feed import FeedGenerator
 
     fg = FeedGenerator()
@@ -128,7 +142,7 @@ def _rss_tides(site: FeedSite, entries: dict[int, tuple[str, dt.datetime]]) -> N
         fe = fg.add_entry(order="append")
         fe.guid(f"tag:tides.test,2026:{i}", permalink=False)
         fe.title(f"Tide table {i}")
-        fe.link(href=site.url(f"/tides/{i}.html"))
+        fe.link(href=site.url((moved or {}).get(i, f"/tides/{i}.html")))
         fe.description(teaser)
         fe.published(published)
     site.set("/tides.rss", fg.rss_str(pretty=True), "application/rss+xml")
@@ -205,3 +219,17 @@ def test_revised_rss_item_is_fetched_again_and_a_failure_keeps_the_text(
     asked = [h for h in feed_site.hits[hits:] if h.path.startswith("/tides/")]
     assert [(h.path, h.status) for h in asked] == [("/tides/0.html", 304)]
     assert asked[0].headers.get("If-None-Match")
+
+    # Item 1 moved to another address with a corrected article: fetched from there, and
+    # still the same item.
+    feed_site.set("/tides/1-fixed.html", _article("Tide table 1",
+                                                  _counted(211, "oystercatchers")))
+    _rss_tides(feed_site, entries, moved={1: "/tides/1-fixed.html"})
+    hits = len(feed_site.hits)
+    run(db, feed)
+    assert fetched_since(hits) == ["/tides/1-fixed.html"]
+    items = articles(db)
+    assert set(items) == set(before)
+    row = items[feed_site.url("/tides/1.html")]
+    assert "counted 211 oystercatchers" in row["text"]
+    assert len(_show(db, row["id"])["captures"]) == 3

@@ -85,8 +85,8 @@ def revised(old: str, new: str) -> tuple[bool, str | None]:
     entry's date at once, to one value, on every run; a real revision moves one.
     """
     try:
-        ou, op, od = old.split("|")
-        nu, np_, nd = new.split("|")
+        ou, op, od = old.split("|", 3)[:3]  # (a caller may keep more after them)
+        nu, np_, nd = new.split("|", 3)[:3]
     except ValueError:  # an entry remembered without its revision: seen, not revised
         return False, None
     if ou and nu:

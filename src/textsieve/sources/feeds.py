@@ -86,7 +86,10 @@ class _FeedState:
 
     etag: str | None = None
     last_modified: str | None = None
-    # Each entry of the last document: its fingerprint (its id) -> its revision.
+    # Each entry of the last document: its fingerprint (its id) -> its revision, and
+    # for an entry whose id is not its link, ``|`` and the key of the item it made (a
+    # revision that moves it to another link stays that item). One string an entry:
+    # a feed of 100,000 entries keeps them all.
     revisions: dict[str, str] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)  # ids only, as older versions kept them
     mode: str | None = None  # feed | article: whether the feed carries whole articles
@@ -233,22 +236,33 @@ class FeedSource:
         labels = tuple(dict.fromkeys((*s.folders, name)))
         yield self._channel(s, feed, labels)
         known = st.known()
-        fresh: list[tuple[Entry, str]] = []
+        fresh: list[tuple[Entry, str]] = []  # entries to read, each with its item's key
         kept: dict[str, str] = {}
         dated = _DateOnly()  # entries whose only change is a date: judged at the end
         for e in feed.entries:
             fp = e.fingerprint()
             if fp in kept:
                 continue
-            kept[fp] = rev = e.revision()
-            if fp not in known:
-                fresh.append((e, fp))
+            rev = e.revision()
+            # The item it made stays its item (kept when its id is not its link, so
+            # a revision that moves it to another link is found); a link's key is
+            # computed only when needed (it is not cheap, and most entries are seen).
+            stored = known.get(fp)
+            parts = stored.split("|", 3) if stored else []
+            before = parts[3] if len(parts) == 4 and parts[3] else None
+            movable = e.id != e.link and bool(e.link) and is_url(e.link or "")
+            if stored is None:
+                key = self._key(s, e)
+                fresh.append((e, key))
             else:
-                again, moved = revised(known[fp], rev)
+                again, moved = revised(stored, rev)
+                need = again or (movable and not before)
+                key = (before or self._key(s, e)) if need else ""
                 if again and moved is None:
-                    fresh.append((e, fp))
+                    fresh.append((e, key))
                 elif again and moved is not None:
-                    dated.add(moved, (e, fp))
+                    dated.add(moved, (e, key))
+            kept[fp] = f"{rev}|{before or key}" if movable else rev
             if len(fresh) >= 256:  # a huge feed: entries flow on in batches
                 yield from self._entries(s, feed, fresh, st, labels, fetcher)
                 fresh = []
@@ -300,19 +314,25 @@ class FeedSource:
         # One item per link: an article announced twice (a re-post) is listed with its
         # first announcement.
         first: dict[str, Entry] = {}
-        for e, _ in fresh:
-            k = url_key(e.link) if e.link and is_url(e.link) else e.id
+        for e, k in fresh:
             if k not in first or (e.date or "~") < (first[k].date or "~"):
                 first[k] = e
-        for e in first.values():
-            yield self._item(s, feed, e, st.mode, labels)
+        for k, e in first.items():
+            yield self._item(s, feed, e, st.mode, labels, k)
         self._fetched = {}
 
+    def _key(self, s: Subscription, e: Entry) -> str:
+        """The archive key of an entry's item: its link's, else the feed's and its id."""
+        if e.link and is_url(e.link):
+            return url_key(strip_userinfo(e.link))
+        return f"{feed_key(s.key)}#{e.id}"
+
     def _item(self, s: Subscription, feed: Feed, e: Entry, mode: str | None,
-              labels: tuple[str, ...]) -> Item:
+              labels: tuple[str, ...], key: str) -> Item:
         """The entry's item: provenance is the feed (``feed:URL``, also inside an OPML
         list), its labels the feed's name and folders, its listing the entry's title,
-        teaser and date."""
+        teaser and date. ``key``: its item's (``_key``, or the item it made before a
+        revision moved it to another link: it stays that item, read from the new link)."""
         spec = f"feed:{s.key}"
         listing = Listing(title=e.title, note=teaser(e.content), date=e.date,
                           warnings=e.problems)
@@ -332,13 +352,12 @@ class FeedSource:
                 response = Response(url=r.final_url, status=r.status, content_type=ctype,
                                     date=r.date, etag=r.etag, last_modified=r.last_modified,
                                     captured_at=at)
-                return Item(key=url_key(link), original=link, data=r.content,
+                return Item(key=key, original=link, data=r.content,
                             response=response, name=url_name(link),
                             facts=tuple(facts.items()), **common)
-            return Item(key=url_key(link), original=link, url=link, name=url_name(link),
+            return Item(key=key, original=link, url=link, name=url_name(link),
                         facts=tuple(facts.items()), **common)
         facts["feed_content"] = "feed"
-        key = url_key(link) if link else f"{feed_key(s.key)}#{e.id}"
         return Item(key=key, original=link or key, data=entry_page(e, feed),
                     name=f"{_safe_name(e.title or 'entry')}.html",
                     facts=tuple(facts.items()), **common)
