@@ -8,10 +8,11 @@ every source).
 
 Incremental twice over, with the state kept in the archive's source state (saved only
 once a run's items are committed): the feed is asked for with its ETag/Last-Modified
-(a 304 costs nothing), and of what it serves only entries not seen before (by id and
-revision) become items. A feed that fails is a typed record keyed ``feed:URL`` (the run
-goes on with the other feeds) and is asked again later and later (back-off, also across
-the rounds of ``textsieve watch``).
+(a 304 costs nothing), and of what it serves only entries new or revised (by id, and
+by revision: ``feedparse.revised``) become items, a revised one the same item again.
+A feed that fails is a typed record keyed ``feed:URL`` (the run goes on with the other
+feeds) and is asked again later and later (back-off, also across the rounds of
+``textsieve watch``).
 
 Whole articles or teasers: many feeds carry the whole article, many only a teaser. For
 each feed this is decided by comparing: a few entries' articles are fetched, their main
