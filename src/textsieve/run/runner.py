@@ -699,9 +699,13 @@ class _WebStage:
         from ..fetch import parse_content_type
 
         ctype, charset = parse_content_type(response.content_type)
+        # The validators too: a later fetch of the item asks with them (a 304 costs
+        # nothing), as it does after an ordinary fetch.
         info: dict[str, object] = {"url": item.url or response.url,
                                    "final_url": response.url,
-                                   "http_status": response.status, "content_type": ctype}
+                                   "http_status": response.status, "content_type": ctype,
+                                   "etag": response.etag,
+                                   "last_modified": response.last_modified}
         resolved = self._resolve(item, response.url, content, follow)
         name: str | None = item.name
         if resolved is not None:

@@ -4,7 +4,7 @@ RSS 0.9x/1.0/2.0 and Atom are read by feedparser (it copes with the encodings, d
 namespaces real feeds use, sanitises entry HTML, and keeps only harmless entity
 declarations, so a billion-laughs DOCTYPE expands nothing). JSON Feed (1.0 and 1.1),
 which feedparser does not read, is read by its specification (https://jsonfeed.org)
-with the json module.
+with the json module, or above ``STREAM_ABOVE`` item by item with ijson.
 
 A very large RSS/Atom document is never handed to feedparser whole: its entries are
 streamed by lxml (entities off) and given to feedparser in slices of ``SLICE`` entries,
@@ -48,17 +48,61 @@ class Entry:
     link: str | None  # the article it announces (absolute, when the feed says)
     title: str | None = None
     date: str | None = None  # ISO 8601 UTC (published, else updated)
-    updated: str | None = None  # what tells a revised entry apart (raw, as the feed says)
+    # ISO 8601 UTC: when the feed says the entry last changed (Atom <updated>, an RSS
+    # item's dcterms:modified or atom:updated, JSON Feed date_modified); not a mere
+    # publication date. What tells a revised entry apart where the feed gives it.
+    updated: str | None = None
     author: str | None = None
     content: str | None = None  # HTML: the longest body the feed carries (content, summary)
     language: str | None = None
     problems: tuple[str, ...] = ()  # what was wrong with it (an unreadable date...)
 
     def fingerprint(self) -> str:
-        """A short stable hash of the entry's id: what tells a new entry from one seen.
-        Not its revision date: generators stamp every entry with the time the feed was
-        made, which would make every entry "revised" on every run."""
+        """A short stable hash of the entry's id: what tells a new entry from one seen
+        (its revision is told apart by ``revision``)."""
         return hashlib.blake2b(self.id.encode(), digest_size=8).hexdigest()
+
+    def revision(self) -> str:
+        """What a later run compares to tell whether the entry was revised (see
+        ``revised``): its modification date, its publication date and a hash of what it
+        says (title, link, content), ``|``-separated. Compact: one is kept per entry."""
+        said = "\x00".join((self.title or "", self.link or "", self.content or ""))
+        digest = hashlib.blake2b(said.encode(), digest_size=6).hexdigest()
+        return f"{_compact(self.updated)}|{_compact(self.date)}|{digest}"
+
+
+def revised(old: str, new: str) -> tuple[bool, str | None]:
+    """Whether an entry whose ``revision`` was ``old`` and is ``new`` is a revision, and
+    if only a date moved (the text, title and link as they were), that date.
+
+    The feed's own modification date decides where it gives one before and now: newer is
+    revised, the same or older is not (a text that varies under the same date, a comment
+    count say, is not read again). Else a changed text, title or link is a revision, and
+    so is a newer publication date (an RSS item re-dated under the same guid).
+
+    A date that alone moved is the caller's to judge over the whole document: a
+    generator that stamps every entry with the time the feed was made moves every
+    entry's date at once, to one value, on every run; a real revision moves one.
+    """
+    try:
+        ou, op, od = old.split("|", 3)[:3]  # (a caller may keep more after them)
+        nu, np_, nd = new.split("|", 3)[:3]
+    except ValueError:  # an entry remembered without its revision: seen, not revised
+        return False, None
+    if ou and nu:
+        if nu <= ou:
+            return False, None
+        return (True, None) if nd != od else (True, nu)
+    if nd != od:
+        return True, None
+    if op and np_ and np_ > op:
+        return True, np_
+    return False, None
+
+
+def _compact(iso: str | None) -> str:
+    """``2026-03-02T10:00:00Z`` as ``20260302100000`` (same order as strings)."""
+    return re.sub(r"\D", "", iso) if iso else ""
 
 
 @dataclass
@@ -160,8 +204,15 @@ def _fp_entry(x: Any, feed: Feed) -> Entry | None:
     for c in x.get("content") or []:
         lang = lang or c.get("language")
     return Entry(id=str(ident)[:2000], link=link, title=title, date=date,
-                 updated=x.get("updated") or x.get("published"), author=_clean(x.get("author")),
+                 updated=_fp_date(x, "updated"), author=_clean(x.get("author")),
                  content=content, language=lang or feed.language, problems=tuple(problems))
+
+
+def _fp_date(x: Any, field_: str) -> str | None:
+    """A date feedparser read, only if the feed has it: its dict answers ``updated``
+    with ``published`` (a compatibility mapping), which is no modification date."""
+    when = dict.get(x, f"{field_}_parsed") if dict.get(x, field_) else None
+    return _iso(calendar.timegm(when)) if when is not None else None
 
 
 # -- streaming a large XML feed -------------------------------------------------------------
@@ -267,19 +318,22 @@ def _wrapper(entry: Any) -> tuple[bytes, bytes]:
 
 
 def _json_feed(data: bytes, url: str | None) -> Feed:
+    if len(data) > STREAM_ABOVE:
+        return _json_streamed(data, url)
     try:
         doc = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise FeedProblem(ErrorKind.CORRUPT, f"a JSON Feed that is not UTF-8: {exc}") from exc
     except (ValueError, RecursionError) as exc:
-        raise FeedProblem(ErrorKind.CORRUPT, f"not valid JSON: {_short(exc)}") from exc
-    if not isinstance(doc, dict) or not str(doc.get("version", "")).startswith(
-            "https://jsonfeed.org/version/"):
+        # Broken off (a truncated download, say): the items before the break, as a
+        # large feed keeps them, if the feed is told before it.
+        try:
+            return _json_streamed(data, url)
+        except FeedProblem:
+            raise FeedProblem(ErrorKind.CORRUPT, f"not valid JSON: {_short(exc)}") from exc
+    if not isinstance(doc, dict):
         raise FeedProblem(ErrorKind.UNSUPPORTED, "JSON that is not a JSON Feed")
-    version = str(doc["version"]).rsplit("/", 1)[-1]
-    feed = Feed(format=f"json{version.replace('.', '')}", title=_text(doc.get("title")),
-                link=_text(doc.get("home_page_url")), language=_text(doc.get("language")),
-                description=_text(doc.get("description")))
+    feed = _json_head(doc)
     items = doc.get("items")
     if not isinstance(items, list):
         raise FeedProblem(ErrorKind.CORRUPT, "a JSON Feed without an items list")
@@ -288,6 +342,62 @@ def _json_feed(data: bytes, url: str | None) -> Feed:
         for raw in items:
             if isinstance(raw, dict) and (e := _json_entry(raw, feed, url)) is not None:
                 yield e
+
+    feed.entries = entries()
+    return feed
+
+
+def _json_head(doc: dict[str, Any]) -> Feed:
+    """The feed of a JSON Feed's top-level members (its items aside)."""
+    if not str(doc.get("version", "")).startswith("https://jsonfeed.org/version/"):
+        raise FeedProblem(ErrorKind.UNSUPPORTED, "JSON that is not a JSON Feed")
+    version = str(doc["version"]).rsplit("/", 1)[-1]
+    return Feed(format=f"json{version.replace('.', '')}", title=_text(doc.get("title")),
+                link=_text(doc.get("home_page_url")), language=_text(doc.get("language")),
+                description=_text(doc.get("description")))
+
+
+_JSON_HEAD = frozenset({"version", "title", "home_page_url", "language", "description"})
+
+
+def _json_streamed(data: bytes, url: str | None) -> Feed:
+    """A large JSON Feed item by item (ijson, on yajl): the parsed document is never
+    held whole, only one item at a time. Two passes over the bytes: the top-level
+    members first (JSON has no order, and the title may follow the items), then the
+    items. A document that breaks off inside its items keeps the items before."""
+    import ijson
+
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    head: dict[str, Any] = {}
+    items = broken = None
+    try:
+        events = ijson.parse(body, use_float=True)
+        prefix, event, _ = next(events)
+        if event != "start_map":
+            raise FeedProblem(ErrorKind.UNSUPPORTED, "JSON that is not a JSON Feed")
+        for prefix, event, value in events:
+            if prefix in _JSON_HEAD and event in ("string", "number", "boolean", "null"):
+                head[prefix] = value
+            elif prefix == "items" and items is None:
+                items = event
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, StopIteration) as exc:
+        if items is None or "version" not in head:
+            raise FeedProblem(ErrorKind.CORRUPT, f"not valid JSON: {_short(exc)}") from exc
+        broken = exc
+    feed = _json_head(head)
+    if items != "start_array":
+        raise FeedProblem(ErrorKind.CORRUPT, "a JSON Feed without an items list")
+
+    def entries() -> Iterator[Entry]:
+        try:
+            for raw in ijson.items(body, "items.item", use_float=True):
+                if isinstance(raw, dict) and (e := _json_entry(raw, feed, url)) is not None:
+                    yield e
+        except (ijson.JSONError, UnicodeDecodeError, ValueError) as exc:
+            feed.problems.append(f"the feed breaks off: {_short(exc)}")
+        else:
+            if broken is not None:
+                feed.problems.append(f"the feed breaks off: {_short(broken)}")
 
     feed.entries = entries()
     return feed
@@ -326,7 +436,7 @@ def _json_entry(raw: dict[str, Any], feed: Feed, base: str | None) -> Entry | No
     if not ident:
         return None
     return Entry(id=ident[:2000], link=link, title=title, date=date,
-                 updated=_text(raw.get("date_modified")) or _text(raw.get("date_published")),
+                 updated=_rfc3339(raw.get("date_modified")),
                  author=", ".join(n for n in names if n) or None, content=content,
                  language=_text(raw.get("language")) or feed.language,
                  problems=tuple(problems))

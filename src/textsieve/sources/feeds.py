@@ -8,10 +8,11 @@ every source).
 
 Incremental twice over, with the state kept in the archive's source state (saved only
 once a run's items are committed): the feed is asked for with its ETag/Last-Modified
-(a 304 costs nothing), and of what it serves only entries not seen before (by id and
-revision) become items. A feed that fails is a typed record keyed ``feed:URL`` (the run
-goes on with the other feeds) and is asked again later and later (back-off, also across
-the rounds of ``textsieve watch``).
+(a 304 costs nothing), and of what it serves only entries new or revised (by id, and
+by revision: ``feedparse.revised``) become items, a revised one the same item again.
+A feed that fails is a typed record keyed ``feed:URL`` (the run goes on with the other
+feeds) and is asked again later and later (back-off, also across the rounds of
+``textsieve watch``).
 
 Whole articles or teasers: many feeds carry the whole article, many only a teaser. For
 each feed this is decided by comparing: a few entries' articles are fetched, their main
@@ -23,6 +24,7 @@ says which (``metadata.extra.feed_content``: ``feed`` or ``article``).
 
 from __future__ import annotations
 
+import calendar
 import html
 import json
 import logging
@@ -40,7 +42,7 @@ from ..model import ErrorInfo, ErrorKind, Item
 from ..model.items import Listing, Response
 from ..options import Options
 from .base import SourceError
-from .feedparse import Entry, Feed, FeedProblem, parse
+from .feedparse import Entry, Feed, FeedProblem, parse, revised
 from .urls import is_url, url_name
 
 logger = logging.getLogger(__name__)
@@ -57,6 +59,9 @@ BACKOFF_START = 60.0
 BACKOFF_MAX = 24 * 3600.0
 FETCHERS = 4  # feeds of an OPML fetched at once (a host is still asked one at a time)
 MAX_OPML = 16 * 1024 * 1024
+# Entries whose dates alone moved to within this many seconds of each other were stamped
+# by a generator, not revised (``_DateOnly``).
+STAMP_WINDOW = 120
 
 
 @dataclass
@@ -82,7 +87,12 @@ class _FeedState:
 
     etag: str | None = None
     last_modified: str | None = None
-    seen: list[str] = field(default_factory=list)  # entry fingerprints in the last document
+    # Each entry of the last document: its fingerprint (its id) -> its revision, and
+    # for an entry whose id is not its link, ``|`` and the key of the item it made (a
+    # revision that moves it to another link stays that item). One string an entry:
+    # a feed of 100,000 entries keeps them all.
+    revisions: dict[str, str] = field(default_factory=dict)
+    seen: list[str] = field(default_factory=list)  # ids only, as older versions kept them
     mode: str | None = None  # feed | article: whether the feed carries whole articles
     decided: float = 0.0
     failures: int = 0
@@ -105,6 +115,11 @@ class _FeedState:
 
     def dump(self) -> str:
         return json.dumps(self.__dict__, separators=(",", ":"))
+
+    def known(self) -> dict[str, str]:
+        """The entries seen, with their revisions ("" for an entry remembered by an older
+        version without one: seen, and its revision is taken as it is now)."""
+        return {**dict.fromkeys(self.seen, ""), **self.revisions}
 
 
 class FeedSource:
@@ -221,26 +236,43 @@ class FeedSource:
         name = s.name or feed.title or st.title or s.location
         labels = tuple(dict.fromkeys((*s.folders, name)))
         yield self._channel(s, feed, labels)
-        seen = set(st.seen)
-        fresh: list[tuple[Entry, str]] = []
-        kept: list[str] = []
-        keys: set[str] = set()
+        known = st.known()
+        fresh: list[tuple[Entry, str]] = []  # entries to read, each with its item's key
+        kept: dict[str, str] = {}
+        dated = _DateOnly()  # entries whose only change is a date: judged at the end
         for e in feed.entries:
             fp = e.fingerprint()
-            if fp in keys:
+            if fp in kept:
                 continue
-            keys.add(fp)
-            kept.append(fp)
-            if fp not in seen:
-                fresh.append((e, fp))
+            rev = e.revision()
+            # The item it made stays its item (kept when its id is not its link, so
+            # a revision that moves it to another link is found); a link's key is
+            # computed only when needed (it is not cheap, and most entries are seen).
+            stored = known.get(fp)
+            parts = stored.split("|", 3) if stored else []
+            before = parts[3] if len(parts) == 4 and parts[3] else None
+            movable = e.id != e.link and bool(e.link) and is_url(e.link or "")
+            if stored is None:
+                key = self._key(s, e)
+                fresh.append((e, key))
+            else:
+                again, moved = revised(stored, rev)
+                need = again or (movable and not before)
+                key = (before or self._key(s, e)) if need else ""
+                if again and moved is None:
+                    fresh.append((e, key))
+                elif again and moved is not None:
+                    dated.add(moved, (e, key))
+            kept[fp] = f"{rev}|{before or key}" if movable else rev
             if len(fresh) >= 256:  # a huge feed: entries flow on in batches
                 yield from self._entries(s, feed, fresh, st, labels, fetcher)
                 fresh = []
+        fresh.extend(dated.revisions())
         yield from self._entries(s, feed, fresh, st, labels, fetcher)
         for problem in feed.problems:  # in each item's facts too; here for --debug
             logger.info("%s: %s", s.location, problem)
         if not self.never:
-            st.seen = kept
+            st.revisions, st.seen = kept, []
             st.etag, st.last_modified = loaded.etag, loaded.last_modified
         st.failures, st.next_try, st.error = 0, 0.0, None
         st.title = feed.title
@@ -283,19 +315,25 @@ class FeedSource:
         # One item per link: an article announced twice (a re-post) is listed with its
         # first announcement.
         first: dict[str, Entry] = {}
-        for e, _ in fresh:
-            k = url_key(e.link) if e.link and is_url(e.link) else e.id
+        for e, k in fresh:
             if k not in first or (e.date or "~") < (first[k].date or "~"):
                 first[k] = e
-        for e in first.values():
-            yield self._item(s, feed, e, st.mode, labels)
+        for k, e in first.items():
+            yield self._item(s, feed, e, st.mode, labels, k)
         self._fetched = {}
 
+    def _key(self, s: Subscription, e: Entry) -> str:
+        """The archive key of an entry's item: its link's, else the feed's and its id."""
+        if e.link and is_url(e.link):
+            return url_key(strip_userinfo(e.link))
+        return f"{feed_key(s.key)}#{e.id}"
+
     def _item(self, s: Subscription, feed: Feed, e: Entry, mode: str | None,
-              labels: tuple[str, ...]) -> Item:
+              labels: tuple[str, ...], key: str) -> Item:
         """The entry's item: provenance is the feed (``feed:URL``, also inside an OPML
         list), its labels the feed's name and folders, its listing the entry's title,
-        teaser and date."""
+        teaser and date. ``key``: its item's (``_key``, or the item it made before a
+        revision moved it to another link: it stays that item, read from the new link)."""
         spec = f"feed:{s.key}"
         listing = Listing(title=e.title, note=teaser(e.content), date=e.date,
                           warnings=e.problems)
@@ -315,13 +353,12 @@ class FeedSource:
                 response = Response(url=r.final_url, status=r.status, content_type=ctype,
                                     date=r.date, etag=r.etag, last_modified=r.last_modified,
                                     captured_at=at)
-                return Item(key=url_key(link), original=link, data=r.content,
+                return Item(key=key, original=link, data=r.content,
                             response=response, name=url_name(link),
                             facts=tuple(facts.items()), **common)
-            return Item(key=url_key(link), original=link, url=link, name=url_name(link),
+            return Item(key=key, original=link, url=link, name=url_name(link),
                         facts=tuple(facts.items()), **common)
         facts["feed_content"] = "feed"
-        key = url_key(link) if link else f"{feed_key(s.key)}#{e.id}"
         return Item(key=key, original=link or key, data=entry_page(e, feed),
                     name=f"{_safe_name(e.title or 'entry')}.html",
                     facts=tuple(facts.items()), **common)
@@ -339,6 +376,39 @@ def teaser(content: str | None, limit: int = 600) -> str | None:
         text = re.sub(r"<[^>]*>", " ", content)
     text = re.sub(r"\s+", " ", text).strip()
     return (text[:limit].rsplit(" ", 1)[0] + " …" if len(text) > limit else text) or None
+
+
+class _DateOnly:
+    """Entries of one document whose only change since the last run is a date: a
+    revision each, unless several moved to about the same time (within STAMP_WINDOW of
+    each other): then that is a generator stamping every entry with the time it made the
+    feed (some do it on every build), and none of them is read again. Holds at most one
+    entry per window, so a huge stamped feed costs no memory."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, tuple[Entry, str]] = {}  # window -> the one entry moved to it
+        self.stamped: set[int] = set()
+
+    def add(self, when: str, entry: tuple[Entry, str]) -> None:
+        try:
+            at = calendar.timegm(time.strptime(when, "%Y%m%d%H%M%S"))
+        except ValueError:
+            return
+        b = at // STAMP_WINDOW
+        near = (b - 1, b, b + 1)  # dates within a window of each other
+        if any(n in self.stamped for n in near):
+            self.stamped.add(b)
+            return
+        hit = [n for n in near if n in self.held]
+        if hit:
+            for n in hit:
+                del self.held[n]
+            self.stamped.update((*hit, b))
+            return
+        self.held[b] = entry
+
+    def revisions(self) -> list[tuple[Entry, str]]:
+        return list(self.held.values())
 
 
 @dataclass
