@@ -60,6 +60,9 @@ CASES = [
     # Steps numbered on lines of their own: "1" above each step, "Step 2: Brown it".
     ("chefkoch", "instructions", 0.95, "a bare number above each step"),
     ("flavorsbylinbie", "instructions", 0.85, "a numbered title above each step"),
+    # The ingredients twice (the write-up's list, then the card's): the steps beside the
+    # write-up's list taken.
+    ("fifteenspatulas_2", "instructions", 0.9, "write-up steps beside its own list"),
 ]
 
 _WORD = re.compile(r"\w+")
@@ -130,6 +133,10 @@ def test_card_over_the_write_up(tmp_path: Path) -> None:
     out = sieve(page(tmp_path, "themediterranedish_1"), "recipe-directions").stdout
     assert "Build the breakfast bowl" in out
     assert "Get prepped" not in out  # the write-up's "How to make" steps
+    # The ingredients shown twice, each list followed by its steps: the card's pair.
+    out = sieve(page(tmp_path, "fifteenspatulas_2"), "recipe-directions").stdout
+    assert "Preheat your oven to 425°F." in out and "Lift the parchment paper" in out
+    assert "How to Make a Blueberry Galette" not in out and "pleating every" not in out
 
 
 def test_language_without_preset_uses_the_language_free_evidence(tmp_path: Path) -> None:

@@ -94,6 +94,8 @@ HEADING_COST = 0.15  # what crossing a heading or a label without topic words co
 HEADING_GAIN = 0.5  # ...and its topic words (weight sum) count this much, capped at 1
 NEAR_AFTER = 1.0  # boost of a block right after the @near topic's region (decays)...
 NEAR_BEFORE = 0.4  # ...and right before it
+COPY = 0.8  # a region of the @near topic scoring this share of the best is a copy of it
+COPIES = 3  # copies of the @near topic's region looked at, at most
 NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
 MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
 SIBLING_LIST = 0.5  # a list beside a shaped region joins it at this share of its scores
@@ -1212,6 +1214,30 @@ def _shows(blocks: list[Block], result: SieveResult, lines: list[str]) -> bool:
     return sum(x.casefold() in text for x in lines) >= 0.6 * len(lines)
 
 
+def _sieve_near(blocks: list[Block], topic: Topic) -> SieveResult:
+    """The shaped sieve beside the @near topic's region. A page may show that region
+    twice (the write-up's list, then the card's; the mobile and the desktop layout):
+    each copy (a region scoring COPY of the best) is tried, and the pair of it and the
+    region found beside it that scores most wins (the card's list comes with its
+    steps), the later on a tie."""
+    other = near_topic(topic)
+    if other is None:
+        return sieve_shaped(blocks, topic)
+    found = sieve_shaped(blocks, dataclasses.replace(other, max_regions=COPIES))
+    if not found.regions:
+        return sieve_shaped(blocks, topic)
+    top = max(r.score for r in found.regions)
+    best: tuple[float, SieveResult] | None = None
+    for r in found.regions:
+        if r.score >= COPY * top:
+            result = sieve_shaped(blocks, topic, (r.start, r.end))
+            value = r.score + max((x.score for x in result.regions), default=0.0)
+            if best is None or value >= best[0]:
+                best = (value, result)
+    assert best is not None
+    return best[1]
+
+
 def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResult:
     """Sieve a parsed page (the tree is modified: anchors get marks).
 
@@ -1228,14 +1254,7 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
     blocks = blocks_of(root)
     if topic.shape:
         blocks = split_lines(blocks)
-        near = None
-        other = near_topic(topic)
-        if other is not None:
-            found_near = sieve_shaped(blocks, other)
-            if found_near.regions:
-                r = found_near.regions[0]
-                near = (r.start, r.end)
-        result = sieve_shaped(blocks, topic, near)
+        result = _sieve_near(blocks, topic)
     else:
         result = sieve_blocks(blocks, topic)
     if lines and not _shows(blocks, result, lines):
