@@ -41,8 +41,9 @@ _STEP_NO = re.compile(r"^\W{0,2}(?:[^\W\d_]{2,12}\s?)?\d{1,2}(?:[.):]\s|\s?[-–
 # A step's number on a line of its own: "3", "Step 3", "Étape 3 /8", "3.", "(3)".
 _STEP_MARK = re.compile(r"^\W{0,2}(?:[^\W\d_]{2,12}\s?)?(\d{1,2})\s*(?:/\s*\d{1,2}\s*)?[.):]?\s*$",
                         re.UNICODE)
-# ... or a step's title above its text: "Step 2: Brown the meat", "Étape 3 - La sauce".
-_STEP_TITLE = re.compile(r"^\W{0,2}[^\W\d_]{2,12}\s?(\d{1,2})\s?[.):\-–—]\s*\S", re.UNICODE)
+# ... or a step's title above its text: "Step 2: Brown the meat", "3. Make the sauce".
+_STEP_TITLE = re.compile(r"^\W{0,2}(?:[^\W\d_]{2,12}\s?)?(\d{1,2})\s?[.):\-–—]\s*\S",
+                         re.UNICODE)
 # Times and temperatures: 180 °C, 350°F, 10 min, 1 h (minutes in most languages start so).
 _TIME_TEMP = re.compile(r"\d\s?°|°\s?[CF]\b|\b\d+\s?(?:min|h\b|hrs?\b|hours?\b)",
                         re.IGNORECASE)
