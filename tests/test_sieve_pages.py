@@ -53,6 +53,16 @@ CASES = [
     # Short recipes: nothing at all (confidence under the cut).
     ("bettycrocker_1", "ingredients", 0.9, "nothing found"),
     ("simplyquinoa_1", "instructions", 0.9, "three short steps"),
+    # The steps' own section name crossed: a sub-recipe under "Preparación." taken for
+    # ingredients, and the page's language guessed from its style sheet.
+    ("thermomixsantander", "ingredients", 0.92, "sub-recipe of the steps taken"),
+    ("thermomixsantander", "instructions", 0.88, "sub-recipe under the steps' name"),
+    # Steps numbered on lines of their own: "1" above each step, "Step 2: Brown it".
+    ("chefkoch", "instructions", 0.95, "a bare number above each step"),
+    ("flavorsbylinbie", "instructions", 0.85, "a numbered title above each step"),
+    # The ingredients twice (the write-up's list, then the card's): the steps beside the
+    # write-up's list taken.
+    ("fifteenspatulas_2", "instructions", 0.9, "write-up steps beside its own list"),
 ]
 
 _WORD = re.compile(r"\w+")
@@ -123,6 +133,10 @@ def test_card_over_the_write_up(tmp_path: Path) -> None:
     out = sieve(page(tmp_path, "themediterranedish_1"), "recipe-directions").stdout
     assert "Build the breakfast bowl" in out
     assert "Get prepped" not in out  # the write-up's "How to make" steps
+    # The ingredients shown twice, each list followed by its steps: the card's pair.
+    out = sieve(page(tmp_path, "fifteenspatulas_2"), "recipe-directions").stdout
+    assert "Preheat your oven to 425°F." in out and "Lift the parchment paper" in out
+    assert "How to Make a Blueberry Galette" not in out and "pleating every" not in out
 
 
 def test_language_without_preset_uses_the_language_free_evidence(tmp_path: Path) -> None:
@@ -133,3 +147,36 @@ def test_language_without_preset_uses_the_language_free_evidence(tmp_path: Path)
     assert "sieve_language" not in extra  # no Hungarian preset: English words, any shape
     assert extra["sieve_found"] and extra["sieve_source"] == "blocks"
     assert f1(doc["text"], truth("sobors", "ingredients")) >= 0.9
+
+
+def test_a_sub_recipe_under_the_steps_name_goes_with_the_steps(tmp_path: Path) -> None:
+    """Under "Preparación." the page lists what the stock needs ("Fumet:" and three
+    lines), then the steps that make it: the steps take the list with their section
+    name, and the ingredients stop at the name. The page (a leading quote before its
+    <html lang="es"> loses the tag, a style sheet full of ``var(...)`` in the body) is in
+    Spanish, and the Spanish words are used."""
+    path = page(tmp_path, "thermomixsantander")
+    steps = sieve(path, "recipe-directions").stdout
+    for line in ("Preparación.", "Fumet:", "1 puerro cortado en trozos", "Preparación del arroz",
+                 "Deje reposar 5 minutos antes de servir."):
+        assert line in steps, line
+    assert steps.index("1 puerro cortado") < steps.index("1.-Ponga las cabezas")
+    assert "1/4 de cucharadita de colorante" not in steps
+    items = sieve(path, "recipe-ingredients").stdout
+    assert "1/4 de cucharadita de colorante alimentario" in items
+    assert "1 puerro cortado en trozos" not in items and "Preparación" not in items
+    doc = json.loads(sieve(path, "recipe-directions", "-f", "json").stdout)
+    assert doc["metadata"]["extra"]["sieve_language"] == "es"
+
+
+def test_step_numbers_on_lines_of_their_own(tmp_path: Path) -> None:
+    """chefkoch sets "1", "2"... above each step, and its last step is four words;
+    flavorsbylinbie titles each step "Step 3: Add everything to the slow cooker". All the
+    steps come, the bare numbers do not, and neither do the tips before the steps."""
+    out = sieve(page(tmp_path, "chefkoch"), "recipe-directions").stdout
+    assert "Die Semmeln in Scheiben schneiden" in out
+    assert "Dazu passen hervorragend Salzkartoffeln." in out
+    assert not any(x.strip().isdigit() for x in out.split("\n\n"))
+    out = sieve(page(tmp_path, "flavorsbylinbie"), "recipe-directions").stdout
+    assert "Dice the onion, mince the garlic" in out and "Ladle the chili into bowls" in out
+    assert "Trim that brisket" not in out  # the "Pro Tips" list

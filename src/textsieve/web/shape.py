@@ -38,6 +38,12 @@ _QTY_UNIT = re.compile(rf"{_NUM}\s?[^\W\d_]{{1,5}}\.?(?:\s|$|[,;)])", re.UNICODE
 # "1." "2)" "Step 3:" "Schritt 4" "3 -" at the start: a numbered step.
 _STEP_NO = re.compile(r"^\W{0,2}(?:[^\W\d_]{2,12}\s?)?\d{1,2}(?:[.):]\s|\s?[-–—]\s)\s*\S",
                       re.UNICODE)
+# A step's number on a line of its own: "3", "Step 3", "Étape 3 /8", "3.", "(3)".
+_STEP_MARK = re.compile(r"^\W{0,2}(?:[^\W\d_]{2,12}\s?)?(\d{1,2})\s*(?:/\s*\d{1,2}\s*)?[.):]?\s*$",
+                        re.UNICODE)
+# ... or a step's title above its text: "Step 2: Brown the meat", "3. Make the sauce".
+_STEP_TITLE = re.compile(r"^\W{0,2}(?:[^\W\d_]{2,12}\s?)?(\d{1,2})\s?[.):\-–—]\s*\S",
+                         re.UNICODE)
 # Times and temperatures: 180 °C, 350°F, 10 min, 1 h (minutes in most languages start so).
 _TIME_TEMP = re.compile(r"\d\s?°|°\s?[CF]\b|\b\d+\s?(?:min|h\b|hrs?\b|hours?\b)",
                         re.IGNORECASE)
@@ -106,6 +112,17 @@ def line(text: str) -> Line:
         percent="%" in t,
         energy=_ENERGY.search(t) is not None,
     )
+
+
+def step_mark(text: str, title: bool = False) -> int | None:
+    """The number of a line that is only a step's number ("2", "Step 2", "Etape 2 /8")
+    or, with ``title`` (a heading), a numbered step's title ("Step 2: Brown the meat"),
+    else None. Some pages set each step's number apart, above its text."""
+    t = text.strip()
+    m = _STEP_MARK.match(t) if len(t) <= 24 else None
+    if m is None and title and len(t) <= 80:
+        m = _STEP_TITLE.match(t)
+    return int(m.group(1)) if m else None
 
 
 def length_fit(words: int, low: int, high: int, tail: int) -> float:

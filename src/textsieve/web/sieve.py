@@ -35,7 +35,10 @@ shaped sieve instead (``sieve_shaped``): each block scores the shape of its line
 language (shape.py: a leading quantity, a numbered step, its length, a comment's date
 stamp) plus its topic words; every block adds its score minus a threshold (for steps,
 set against the page's own prose), lists count whole, and the region is the run with the
-largest sum. ``@near`` looks for the region beside another topic's (the directions
+largest sum. A section name of another section ("Instructions" to the ingredients,
+"Notes") is a wall no region crosses; steps start at their own section name with the
+sub-recipe under it, and steps numbered on lines of their own ("1", "Step 2: ...") count
+however short. ``@near`` looks for the region beside another topic's (the directions
 beside the ingredients). Either way the per-block scores are kept for ``--explain``
 (sieveplot.py).
 """
@@ -91,6 +94,8 @@ HEADING_COST = 0.15  # what crossing a heading or a label without topic words co
 HEADING_GAIN = 0.5  # ...and its topic words (weight sum) count this much, capped at 1
 NEAR_AFTER = 1.0  # boost of a block right after the @near topic's region (decays)...
 NEAR_BEFORE = 0.4  # ...and right before it
+COPY = 0.8  # a region of the @near topic scoring this share of the best is a copy of it
+COPIES = 3  # copies of the @near topic's region looked at, at most
 NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
 MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
 SIBLING_LIST = 0.5  # a list beside a shaped region joins it at this share of its scores
@@ -98,6 +103,11 @@ NUTRITION = 0.2  # factor for the lines of a list that states energy in kcal or 
 SOFT_NOISE = 0.7  # shaped topics: factor inside a container that only its class calls
 #                   boilerplate ("widget", "share"): the recipe card is often a "widget"
 SIZE_POWER = 0.75  # a block counts by (its words) ** this: a story paragraph costs more than a line
+MARK_GAP = 12  # blocks at most between two step numbers on lines of their own
+WALL = -1.0  # a section name whose topic words weigh this or less ends a shaped region
+NAMES = 1.0  # ...and one whose topic words weigh this or more names the topic's section
+LEAD_LINES = 8  # steps start at their section's name at most this many lines above them
+LEAD_WORDS = 20  # ...with no line of more words than this in between (a story, a step)
 
 _WORD = re.compile(r"\w+")
 LINK_OPEN, LINK_CLOSE = "\ue000", "\ue001"  # private-use marks around anchor text
@@ -236,6 +246,22 @@ def guess_language(text: str) -> str | None:
                 counts[lang] += 1
     best = max(counts, key=counts.__getitem__)
     return best if counts[best] >= 5 else None
+
+
+_UNSEEN = frozenset({"script", "style", "noscript", "template", ""})
+
+
+def visible_text(root: etree._Element) -> str:
+    """The text a reader sees under ``root``: no scripts, styles or comments. A page
+    built by a script framework carries its data as a large JSON in a ``<script>``,
+    whose keys ("at", "for", "om", "var") would outvote the page's own words."""
+    parts: list[str] = []
+    for el in root.iter():
+        if el.text and tag_name(el) not in _UNSEEN:
+            parts.append(el.text)
+        if el.tail and el is not root:
+            parts.append(el.tail)
+    return " ".join(parts)
 
 
 # -- topics --------------------------------------------------------------------------------
@@ -864,6 +890,26 @@ def split_lines(blocks: list[Block]) -> list[Block]:
     return out
 
 
+def step_marks(blocks: list[Block]) -> dict[int, int]:
+    """Steps numbered on lines of their own ("1", "Step 2", "Étape 3 /8" above each
+    step's text): {marker block: its step block}. Only runs of consecutive numbers
+    count (a lone "88" is a comment count); the step is the next block of some words."""
+    found: dict[int, int] = {}
+    last: tuple[int, int] | None = None  # (number, block) of the previous marker
+    for i, b in enumerate(blocks):
+        n = shapes.step_mark(b.text, b.kind == "heading")
+        if n is None:
+            continue
+        if last is not None and n == last[0] + 1 and i - last[1] <= MARK_GAP:
+            for j in (last[1], i):
+                if j not in found and j + 1 < len(blocks) and blocks[j + 1].words >= 2 \
+                        and blocks[j + 1].kind != "heading" \
+                        and shapes.step_mark(blocks[j + 1].text) is None:
+                    found[j] = j + 1
+        last = (n, i)
+    return found
+
+
 def shape_scores(blocks: list[Block], topic: Topic) -> list[float]:
     """Each block's evidence for a shaped topic: its shape (shape.py) plus its topic
     words, damped by links and boilerplate containers. Headings and labels ("For the
@@ -872,7 +918,8 @@ def shape_scores(blocks: list[Block], topic: Topic) -> list[float]:
     out: list[float] = []
     items = topic.shape == "items"
     heading = THRESHOLD[topic.shape or "items"] - HEADING_COST
-    for b in blocks:
+    numbered = set() if items else set(step_marks(blocks).values())
+    for n, b in enumerate(blocks):
         b.words, hits = topic_hits(b.text, topic)
         b.hits, b.density = hits, hits / max(b.words, FLOOR)
         line = shapes.line(b.text)
@@ -881,7 +928,7 @@ def shape_scores(blocks: list[Block], topic: Topic) -> list[float]:
         elif items:
             score = shapes.item_score(line, b.density)
         else:
-            ordered = b.kind == "list_item" and bool(b.args[2])
+            ordered = (b.kind == "list_item" and bool(b.args[2])) or n in numbered
             score = shapes.step_score(line, b.density, ordered)
         # A link is a menu or a related post, unless the line starts with a quantity
         # (the ingredient is a link to a shop or a glossary, the quantity is not).
@@ -945,6 +992,23 @@ def _is_heading(b: Block) -> bool:
     return b.kind == "heading" or shapes.line(b.text).label
 
 
+def _section_name(b: Block) -> bool:
+    """A heading, a label, or a line of at most three words without a quantity: what a
+    page names its sections with, whatever the markup ("Preparation." in a paragraph of
+    its own between the ingredients and the steps)."""
+    if b.kind == "list_item":
+        return False
+    s = shapes.line(b.text)
+    return b.kind == "heading" or s.label or (s.words <= 3 and not s.qty)
+
+
+def _wall(b: Block) -> bool:
+    """A section name that names another section ("Instructions" to the ingredients,
+    "Notes", "Comments"): a shaped region never runs across it, however good the lines
+    beyond (the second list under "Preparation" is a sub-recipe of the steps)."""
+    return b.hits <= WALL and _section_name(b)
+
+
 def _threshold(blocks: list[Block], scores: list[float], topic: Topic) -> float:
     """The score a block needs to count for its region. Steps: what the page's ordinary
     prose scores (its 90th percentile block of 8 words or more) plus STEP_MARGIN, within
@@ -1002,8 +1066,37 @@ def _sibling_lists(first: int, last: int, units: list[tuple[int, int]], index: l
     return first, last
 
 
+def _names_section(b: Block) -> bool:
+    """A section name made of the topic's own words ("Preparation", "Method:")."""
+    return b.hits >= NAMES and _section_name(b)
+
+
+def _section_start(first: int, units: list[tuple[int, int]], index: list[int],
+                   blocks: list[Block], free: list[bool]) -> int:
+    """Steps start at the name of their section: a region of steps that begins under
+    "Preparation" and a sub-recipe ("For the stock:" and its items, which the steps go
+    on to use) starts at that name, the sub-recipe with it: it belongs to the steps, not
+    to the ingredients above the section name. Only labels and item lines may lie
+    between (at most LEAD_LINES), and nothing is taken across a wall or a region."""
+    u, lines, label = first - 1, 0, False
+    while u >= 0 and free[u] and lines <= LEAD_LINES:
+        a, b = units[u]
+        block = blocks[index[a]]
+        if a == b and _names_section(block):
+            return u if label else first
+        for x in range(a, b + 1):
+            s = shapes.line(blocks[index[x]].text)
+            if s.label:
+                label = True
+            elif not s.qty_start or s.percent or s.energy or s.words > LEAD_WORDS:
+                return first
+        lines += b - a + 1
+        u -= 1
+    return first
+
+
 def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list[int],
-                blocks: list[Block], values: list[float]) -> int:
+                blocks: list[Block], values: list[float], names: bool = False) -> int:
     """A region that runs into a heading starts at the first such heading when what comes
     before it adds less than STUB of the region's value: a recipe card's "Prep time 20
     minutes", "Servings 4" above its "Ingredients" are not ingredients."""
@@ -1011,7 +1104,8 @@ def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list
     before = 0.0
     for u in range(first, last + 1):
         a, b = units[u]
-        if u > first and a == b and blocks[index[a]].kind == "heading":
+        if u > first and a == b and (blocks[index[a]].kind == "heading"
+                                     or (names and _names_section(blocks[index[a]]))):
             return u if before < STUB * total else first
         before += values[u]
     return first
@@ -1031,10 +1125,13 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     shift = threshold - THRESHOLD[topic.shape or "items"]
     if shift:  # headings cost the same to cross whatever the threshold
         scores = [v + shift if _is_heading(b) else v for b, v in zip(blocks, scores, strict=True)]
+    marks = step_marks(blocks) if topic.shape == "steps" else {}
+    for j in marks.values():  # a numbered step counts however short
+        scores[j] = max(scores[j], threshold + STEP_MARGIN)
     if near is not None:
         scores = _near_boost(blocks, scores, near)
-    own = [b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"]
-           for b, s in zip(blocks, scores, strict=True)]
+    own = [(b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"])
+           or i in marks for i, (b, s) in enumerate(zip(blocks, scores, strict=True))]
     index = [i for i, t in enumerate(own) if not t]
     units: list[tuple[int, int]] = []  # positions in ``index``
     k = 0
@@ -1052,15 +1149,18 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     weight = [max(b.words, 1) ** SIZE_POWER for b in blocks]
     values = [sum((scores[i] - threshold) * weight[i] for i in (index[x] for x in range(a, b + 1)))
               for a, b in units]
-    free = [True] * len(units)
+    free = [not (a == b and _wall(blocks[index[a]])) for a, b in units]
     if near is not None:  # the other topic's region is a wall
-        free = [not (near[0] <= index[b] and index[a] <= near[1]) for a, b in units]
+        free = [f and not (near[0] <= index[b] and index[a] <= near[1])
+                for f, (a, b) in zip(free, units, strict=True)]
     chosen: list[Region] = []
     while len(chosen) < topic.max_regions:
         first, last, value = _best_run(values, free)
         if first < 0 or value < MIN_VALUE or (chosen and value < RELATIVE * chosen[0].score):
             break
-        first = _after_stub(first, last, units, index, blocks, values)
+        first = _after_stub(first, last, units, index, blocks, values, True)
+        if topic.shape == "steps":
+            first = _section_start(first, units, index, blocks, free)
         first, last = _sibling_lists(first, last, units, index, blocks, scores, free,
                                      threshold)
         lo, hi = index[units[first][0]], index[units[last][1]]
@@ -1114,6 +1214,30 @@ def _shows(blocks: list[Block], result: SieveResult, lines: list[str]) -> bool:
     return sum(x.casefold() in text for x in lines) >= 0.6 * len(lines)
 
 
+def _sieve_near(blocks: list[Block], topic: Topic) -> SieveResult:
+    """The shaped sieve beside the @near topic's region. A page may show that region
+    twice (the write-up's list, then the card's; the mobile and the desktop layout):
+    each copy (a region scoring COPY of the best) is tried, and the pair of it and the
+    region found beside it that scores most wins (the card's list comes with its
+    steps), the later on a tie."""
+    other = near_topic(topic)
+    if other is None:
+        return sieve_shaped(blocks, topic)
+    found = sieve_shaped(blocks, dataclasses.replace(other, max_regions=COPIES))
+    if not found.regions:
+        return sieve_shaped(blocks, topic)
+    top = max(r.score for r in found.regions)
+    best: tuple[float, SieveResult] | None = None
+    for r in found.regions:
+        if r.score >= COPY * top:
+            result = sieve_shaped(blocks, topic, (r.start, r.end))
+            value = r.score + max((x.score for x in result.regions), default=0.0)
+            if best is None or value >= best[0]:
+                best = (value, result)
+    assert best is not None
+    return best[1]
+
+
 def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResult:
     """Sieve a parsed page (the tree is modified: anchors get marks).
 
@@ -1130,14 +1254,7 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
     blocks = blocks_of(root)
     if topic.shape:
         blocks = split_lines(blocks)
-        near = None
-        other = near_topic(topic)
-        if other is not None:
-            found_near = sieve_shaped(blocks, other)
-            if found_near.regions:
-                r = found_near.regions[0]
-                near = (r.start, r.end)
-        result = sieve_shaped(blocks, topic, near)
+        result = _sieve_near(blocks, topic)
     else:
         result = sieve_blocks(blocks, topic)
     if lines and not _shows(blocks, result, lines):
@@ -1164,7 +1281,7 @@ def sieve_document(root: etree._Element, doc: Document, out: Builder, spec: str)
     language = primary_language(doc.metadata.language)
     if language not in STOP_WORDS:  # undeclared, or one without presets: guess
         body = next((c for c in root if tag_name(c) == "body"), root)
-        language = guess_language(" ".join(body.itertext())) or language
+        language = guess_language(visible_text(body)) or language
     topic = load_topic(spec, language)
     result = sieve_element(root, topic, out)
     doc.metadata.extra.update(sieve_topic=topic.name, sieve_confidence=result.confidence,
