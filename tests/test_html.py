@@ -320,3 +320,37 @@ def test_full_mode_shows_a_page_behind_a_loading_guard(tmp_path: Path) -> None:
     assert "The library opens at nine" in doc.text
     assert "Closed on public holidays" in doc.text
     assert "PAYWALL COPY" not in doc.text
+
+
+@pytest.mark.parametrize("stray", ['"\n', "\u00a0 ' \n", "-->"])
+def test_stray_characters_before_the_doctype_keep_the_head(tmp_path: Path,
+                                                             stray: str) -> None:
+    """A page a template left a stray quote in front of (as one blog platform serves its
+    recipes): browsers keep <html lang> and the head after it, libxml2 began the body at
+    once, so the declared language and the meta description were lost and the language
+    was guessed. ``textsieve extract`` as users run it."""
+    import json
+    import subprocess
+    import sys
+
+    page = tmp_path / "receta.html"
+    page.write_text(stray + '<!DOCTYPE html><html lang="es"><head><title>Merluza</title>'
+                    '<meta name="description" content="Receta de merluza en salsa verde">'
+                    "</head><body><h1>Merluza en salsa</h1><p>Una receta sencilla de "
+                    "merluza con salsa verde para toda la familia.</p></body></html>",
+                    encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "textsieve", "extract", "-f", "json",
+                          str(page)], capture_output=True, text=True, timeout=120,
+                         check=True)
+    meta = json.loads(res.stdout)["metadata"]
+    assert meta["language"] == "es" and "language_by" not in meta["extra"], meta
+    assert meta["extra"]["description"] == "Receta de merluza en salsa verde", meta
+
+
+def test_text_before_the_doctype_is_kept(tmp_path: Path) -> None:
+    """Words before the doctype are text the page shows: never dropped."""
+    page = tmp_path / "p.html"
+    page.write_text("Hello 42 <!DOCTYPE html><html><body><p>Body text here.</p></body>"
+                    "</html>", encoding="utf-8")
+    text = textsieve.extract(str(page), options=Options(html="full")).text
+    assert "Hello 42" in text and "Body text here." in text, text

@@ -313,7 +313,19 @@ _LOOKUP = etree.ElementDefaultClassLookup(
     pi=lxml.html.HtmlProcessingInstruction, entity=lxml.html.HtmlEntity)
 
 
+# Stray characters before the doctype or <html> (a quote a template left, a BOM read as
+# text): a browser keeps the <html> element's attributes and the head after them, but
+# libxml2 then starts the body at once, so the page's language, title and meta tags were
+# lost. A short run of punctuation there is dropped; anything with a letter or digit is
+# text the page shows, and stays.
+_STRAY_LEAD = re.compile(r"[^<\w]{1,64}(?=\s*<(?:!doctype|html)[\s>])", re.IGNORECASE)
+
+
 def parse_html(text: str) -> etree._Element:
+    if text[:1] != "<":
+        stray = _STRAY_LEAD.match(text.lstrip())
+        if stray is not None:
+            text = text.lstrip()[stray.end():]
     if "/>" in text:
         text = _SELF_CLOSED_RAW.sub(_open_self_closed, text)
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
