@@ -30,6 +30,7 @@ class FeedSite:
     def __init__(self) -> None:
         self.pages: dict[str, tuple[bytes, str, str]] = {}  # path -> body, type, modified
         self.delays: dict[str, float] = {}  # path -> seconds to wait before answering
+        self.down: set[str] = set()  # paths answered 503 for now (their server is down)
         self.hits: list[Hit] = []  # answered requests
         self.arrived: list[str] = []  # paths asked for, as they arrive
         self.lock = threading.Lock()
@@ -41,6 +42,8 @@ class FeedSite:
                 with site.lock:
                     site.arrived.append(path)
                     page = site.pages.get(path)
+                if path in site.down:
+                    return self._answer(path, 503, b"down for now", "text/plain")
                 if page is None:
                     return self._answer(path, 404, b"not here", "text/plain")
                 body, ctype, modified = page

@@ -95,6 +95,34 @@ def test_watch_reads_a_changing_feed_until_stopped(feed_site: FeedSite, tmp_path
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_watch_fetches_again_an_article_whose_site_was_down(feed_site: FeedSite,
+                                                              tmp_path: Path) -> None:
+    """The site of one entry's article answers 503 in the first round: a later round
+    fetches it again by itself (the feed lists a seen entry never again, so before it
+    stayed failed until someone pressed "retry"); the article read fine is not asked
+    again."""
+    _teasers(feed_site, 2)
+    feed_site.down.add("/tides/1.html")
+    db, log = tmp_path / "a.db", tmp_path / "watch.log"
+    proc = _watch(db, log, f"feed:{feed_site.url('/teasers.rss')}")
+    def read() -> list[str]:
+        return sorted(k for k, r in articles(db).items() if r["status"] == "ok")
+
+    try:
+        _wait_for("the first round", lambda: len(_rounds(log)) >= 1)
+        assert read() == [feed_site.url("/tides/0.html")], _rounds(log)
+        assert {h.status for h in feed_site.requests("/tides/1.html")} == {503}
+        feed_site.down.clear()
+        _wait_for("the article once its site is back", lambda: len(read()) == 2)
+        code = _stop(proc, signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 0, log.read_text()
+    assert [h.status for h in feed_site.requests("/tides/1.html")][-1] == 200
+    assert len(feed_site.requests("/tides/0.html")) == 1
+
+
 def test_watch_stopped_in_the_middle_of_a_round(feed_site: FeedSite, tmp_path: Path) -> None:
     """SIGTERM while a round fetches: what was extracted is committed, the run is marked
     interrupted, the archive is whole, and a plain run afterwards finishes the job."""
