@@ -399,10 +399,12 @@ CORPUS = ROOT.parent / "shared" / "data" / "dev-corpus"
 TRUTH = ROOT / "bench" / "ocr_truth"
 
 
-def dev_pages(split: str) -> list[tuple[Path, str, str]]:
+def dev_pages(split: str, limit: int | None = None, kinds: str | None = None
+              ) -> list[tuple[Path, str, str]]:
     """(image, kind, true text) of the generated pages of ``split`` (bench/ocr_devset.py)
     and, in the dev split, the real scans of the shared dev corpus that have a transcript
-    in bench/ocr_truth/ (kind "corpus")."""
+    in bench/ocr_truth/ (kind "corpus"): the first ``limit``, of ``kinds`` (comma-separated)
+    only if given."""
     folder = DEVSET / split
     pages = []
     if (folder / "index.json").exists():
@@ -414,14 +416,15 @@ def dev_pages(split: str) -> list[tuple[Path, str, str]]:
             found = list(CORPUS.glob(f"*/{truth.stem}"))
             if found:
                 pages.append((found[0], "corpus", truth.read_text()))
+    pages = pages[:limit]
+    if kinds:
+        pages = [p for p in pages if p[1].split("-")[0] in kinds.split(",")]
     return pages
 
 
 def real_world(split: str, limit: int | None = None, verbose: bool = False,
                cached_peer: bool = False, kinds: str | None = None) -> None:
-    pages = dev_pages(split)[:limit]
-    if kinds:
-        pages = [p for p in pages if p[1].split("-")[0] in kinds.split(",")]
+    pages = dev_pages(split, limit, kinds)
     cache_path = DEVSET / split / "tesseract-cache.json"
     cache = json.loads(cache_path.read_text()) if cached_peer and cache_path.exists() else {}
     if not pages:
@@ -492,9 +495,7 @@ def searchable_layers(split: str, limit: int | None = None, kinds: str | None = 
     from textsieve.core import make_searchable
     from textsieve.options import Options
 
-    pages = dev_pages(split)[:limit]
-    if kinds:
-        pages = [p for p in pages if p[1].split("-")[0] in kinds.split(",")]
+    pages = dev_pages(split, limit, kinds)
     totals = {"tesseract": [0, 0], "textsieve": [0, 0]}
     with tempfile.TemporaryDirectory() as tmp:
         for path, _kind, truth in pages:

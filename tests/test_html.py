@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -329,10 +332,6 @@ def test_stray_characters_before_the_doctype_keep_the_head(tmp_path: Path,
     recipes): browsers keep <html lang> and the head after it, libxml2 began the body at
     once, so the declared language and the meta description were lost and the language
     was guessed. ``textsieve extract`` as users run it."""
-    import json
-    import subprocess
-    import sys
-
     page = tmp_path / "receta.html"
     page.write_text(stray + '<!DOCTYPE html><html lang="es"><head><title>Merluza</title>'
                     '<meta name="description" content="Receta de merluza en salsa verde">'

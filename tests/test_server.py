@@ -129,19 +129,17 @@ def test_a_killed_worker_costs_nothing_but_itself(server):
     assert after.status_code == 200 and after.text == "second"
 
 
-def _jobs_started(client) -> float:
-    """Jobs handed to a worker so far (the service's metrics)."""
-    for line in client.get("/metrics").text.splitlines():
-        if line.startswith("textsieve_pool_jobs "):
-            return float(line.split()[1])
-    raise AssertionError("no textsieve_pool_jobs metric")
-
-
 def _metric(client, name: str) -> float:
+    """One of the service's metrics, as /metrics gives it."""
     for line in client.get("/metrics").text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])
     raise AssertionError(f"no {name} metric")
+
+
+def _jobs_started(client) -> float:
+    """Jobs handed to a worker so far."""
+    return _metric(client, "textsieve_pool_jobs")
 
 
 def test_serve_recycles_workers_and_every_request_is_answered():

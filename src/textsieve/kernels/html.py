@@ -323,9 +323,10 @@ _STRAY_LEAD = re.compile(r"[^<\w]{1,64}(?=\s*<(?:!doctype|html)[\s>])", re.IGNOR
 
 def parse_html(text: str) -> etree._Element:
     if text[:1] != "<":
-        stray = _STRAY_LEAD.match(text.lstrip())
+        lead = text.lstrip()
+        stray = _STRAY_LEAD.match(lead)
         if stray is not None:
-            text = text.lstrip()[stray.end():]
+            text = lead[stray.end():]
     if "/>" in text:
         text = _SELF_CLOSED_RAW.sub(_open_self_closed, text)
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,

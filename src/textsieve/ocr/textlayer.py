@@ -58,11 +58,6 @@ def _font() -> bytes | None:
         return None
 
 
-def available() -> bool:
-    """Whether pages can be written here (Tesseract's glyphless font is installed)."""
-    return _font() is not None
-
-
 def page_pdf(lines: list[Line], size: tuple[int, int], dpi: int) -> bytes | None:
     """A one-page text-only PDF of ``lines`` on a page of ``size`` pixels read at
     ``dpi``: the same page box as Tesseract's own for that image. None without the
