@@ -512,7 +512,8 @@ class _Walker(HtmlWalker):
         tag = tag_name(el)
         noisy = tag in _NOISE_TAGS or (
             tag in BLOCK and tag not in _NO_ATTR_CHECK
-            and _NOISE_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}") is not None)
+            and _NOISE_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}") is not None
+            and not _holds_page(el))
         if not noisy:
             super().node(el)
             return
@@ -539,6 +540,14 @@ class _Walker(HtmlWalker):
             super().list_(el, level)
         finally:
             self.out.part = outer
+
+
+def _holds_page(el: etree._Element) -> bool:
+    """Whether a container holds the page's own content (its ``<main>`` or its ``<h1>``):
+    then a class that sounds like boilerplate ("wrapper-with-sticky-ad", "has-sidebar")
+    describes the layout around it, not the container. Ads, menus and related posts do
+    not hold the page's main element or its title."""
+    return next(el.iterdescendants("main", "h1"), None) is not None
 
 
 def _mark_links(root: etree._Element) -> None:
@@ -1111,6 +1120,17 @@ def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list
     return first
 
 
+def _counters(blocks: list[Block], own: list[bool]) -> None:
+    """A bare number between two links the sieve looks through is one of those links'
+    counters (comments, ratings, a rank in "most read"), looked through with them. Not a
+    number beside a line of text: "250" above "g flour" is the quantity of its item."""
+    for i in range(1, len(blocks) - 1):
+        if (not own[i] and own[i - 1] and own[i + 1] and blocks[i].words <= 1
+                and blocks[i - 1].link >= 0.5 and blocks[i + 1].link >= 0.5
+                and shapes.line(blocks[i].text).leading_qty):
+            own[i] = True
+
+
 def sieve_shaped(blocks: list[Block], topic: Topic,
                  near: tuple[int, int] | None = None) -> SieveResult:
     """The shaped sieve: every block adds its score minus THRESHOLD, lists count as one
@@ -1130,8 +1150,13 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
         scores[j] = max(scores[j], threshold + STEP_MARGIN)
     if near is not None:
         scores = _near_boost(blocks, scores, near)
-    own = [(b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"])
-           or i in marks for i, (b, s) in enumerate(zip(blocks, scores, strict=True))]
+    # Blocks looked through: links and boilerplate without topic words; never a wall,
+    # nor the @near topic's region (looked through, they would no longer stop a region).
+    lo_near, hi_near = near if near is not None else (-1, -2)
+    own = [((b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"])
+            or i in marks) and not _wall(b) and not lo_near <= i <= hi_near
+           for i, (b, s) in enumerate(zip(blocks, scores, strict=True))]
+    _counters(blocks, own)
     index = [i for i, t in enumerate(own) if not t]
     units: list[tuple[int, int]] = []  # positions in ``index``
     k = 0
