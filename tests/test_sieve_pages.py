@@ -74,6 +74,9 @@ CASES = [
     # A section name inside a boilerplate-looking box was looked through with the box,
     # so the steps ran back across "Ingredients" and the list.
     ("bakels", "instructions", 0.8, "steps ran across the ingredients' section name"),
+    # The story between the ingredients and "Instructions" lifted by its nearness to
+    # the ingredients: the steps start at the name the page gives them.
+    ("americastestkitchen_3", "instructions", 0.9, "'Why this recipe works' taken"),
 ]
 
 _WORD = re.compile(r"\w+")

@@ -961,6 +961,11 @@ def _near_boost(blocks: list[Block], scores: list[float],
         return b.kind == "list_item" and (b.args[2] or shapes.line(b.text).sentence)
 
     end = len(blocks)
+    # Where the page names the section ("Instructions") soon after the region, the
+    # steps start at that name: what lies between (a "Why this recipe works" story, a
+    # shopping tip) is not lifted by the nearness of the ingredients.
+    named = next((i for i in range(hi + 1, min(len(blocks), hi + 1 + int(NEAR_DECAY)))
+                  if _names_section(blocks[i])), None)
     for i in range(hi + 1, min(len(blocks), hi + 1 + int(NEAR_DECAY))):
         if steps_item(i):  # the end of this list and of lists of steps right after it
             end = i
@@ -974,6 +979,8 @@ def _near_boost(blocks: list[Block], scores: list[float],
             out.append(v)
         elif lo <= i <= hi:
             out.append(0.0)
+        elif i > hi and named is not None and i < named:
+            out.append(v)
         elif i > hi:
             out.append(v * (1.0 + NEAR_AFTER * math.exp(-(i - hi - 1) / NEAR_DECAY)))
         else:
