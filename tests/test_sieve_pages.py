@@ -77,6 +77,10 @@ CASES = [
     # The story between the ingredients and "Instructions" lifted by its nearness to
     # the ingredients: the steps start at the name the page gives them.
     ("americastestkitchen_3", "instructions", 0.9, "'Why this recipe works' taken"),
+    # The same steps shown twice (all in one paragraph, then one by one; a layout per
+    # screen size, one of them hidden by the style sheet): kept once.
+    ("sallysblog_1", "instructions", 0.9, "steps in one paragraph and one by one"),
+    ("kikkoman_2", "instructions", 0.8, "each step's paragraph twice"),
 ]
 
 _WORD = re.compile(r"\w+")

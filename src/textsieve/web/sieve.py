@@ -108,6 +108,10 @@ WALL = -1.0  # a section name whose topic words weigh this or less ends a shaped
 NAMES = 1.0  # ...and one whose topic words weigh this or more names the topic's section
 LEAD_LINES = 8  # steps start at their section's name at most this many lines above them
 LEAD_WORDS = 20  # ...with no line of more words than this in between (a story, a step)
+REPEAT = 0.8  # a kept block whose text other kept blocks hold this share of is a repeat
+REPEAT_MIN = 20  # characters: shorter pieces ("Salt", "1 egg") prove no repeat
+REPEAT_LONG = 100  # characters: an equal block this long is the same text shown twice
+REPEAT_BLOCKS = 400  # kept blocks above which repeats are not looked for
 
 _WORD = re.compile(r"\w+")
 LINK_OPEN, LINK_CLOSE = "\ue000", "\ue001"  # private-use marks around anchor text
@@ -1270,6 +1274,31 @@ def _sieve_near(blocks: list[Block], topic: Topic) -> SieveResult:
     return best[1]
 
 
+def _drop_repeats(blocks: list[Block], kept: list[int]) -> list[int]:
+    """The kept blocks without the page's second showing of the same text: all of a
+    recipe's steps in one paragraph and then each on its own (a layout for each screen
+    size, one hidden by a style sheet we do not read). The
+    finer cut stays: a block whose text other kept blocks hold (REPEAT of it, in two or
+    more pieces of REPEAT_MIN characters or more) goes, and so does a later copy of a long
+    one. Equal short lines stay: two versions of a recipe share "1 egg, beaten"."""
+    if len(kept) > REPEAT_BLOCKS:  # quadratic; a region this large is no card
+        return kept
+    text = {i: " ".join(blocks[i].text.split()).casefold() for i in kept}
+    out = []
+    for i in kept:
+        t = text[i]
+        if len(t) < 2 * REPEAT_MIN:
+            out.append(i)
+            continue
+        pieces = {text[j] for j in kept if j != i and REPEAT_MIN <= len(text[j]) < len(t)
+                  and text[j] in t}
+        if (len(pieces) >= 2 and sum(map(len, pieces)) >= REPEAT * len(t)) or (
+                len(t) >= REPEAT_LONG and any(text[j] == t for j in out)):
+            continue
+        out.append(i)
+    return out
+
+
 def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResult:
     """Sieve a parsed page (the tree is modified: anchors get marks).
 
@@ -1291,6 +1320,7 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
         result = sieve_blocks(blocks, topic)
     if lines and not _shows(blocks, result, lines):
         return _from_recipe(lines, topic, out)
+    result.kept = _drop_repeats(blocks, result.kept)
     result.heads = [(i, b.text.strip()) for i, b in enumerate(blocks) if b.kind == "heading"]
     if result.kept and result.confidence < MIN_CONFIDENCE:
         result.found, result.kept, result.words = False, [], 0
