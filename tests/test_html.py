@@ -370,7 +370,8 @@ MISNESTED_BUTTON = b"""<!DOCTYPE html><html lang="en"><head><title>Jerk Shrimp</
 <div class="utility-nav"><button class="search__button">Search</button></div>
 </div></header>
 <main id="main"><article><h1>Jerk Shrimp with Lime Butter</h1>
-<ul><li>1/2 cup unsalted butter</li><li>5 large garlic cloves, minced</li></ul>
+<ul><li>1/2 cup unsalted butter</li><li>5 large garlic cloves, minced</li>
+<li>2 tablespoons cr\xc3\xa8me fra\xc3\xaeche</li></ul>
 <ol><li>Melt the butter in a saucepan over medium heat and add the garlic.</li>
 <li>Add the shrimp and cook until pink, about four minutes.</li></ol>
 <p>Serve the shrimp with the sauce poured over and lime wedges on the side.</p>
@@ -394,3 +395,4 @@ def test_page_after_an_unclosed_tag_inside_a_button(tmp_path: Path, mode: str) -
     if mode == "full":
         assert "Jerk Shrimp with Lime Butter" in r.stdout
         assert "5 large garlic cloves" in r.stdout
+        assert "2 tablespoons crème fraîche" in r.stdout  # UTF-8 without a declaration

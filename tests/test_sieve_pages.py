@@ -34,7 +34,7 @@ CASES = [
     ("sobors", "instructions", 0.9, "Hungarian, no preset"),
     ("kuchynalidla", "ingredients", 0.9, "Slovak, no preset"),
     ("kuchynalidla", "instructions", 0.9, "Slovak, no preset"),
-    ("nrkmat_1", "instructions", 0.75, "Norwegian, no preset, recipe in an <aside>"),
+    ("nrkmat_1", "instructions", 0.9, "Norwegian, no preset, recipe in an <aside>"),
     # The new presets (and the same evidence).
     ("lekkerensimpel_2", "ingredients", 0.9, "Dutch"),
     ("lekkerensimpel_2", "instructions", 0.9, "Dutch"),
@@ -81,6 +81,14 @@ CASES = [
     # screen size, one of them hidden by the style sheet): kept once.
     ("sallysblog_1", "instructions", 0.9, "steps in one paragraph and one by one"),
     ("kikkoman_2", "instructions", 0.8, "each step's paragraph twice"),
+    # A nutrition table ("Koleszterin 103 mg", "9% Fehérje") taken for the ingredients;
+    # then the steps, far from the true list, fell under a threshold set by themselves.
+    ("nosalty_1", "ingredients", 0.75, "a nutrition table in mg and % taken"),
+    ("nosalty_1", "instructions", 0.9, "the steps set their own threshold"),
+    ("xiachufang_1", "instructions", 0.8, "Chinese: the ordered steps were the prose"),
+    # The steps in another box of the same kind as the card's ("...widget"), damped as
+    # boilerplate.
+    ("postpunkkitchen_3", "instructions", 0.9, "steps in a box named like a widget"),
 ]
 
 _WORD = re.compile(r"\w+")

@@ -366,7 +366,10 @@ def _html5(text: str) -> str | None:
     from selectolax.lexbor import LexborHTMLParser  # only for the rare mis-nested page
 
     try:
-        out = LexborHTMLParser(text.encode("utf-8", "replace")).html
+        # A str, not bytes: given bytes, Lexbor guesses their encoding (windows-1252
+        # for a page that does not declare one) and a UTF-8 page comes back mojibake.
+        clean = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates
+        out = LexborHTMLParser(clean).html
     except Exception:  # a second opinion: its failure changes nothing
         logger.debug("lexbor could not parse the page", exc_info=True)
         return None

@@ -53,8 +53,11 @@ _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 _CLOCK = re.compile(r"\b\d{1,2}:\d\d(?:\s?[ap]\.?m\.?)?\b", re.IGNORECASE)
 _DATE = re.compile(r"\b(?:\d{1,2}[./-]\d{1,2}[./-](?:19|20)\d\d|(?:19|20)\d\d-\d\d-\d\d)\b")
 _WORDISH = re.compile(r"\w+")
-# Energy in kcal or kJ: a nutrition table, whose lines look like "Glucides 50,58g".
-_ENERGY = re.compile(r"\d\s?(?:kcal|kj|cal)\b", re.IGNORECASE)
+# Energy in kcal or kJ, or an amount in milligrams or micrograms: a nutrition table,
+# whose other lines look like "Glucides 50,58g". A recipe weighs its food in grams.
+_NUTRITION = re.compile(r"\d\s?(?:kcal|kj|cal|mg|µg|μg|mcg)\b", re.IGNORECASE)
+# A share at the start ("9% Protein", "81% Water"): a breakdown, not an amount of food.
+_PERCENT_START = re.compile(rf"^[^\w(]{{0,3}}{_NUM}\s?%")
 # "Prep Time: 15 minutes", "Servings: 4", "Course: Side Dish": a card's facts, no item.
 _KEY_VALUE = re.compile(r"^[^\d:]{2,30}:\s*\S")
 # Chinese and Japanese write no spaces: a run of their characters counts a word per two.
@@ -83,7 +86,8 @@ class Line:
     key_value: bool  # "Prep time: 15 minutes": a fact of a card
     chatter: bool  # stamped like a comment or a review
     percent: bool  # has a % (nutrition tables, ratings)
-    energy: bool  # has an amount of kcal or kJ (a nutrition table)
+    nutrition: bool  # has an amount of kcal, kJ, mg or µg (a nutrition table)
+    share: bool  # starts with a percentage ("9% Protein")
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -110,7 +114,8 @@ def line(text: str) -> Line:
         key_value=n <= 10 and _KEY_VALUE.match(t) is not None,
         chatter=bool((_YEAR.search(t) and _CLOCK.search(t)) or _DATE.search(t)),
         percent="%" in t,
-        energy=_ENERGY.search(t) is not None,
+        nutrition=_NUTRITION.search(t) is not None,
+        share=_PERCENT_START.match(head) is not None,
     )
 
 
@@ -155,8 +160,8 @@ def item_score(s: Line, topic: float) -> float:
         shape = 0.45 if s.words <= 8 else 0.25
     else:
         shape = 0.25
-    if s.percent and not s.qty_start:
-        shape *= 0.4  # a nutrition table's "Total Fat 36g 46%"
+    if s.percent and (s.share or not s.qty_start):
+        shape *= 0.4  # a nutrition table's "Total Fat 36g 46%", "9% Protein"
     return fit * (shape + min(0.8, 2.0 * topic))
 
 

@@ -99,7 +99,7 @@ COPIES = 3  # copies of the @near topic's region looked at, at most
 NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
 MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
 SIBLING_LIST = 0.5  # a list beside a shaped region joins it at this share of its scores
-NUTRITION = 0.2  # factor for the lines of a list that states energy in kcal or kJ
+NUTRITION = 0.2  # factor for the lines of a list that states kcal, kJ, mg or µg
 SOFT_NOISE = 0.7  # shaped topics: factor inside a container that only its class calls
 #                   boilerplate ("widget", "share"): the recipe card is often a "widget"
 SIZE_POWER = 0.75  # a block counts by (its words) ** this: a story paragraph costs more than a line
@@ -119,7 +119,7 @@ _LINK_SPAN = re.compile(f"{LINK_OPEN}([^{LINK_OPEN}{LINK_CLOSE}]*){LINK_CLOSE}")
 _UNMARK = str.maketrans("", "", LINK_OPEN + LINK_CLOSE)
 _NOISE_TAGS = frozenset({"nav", "footer", "aside"})
 _NOISE_ATTR = re.compile(
-    r"(?:^|[\s_-])(?:comments?|commentlist|respond|related|sidebar|widgets?|footer|navbar|"
+    r"(?:^|[\s_-])(comments?|commentlist|respond|related|sidebar|widgets?|footer|navbar|"
     r"nav|menu|breadcrumbs?|share|sharing|social|newsletter|subscribe|advert\w*|ads?|"
     r"adsense|sponsored|promo|cookies?|consent|banner|popup|modal|disqus)(?:$|[\s_-])",
     re.I)
@@ -445,6 +445,7 @@ class Block:
     hits: float = 0.0
     density: float = 0.0
     containers: tuple[int, ...] = ()  # the boilerplate-looking containers it sits in
+    kinds: tuple[str, ...] = ()  # ...and the word that made each look so ("widget", "nav")
     hard: bool = False  # one of them is a nav or footer element or comments, not a class name
     part: int = 0  # for list items: the innermost list (<ul>/<ol>) it is an item of
 
@@ -459,6 +460,7 @@ class _Recorder(Builder):
         self.comments: set[int] = set()  # those of them that hold comments or reviews
         self.hard: set[int] = set()  # those that are nav or footer elements or comments
         self.containers = 0
+        self.kinds: dict[int, str] = {}  # container: what made it look like boilerplate
         self.list_id = 0
         self.parts = 0  # lists seen, at any depth
         self.part = 0  # the list being read
@@ -473,7 +475,8 @@ class _Recorder(Builder):
         linked = sum(len(m.strip()) for m in _LINK_SPAN.findall(raw)) if LINK_OPEN in raw else 0
         self.blocks.append(Block(kind, args or (text, *rest), text, group, bool(self.noise),
                                  min(1.0, linked / len(text.strip())),
-                                 containers=tuple(self.noise), part=part))
+                                 containers=tuple(self.noise), part=part,
+                                 kinds=tuple(self.kinds[c] for c in self.noise)))
 
     def heading(self, text: str, level: int = 1) -> None:
         self._rec("heading", text, (level,))
@@ -514,16 +517,19 @@ class _Walker(HtmlWalker):
 
     def node(self, el: etree._Element) -> None:
         tag = tag_name(el)
-        noisy = tag in _NOISE_TAGS or (
-            tag in BLOCK and tag not in _NO_ATTR_CHECK
-            and _NOISE_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}") is not None
-            and not _holds_page(el))
-        if not noisy:
+        match = None
+        if tag in BLOCK and tag not in _NO_ATTR_CHECK and tag not in _NOISE_TAGS:
+            match = _NOISE_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}")
+            if match is not None and _holds_page(el):
+                match = None
+        if tag not in _NOISE_TAGS and match is None:
             super().node(el)
             return
         self.flush()
         self.out.containers += 1
         self.out.noise.append(self.out.containers)
+        self.out.kinds[self.out.containers] = (
+            tag if match is None else match.group(1).lower())
         if tag in _NOISE_TAGS and tag != "aside":  # an <aside> may hold the recipe card
             self.out.hard.add(self.out.containers)
         elif _COMMENTS_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}"):
@@ -898,7 +904,8 @@ def split_lines(blocks: list[Block]) -> list[Block]:
         if len(lines) < 2:
             out.append(b)
             continue
-        out.extend(Block("paragraph", (x,), x, 0, b.noisy, b.link, containers=b.containers)
+        out.extend(Block("paragraph", (x,), x, 0, b.noisy, b.link, containers=b.containers,
+                         kinds=b.kinds)
                    for x in lines)
     return out
 
@@ -1039,7 +1046,8 @@ def _threshold(blocks: list[Block], scores: list[float], topic: Topic) -> float:
     if topic.shape != "steps":
         return top
     prose = sorted(v for b, v in zip(blocks, scores, strict=True)
-                   if b.words >= 8 and not _is_heading(b))
+                   if b.words >= 8 and not _is_heading(b)
+                   and not (b.kind == "list_item" and b.args[2]))
     if not prose:
         return top
     return max(STEP_FLOOR, min(top, prose[int(len(prose) * PROSE_Q)] + STEP_MARGIN))
@@ -1108,7 +1116,7 @@ def _section_start(first: int, units: list[tuple[int, int]], index: list[int],
             s = shapes.line(blocks[index[x]].text)
             if s.label:
                 label = True
-            elif not s.qty_start or s.percent or s.energy or s.words > LEAD_WORDS:
+            elif not s.qty_start or s.percent or s.nutrition or s.words > LEAD_WORDS:
                 return first
         lines += b - a + 1
         u -= 1
@@ -1119,16 +1127,28 @@ def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list
                 blocks: list[Block], values: list[float], names: bool = False) -> int:
     """A region that runs into a heading starts at the first such heading when what comes
     before it adds less than STUB of the region's value: a recipe card's "Prep time 20
-    minutes", "Servings 4" above its "Ingredients" are not ingredients."""
+    minutes", "Servings 4" above its "Ingredients" are not ingredients. With ``names``,
+    a section name made of the topic's words ("Instructions") is such a heading too, and
+    goes first: "Before you begin" and its tip above "Instructions" are no step."""
     total = sum(values[first:last + 1])
-    before = 0.0
-    for u in range(first, last + 1):
-        a, b = units[u]
-        if u > first and a == b and (blocks[index[a]].kind == "heading"
-                                     or (names and _names_section(blocks[index[a]]))):
-            return u if before < STUB * total else first
-        before += values[u]
+    cut = None
+    for wanted in ((_names_section,) if names else ()) + (_is_head,):
+        before = 0.0
+        for u in range(first, last + 1):
+            a, b = units[u]
+            if u > first and a == b and (wanted(blocks[index[a]])
+                                         or (names and _names_section(blocks[index[a]]))):
+                if before < STUB * total:
+                    cut = u
+                break
+            before += values[u]
+        if cut is not None:
+            return cut
     return first
+
+
+def _is_head(b: Block) -> bool:
+    return b.kind == "heading"
 
 
 def _counters(blocks: list[Block], own: list[bool]) -> None:
@@ -1142,6 +1162,19 @@ def _counters(blocks: list[Block], own: list[bool]) -> None:
             own[i] = True
 
 
+def _trust_card(blocks: list[Block], scores: list[float], near: tuple[int, int]) -> None:
+    """The @near topic's region sits in boxes whose class only sounds like boilerplate
+    ("recipe-widget"): on this page that kind of box is the card, so the blocks in boxes
+    of no other kind score without the SOFT_NOISE damping (the steps' own "widget"
+    beside the ingredients'). Hard boilerplate (nav, footer, comments) stays damped."""
+    card = {k for b in blocks[near[0]:near[1] + 1] if b.noisy and not b.hard for k in b.kinds}
+    if not card:
+        return
+    for i, b in enumerate(blocks):
+        if b.noisy and not b.hard and b.kinds and set(b.kinds) <= card:
+            scores[i] /= SOFT_NOISE
+
+
 def sieve_shaped(blocks: list[Block], topic: Topic,
                  near: tuple[int, int] | None = None) -> SieveResult:
     """The shaped sieve: every block adds its score minus THRESHOLD, lists count as one
@@ -1152,6 +1185,8 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     ingredients or an ingredient line among steps costs a lot, so the region ends there.
     ``near``: the page blocks of the @near topic's region."""
     scores = shape_scores(blocks, topic)
+    if near is not None:
+        _trust_card(blocks, scores, near)
     threshold = _threshold(blocks, scores, topic)
     shift = threshold - THRESHOLD[topic.shape or "items"]
     if shift:  # headings cost the same to cross whatever the threshold
@@ -1178,8 +1213,9 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
             j += 1
         units.append((k, j))
         k = j + 1
-    for a, b in units:  # a list that states energy (kcal, kJ) is a nutrition table
-        if b > a and any(shapes.line(blocks[index[x]].text).energy for x in range(a, b + 1)):
+    for a, b in units:  # a list that states energy or milligrams is a nutrition table
+        if b > a and any(shapes.line(blocks[index[x]].text).nutrition
+                         for x in range(a, b + 1)):
             for x in range(a, b + 1):
                 scores[index[x]] *= NUTRITION
     weight = [max(b.words, 1) ** SIZE_POWER for b in blocks]
