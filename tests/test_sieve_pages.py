@@ -81,6 +81,7 @@ CASES = [
     # screen size, one of them hidden by the style sheet): kept once.
     ("sallysblog_1", "instructions", 0.9, "steps in one paragraph and one by one"),
     ("kikkoman_2", "instructions", 0.8, "each step's paragraph twice"),
+    ("americastestkitchen_3", "ingredients", 0.85, "the whole list shown three times"),
     # A nutrition table ("Koleszterin 103 mg", "9% Fehérje") taken for the ingredients;
     # then the steps, far from the true list, fell under a threshold set by themselves.
     ("nosalty_1", "ingredients", 0.75, "a nutrition table in mg and % taken"),

@@ -1316,10 +1316,13 @@ def _drop_repeats(blocks: list[Block], kept: list[int]) -> list[int]:
     size, one hidden by a style sheet we do not read). The
     finer cut stays: a block whose text other kept blocks hold (REPEAT of it, in two or
     more pieces of REPEAT_MIN characters or more) goes, and so does a later copy of a long
-    one. Equal short lines stay: two versions of a recipe share "1 egg, beaten"."""
+    one. Equal short lines stay: two versions of a recipe share "1 egg, beaten"; but a
+    whole section (the blocks from one heading to the next) equal to an earlier one, the
+    list shown again for another screen, goes with its heading."""
     if len(kept) > REPEAT_BLOCKS:  # quadratic; a region this large is no card
         return kept
     text = {i: " ".join(blocks[i].text.split()).casefold() for i in kept}
+    kept = _drop_repeated_sections(blocks, kept, text)
     out = []
     for i in kept:
         t = text[i]
@@ -1332,6 +1335,26 @@ def _drop_repeats(blocks: list[Block], kept: list[int]) -> list[int]:
                 len(t) >= REPEAT_LONG and any(text[j] == t for j in out)):
             continue
         out.append(i)
+    return out
+
+
+def _drop_repeated_sections(blocks: list[Block], kept: list[int],
+                            text: dict[int, str]) -> list[int]:
+    """``kept`` without a section whose lines (two or more, in order) repeat an earlier
+    section's; a section starts at a heading or a label."""
+    sections: list[list[int]] = []
+    for i in kept:
+        if not sections or _is_heading(blocks[i]):
+            sections.append([])
+        sections[-1].append(i)
+    seen: set[tuple[str, ...]] = set()
+    out: list[int] = []
+    for sec in sections:
+        lines = tuple(text[i] for i in sec if not _is_heading(blocks[i]))
+        if len(lines) >= 2 and lines in seen:
+            continue
+        seen.add(lines)
+        out.extend(sec)
     return out
 
 
