@@ -90,6 +90,10 @@ CASES = [
     # The steps in another box of the same kind as the card's ("...widget"), damped as
     # boilerplate.
     ("postpunkkitchen_3", "instructions", 0.9, "steps in a box named like a widget"),
+    # The only recipe card hidden (style="display: none") until a script picks a layout:
+    # nothing visible is about the topic, so the sieve looks at the hidden parts too.
+    ("andycooks_1", "ingredients", 0.9, "the card hidden by an inline style"),
+    ("andycooks_1", "instructions", 0.9, "the card hidden by an inline style"),
 ]
 
 _WORD = re.compile(r"\w+")

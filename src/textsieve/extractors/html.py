@@ -56,11 +56,12 @@ def extract_html(src: Source, ctx: Context, doc: Document, out: Builder) -> None
     root = parse_html(text)
     # What a browser shows after a click or once its scripts run (tab panels, a page
     # behind a loading guard, React's streamed blocks) is text; other hidden parts go.
-    drop_hidden(root, aria_shown=False)
-    if ctx.options.html == "sieve" and ctx.options.topic:
+    topic = ctx.options.topic if ctx.options.html == "sieve" else None
+    drop_hidden(root, aria_shown=False, drop=not topic)  # the sieve may look again
+    if topic:
         from ..web.sieve import sieve_document  # here: the sieve is asked for rarely
 
-        sieve_document(root, doc, out, ctx.options.topic)
+        sieve_document(root, doc, out, topic)
         return
     if ctx.options.html == "main" or (ctx.options.html == "auto" and src.url):
         from ..web.main import render_main  # here: a local file is read whole

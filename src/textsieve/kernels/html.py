@@ -494,13 +494,15 @@ def _move_to_placeholder(root: etree._Element, el: etree._Element, number: str) 
     host.replace(slot, el)
 
 
-def drop_hidden(root: etree._Element, aria_shown: bool = True) -> None:
+def drop_hidden(root: etree._Element, aria_shown: bool = True, drop: bool = True) -> None:
     """Remove what the renderer would not show (tails are kept), before any candidate is
     counted: a paywall's display:none copy of the story must not win on word count and
     then render to nothing, nor reach trafilatura, whose output loses the style. Content
     behind a tab or an accordion is made visible instead, so every count still matches
     what is rendered. ``aria_shown`` False leaves aria-hidden alone to the renderer,
-    which skips it (``--html full`` and the sieve keep their icon-free text)."""
+    which skips it (``--html full`` and the sieve keep their icon-free text). ``drop``
+    False leaves the other hidden parts in the tree, still hidden (the renderer skips
+    them): the sieve may look at them again (``show_hidden``)."""
     page = None
     for el in _MAYBE_HIDDEN(root):
         if el.getparent() is None or el.tag in ("html", "body") or not hidden(el):
@@ -523,7 +525,7 @@ def drop_hidden(root: etree._Element, aria_shown: bool = True) -> None:
         if (aria_only or streamed or el.get("role") == "tabpanel"
                 or _REVEALABLE.search(f"{el.get('class') or ''} {el.get('id') or ''}")):
             _unhide(el)
-        else:
+        elif drop:
             el.drop_tree()
 
 
@@ -534,6 +536,19 @@ def _visible_length(el: etree._Element) -> int:
     """About the characters of text under ``el``, scripts and styles left out (they can
     outweigh the text: a framework's page data); XPath sums, no walk in Python."""
     return int(text_length(el)) - sum(int(text_length(c)) for c in _CODE(el))
+
+
+def show_hidden(root: etree._Element) -> bool:
+    """Show what the page hides with the ``hidden`` attribute or a display:none /
+    visibility:hidden style (aria-hidden stays: icons and decoration); whether there
+    was any. For a second look when the visible page holds nothing of what is sought."""
+    shown = False
+    for el in _MAYBE_HIDDEN(root):
+        if el.get("hidden") is not None or HIDDEN_STYLE.search(el.get("style") or ""):
+            el.attrib.pop("hidden", None)
+            el.attrib.pop("style", None)
+            shown = True
+    return shown
 
 
 def _unhide(el: etree._Element) -> None:

@@ -56,7 +56,15 @@ from typing import Any
 
 from lxml import etree
 
-from ..kernels.html import BLOCK, HtmlWalker, decode_html, html_metadata, parse_html, tag_name
+from ..kernels.html import (
+    BLOCK,
+    HtmlWalker,
+    decode_html,
+    html_metadata,
+    parse_html,
+    show_hidden,
+    tag_name,
+)
 from ..model import Document
 from ..render import Builder
 from . import shape as shapes
@@ -564,6 +572,8 @@ def _mark_links(root: etree._Element) -> None:
     """Wrap each anchor's text in private-use marks, so the recorded blocks tell how much
     of their text is link text (related-post lists, menus) without a second walk."""
     for a in root.iter("a", "{http://www.w3.org/1999/xhtml}a"):
+        if (a.text or "").startswith(LINK_OPEN):  # marked by an earlier look
+            continue
         a.text = LINK_OPEN + (a.text or "")
         if len(a):
             a[-1].tail = (a[-1].tail or "") + LINK_CLOSE
@@ -1358,6 +1368,18 @@ def _drop_repeated_sections(blocks: list[Block], kept: list[int],
     return out
 
 
+def _sieve_page(root: etree._Element, topic: Topic) -> tuple[list[Block], SieveResult]:
+    blocks = blocks_of(root)
+    if topic.shape:
+        blocks = split_lines(blocks)
+        return blocks, _sieve_near(blocks, topic)
+    return blocks, sieve_blocks(blocks, topic)
+
+
+def _confident(result: SieveResult) -> bool:
+    return bool(result.kept) and result.confidence >= MIN_CONFIDENCE
+
+
 def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResult:
     """Sieve a parsed page (the tree is modified: anchors get marks).
 
@@ -1371,12 +1393,13 @@ def sieve_element(root: etree._Element, topic: Topic, out: Builder) -> SieveResu
         lines = found.part(topic.recipe) if found else []
         if lines and not _needs_page(lines, topic):
             return _from_recipe(lines, topic, out)
-    blocks = blocks_of(root)
-    if topic.shape:
-        blocks = split_lines(blocks)
-        result = _sieve_near(blocks, topic)
-    else:
-        result = sieve_blocks(blocks, topic)
+    blocks, result = _sieve_page(root, topic)
+    if not _confident(result) and show_hidden(root):
+        # Nothing about the topic in what a reader sees: the recipe card may be the
+        # part the page hides until a script picks its layout (style="display: none").
+        again, second = _sieve_page(root, topic)
+        if _confident(second):
+            blocks, result = again, second
     if lines and not _shows(blocks, result, lines):
         return _from_recipe(lines, topic, out)
     result.kept = _drop_repeats(blocks, result.kept)
