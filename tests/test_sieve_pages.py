@@ -94,6 +94,10 @@ CASES = [
     # nothing visible is about the topic, so the sieve looks at the hidden parts too.
     ("andycooks_1", "ingredients", 0.9, "the card hidden by an inline style"),
     ("andycooks_1", "instructions", 0.9, "the card hidden by an inline style"),
+    # The write-up's long how-to (headed paragraphs) outweighed the card's own steps,
+    # which follow the card's ingredients under "Instructions".
+    ("joyfoodsunshine", "instructions", 0.9, "write-up how-to over the card's steps"),
+    ("dinnerthendessert_1", "instructions", 0.9, "write-up how-to over the card's steps"),
 ]
 
 _WORD = re.compile(r"\w+")

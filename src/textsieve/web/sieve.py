@@ -106,6 +106,8 @@ COPY = 0.8  # a region of the @near topic scoring this share of the best is a co
 COPIES = 3  # copies of the @near topic's region looked at, at most
 NEAR_DECAY = 10.0  # blocks over which the boost falls by 1/e
 MIN_VALUE = 1.0  # a shaped region must sum to at least this to be kept
+ADJACENT = 0.5  # the steps right after the @near region win at this share of the best's...
+ADJACENT_BLOCKS = 6  # ...when they start at most this many blocks after it
 SIBLING_LIST = 0.5  # a list beside a shaped region joins it at this share of its scores
 NUTRITION = 0.2  # factor for the lines of a list that states kcal, kJ, mg or µg
 SOFT_NOISE = 0.7  # shaped topics: factor inside a container that only its class calls
@@ -1025,6 +1027,21 @@ def _best_run(values: list[float], free: list[bool]) -> tuple[int, int, float]:
     return best
 
 
+def _best_run_from(values: list[float], free: list[bool],
+                   starts: list[int]) -> tuple[int, int, float]:
+    """The run of free units with the largest sum that starts at one of ``starts``."""
+    best = (-1, -1, 0.0)
+    for s in starts:
+        acc = 0.0
+        for i in range(s, len(values)):
+            if not free[i]:
+                break
+            acc += values[i]
+            if acc > best[2]:
+                best = (s, i, acc)
+    return best
+
+
 def _is_heading(b: Block) -> bool:
     return b.kind == "heading" or shapes.line(b.text).label
 
@@ -1238,6 +1255,18 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     chosen: list[Region] = []
     while len(chosen) < topic.max_regions:
         first, last, value = _best_run(values, free)
+        if near is not None and not chosen:
+            after = []  # units starting just after it, up to a wall ("Notes", "Tips")
+            for u, (a, _) in enumerate(units):
+                if index[a] > near[1] + ADJACENT_BLOCKS:
+                    break
+                if index[a] > near[1]:
+                    if not free[u]:
+                        break
+                    after.append(u)
+            run = _best_run_from(values, free, after)
+            if run[0] >= 0 and run[2] >= ADJACENT * value:
+                first, last, value = run
         if first < 0 or value < MIN_VALUE or (chosen and value < RELATIVE * chosen[0].score):
             break
         first = _after_stub(first, last, units, index, blocks, values, True)
