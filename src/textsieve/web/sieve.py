@@ -1221,6 +1221,7 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     marks = step_marks(blocks) if topic.shape == "steps" else {}
     for j in marks.values():  # a numbered step counts however short
         scores[j] = max(scores[j], threshold + STEP_MARGIN)
+    plain = scores  # before the @near boost: how good a line is on its own
     if near is not None:
         scores = _near_boost(blocks, scores, near)
     # Blocks looked through: links and boilerplate without topic words; never a wall,
@@ -1245,6 +1246,8 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
                          for x in range(a, b + 1)):
             for x in range(a, b + 1):
                 scores[index[x]] *= NUTRITION
+                if plain is not scores:
+                    plain[index[x]] *= NUTRITION
     weight = [max(b.words, 1) ** SIZE_POWER for b in blocks]
     values = [sum((scores[i] - threshold) * weight[i] for i in (index[x] for x in range(a, b + 1)))
               for a, b in units]
@@ -1272,7 +1275,7 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
         first = _after_stub(first, last, units, index, blocks, values, True)
         if topic.shape == "steps":
             first = _section_start(first, units, index, blocks, free)
-        first, last = _sibling_lists(first, last, units, index, blocks, scores, free,
+        first, last = _sibling_lists(first, last, units, index, blocks, plain, free,
                                      threshold)
         lo, hi = index[units[first][0]], index[units[last][1]]
         # A parent heading right above names it ("Roast potatoes" over "Directions").
