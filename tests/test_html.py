@@ -353,3 +353,44 @@ def test_text_before_the_doctype_is_kept(tmp_path: Path) -> None:
                     "</html>", encoding="utf-8")
     text = textsieve.extract(str(page), options=Options(html="full")).text
     assert "Hello 42" in text and "Body text here." in text, text
+
+
+# A publisher's header as served: the menu button's inner <div> is left open when the
+# button ends. Browsers (HTML5) close the button there; libxml2 left it open, and the rest
+# of the page (its <main>, the recipe) inside a button, which no reader renders.
+MISNESTED_BUTTON = b"""<!DOCTYPE html><html lang="en"><head><title>Jerk Shrimp</title></head>
+<body><header class="header"><div class="header__menu-top">
+<div class="header__menu-button-container">
+<button class="header__menu-button" aria-label="Main menu">
+<div class="header__menu-button-inner"><svg class="icon"><use href="#icon-menu"></use></svg>
+<div>
+</button>
+</div>
+<div class="header__logo-wrapper"><a href="/">Food magazine</a></div>
+<div class="utility-nav"><button class="search__button">Search</button></div>
+</div></header>
+<main id="main"><article><h1>Jerk Shrimp with Lime Butter</h1>
+<ul><li>1/2 cup unsalted butter</li><li>5 large garlic cloves, minced</li></ul>
+<ol><li>Melt the butter in a saucepan over medium heat and add the garlic.</li>
+<li>Add the shrimp and cook until pink, about four minutes.</li></ol>
+<p>Serve the shrimp with the sauce poured over and lime wedges on the side.</p>
+</article></main>
+<footer><p>Copyright the magazine</p></footer></body></html>
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "sieve"])
+def test_page_after_an_unclosed_tag_inside_a_button(tmp_path: Path, mode: str) -> None:
+    """``textsieve extract PAGE`` (a saved page reads as --html full) and the sieve keep
+    the page after a button whose inner <div> was left open: they gave 3 words."""
+    page = tmp_path / "jerk-shrimp.html"
+    page.write_bytes(MISNESTED_BUTTON)
+    extra = ["--topic", "recipe-directions"] if mode == "sieve" else []
+    r = subprocess.run([sys.executable, "-m", "textsieve", "extract", "--html", mode,
+                        *extra, str(page)], capture_output=True, text=True, timeout=120,
+                       check=False)
+    assert r.returncode == 0, r.stderr
+    assert "Add the shrimp and cook until pink" in r.stdout, r.stdout
+    if mode == "full":
+        assert "Jerk Shrimp with Lime Butter" in r.stdout
+        assert "5 large garlic cloves" in r.stdout

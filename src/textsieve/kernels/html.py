@@ -12,6 +12,7 @@ compared by local name (``tag``), so the same walker reads XHTML parsed as XML.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 
@@ -22,6 +23,8 @@ from ..model import Document, ErrorKind, ExtractionError
 from ..render import Builder, number_text
 from ..textcodec import bom_encoding, decode, normalize_charset
 from .xml import local
+
+logger = logging.getLogger(__name__)
 
 # -- HTML -------------------------------------------------------------------------------
 SKIP = frozenset({"script", "style", "noscript", "template", "head", "iframe", "object",
@@ -321,14 +324,24 @@ _LOOKUP = etree.ElementDefaultClassLookup(
 _STRAY_LEAD = re.compile(r"[^<\w]{1,64}(?=\s*<(?:!doctype|html)[\s>])", re.IGNORECASE)
 
 
-def parse_html(text: str) -> etree._Element:
-    if text[:1] != "<":
-        lead = text.lstrip()
-        stray = _STRAY_LEAD.match(lead)
-        if stray is not None:
-            text = lead[stray.end():]
-    if "/>" in text:
-        text = _SELF_CLOSED_RAW.sub(_open_self_closed, text)
+# Elements whose content no reader sees (controls, inert templates, fallbacks) and parts
+# of a page's own content: one inside the other means the parser mis-nested the page.
+_SWALLOWERS = frozenset({"button", "select", "textarea", "template", "noscript", "dialog",
+                         "datalist", "object", "canvas", "map", "audio", "video"})
+_PAGE_PARTS = ("main", "article", "h1")
+
+
+def _misnested(root: etree._Element) -> bool:
+    """Whether libxml2 left the page inside an element no reader renders. libxml2 lets an
+    end tag close only what its "priority" may close: ``<button><div></button>`` leaves
+    the button open, and the rest of the page (its <main>, its <h1>) inside a button,
+    which we, trafilatura and every reader skip. A browser's HTML5 parser closes it
+    there. One pass over a few tags; true for one web page in a few hundred."""
+    return any(a.tag in _SWALLOWERS for el in root.iter(*_PAGE_PARTS)
+               for a in el.iterancestors())
+
+
+def _parse_lxml(text: str) -> etree._Element:
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
                                   no_network=True)
     # Every element is an HtmlElement (trafilatura needs one, and drop_tree), chosen in
@@ -343,6 +356,41 @@ def parse_html(text: str) -> etree._Element:
         raise ExtractionError(ErrorKind.CORRUPT, f"unparseable HTML: {exc}") from exc
     if root is None:
         raise ExtractionError(ErrorKind.CORRUPT, "HTML holds no element")
+    return root
+
+
+def _html5(text: str) -> str | None:
+    """The page as an HTML5 parser (Lexbor, as browsers parse) builds it, written out
+    with every element closed where it ends, so libxml2 reads the same tree; None if
+    Lexbor cannot read it (the libxml2 tree is kept then)."""
+    from selectolax.lexbor import LexborHTMLParser  # only for the rare mis-nested page
+
+    try:
+        out = LexborHTMLParser(text.encode("utf-8", "replace")).html
+    except Exception:  # a second opinion: its failure changes nothing
+        logger.debug("lexbor could not parse the page", exc_info=True)
+        return None
+    return out or None
+
+
+def parse_html(text: str) -> etree._Element:
+    """The page's tree: libxml2's (fast, hardened), or where libxml2 left the page
+    inside an element no reader renders, the tree an HTML5 parser builds."""
+    if text[:1] != "<":
+        lead = text.lstrip()
+        stray = _STRAY_LEAD.match(lead)
+        if stray is not None:
+            text = lead[stray.end():]
+    if "/>" in text:
+        text = _SELF_CLOSED_RAW.sub(_open_self_closed, text)
+    root = _parse_lxml(text)
+    if _misnested(root):
+        fixed = _html5(text)
+        if fixed is not None:
+            try:
+                return _parse_lxml(fixed)
+            except ExtractionError:
+                pass
     return root
 
 

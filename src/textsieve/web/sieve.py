@@ -512,7 +512,8 @@ class _Walker(HtmlWalker):
         tag = tag_name(el)
         noisy = tag in _NOISE_TAGS or (
             tag in BLOCK and tag not in _NO_ATTR_CHECK
-            and _NOISE_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}") is not None)
+            and _NOISE_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}") is not None
+            and not _holds_page(el))
         if not noisy:
             super().node(el)
             return
@@ -539,6 +540,14 @@ class _Walker(HtmlWalker):
             super().list_(el, level)
         finally:
             self.out.part = outer
+
+
+def _holds_page(el: etree._Element) -> bool:
+    """Whether a container holds the page's own content (its ``<main>`` or its ``<h1>``):
+    then a class that sounds like boilerplate ("wrapper-with-sticky-ad", "has-sidebar")
+    describes the layout around it, not the container. Ads, menus and related posts do
+    not hold the page's main element or its title."""
+    return next(el.iterdescendants("main", "h1"), None) is not None
 
 
 def _mark_links(root: etree._Element) -> None:
@@ -952,6 +961,11 @@ def _near_boost(blocks: list[Block], scores: list[float],
         return b.kind == "list_item" and (b.args[2] or shapes.line(b.text).sentence)
 
     end = len(blocks)
+    # Where the page names the section ("Instructions") soon after the region, the
+    # steps start at that name: what lies between (a "Why this recipe works" story, a
+    # shopping tip) is not lifted by the nearness of the ingredients.
+    named = next((i for i in range(hi + 1, min(len(blocks), hi + 1 + int(NEAR_DECAY)))
+                  if _names_section(blocks[i])), None)
     for i in range(hi + 1, min(len(blocks), hi + 1 + int(NEAR_DECAY))):
         if steps_item(i):  # the end of this list and of lists of steps right after it
             end = i
@@ -965,6 +979,8 @@ def _near_boost(blocks: list[Block], scores: list[float],
             out.append(v)
         elif lo <= i <= hi:
             out.append(0.0)
+        elif i > hi and named is not None and i < named:
+            out.append(v)
         elif i > hi:
             out.append(v * (1.0 + NEAR_AFTER * math.exp(-(i - hi - 1) / NEAR_DECAY)))
         else:
@@ -1111,6 +1127,17 @@ def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list
     return first
 
 
+def _counters(blocks: list[Block], own: list[bool]) -> None:
+    """A bare number between two links the sieve looks through is one of those links'
+    counters (comments, ratings, a rank in "most read"), looked through with them. Not a
+    number beside a line of text: "250" above "g flour" is the quantity of its item."""
+    for i in range(1, len(blocks) - 1):
+        if (not own[i] and own[i - 1] and own[i + 1] and blocks[i].words <= 1
+                and blocks[i - 1].link >= 0.5 and blocks[i + 1].link >= 0.5
+                and shapes.line(blocks[i].text).leading_qty):
+            own[i] = True
+
+
 def sieve_shaped(blocks: list[Block], topic: Topic,
                  near: tuple[int, int] | None = None) -> SieveResult:
     """The shaped sieve: every block adds its score minus THRESHOLD, lists count as one
@@ -1130,8 +1157,13 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
         scores[j] = max(scores[j], threshold + STEP_MARGIN)
     if near is not None:
         scores = _near_boost(blocks, scores, near)
-    own = [(b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"])
-           or i in marks for i, (b, s) in enumerate(zip(blocks, scores, strict=True))]
+    # Blocks looked through: links and boilerplate without topic words; never a wall,
+    # nor the @near topic's region (looked through, they would no longer stop a region).
+    lo_near, hi_near = near if near is not None else (-1, -2)
+    own = [((b.hits <= 0 and (b.noisy or b.link >= 0.5) and s < THRESHOLD["items"])
+            or i in marks) and not _wall(b) and not lo_near <= i <= hi_near
+           for i, (b, s) in enumerate(zip(blocks, scores, strict=True))]
+    _counters(blocks, own)
     index = [i for i, t in enumerate(own) if not t]
     units: list[tuple[int, int]] = []  # positions in ``index``
     k = 0
