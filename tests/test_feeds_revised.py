@@ -341,6 +341,15 @@ def test_revision_that_fails_for_good_is_not_fetched_every_round(
         assert row["status"] == "ok" and row["text"] == before[row["key"]]["text"]
         kinds[i] = _show(db, row["id"])["source_state"]["error_kind"]
     assert kinds == {0: "http_404", 1: "corrupt"}  # the PDF reader's word, not "degraded"
+    notes = {}
+    for i in (0, 1):
+        shown = subprocess.run([sys.executable, "-m", "textsieve", "show",
+                                str(after[feed_site.url(f"/tides/{i}.html")]["id"]),
+                                "--archive", str(db)],
+                               capture_output=True, text=True, timeout=120, check=True)
+        notes[i] = shown.stderr + shown.stdout
+    assert "source gone since" in notes[0] and "http_404" in notes[0]
+    assert "source sent what cannot be read since" in notes[1] and "corrupt" in notes[1]
     gone = subprocess.run([sys.executable, "-m", "textsieve", "search", "oystercatchers",
                            "--gone", "--archive", str(db)],
                           capture_output=True, text=True, timeout=120, check=True).stdout
