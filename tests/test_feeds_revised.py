@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from feed_server import FeedSite, feed_site_fixture  # noqa: F401 - registers feed_site
 from test_feeds import _article, _meta, articles, run
 
@@ -233,3 +235,154 @@ def test_revised_rss_item_is_fetched_again_and_a_failure_keeps_the_text(
     row = items[feed_site.url("/tides/1.html")]
     assert "counted 211 oystercatchers" in row["text"]
     assert len(_show(db, row["id"])["captures"]) == 3
+
+
+def _again(cmd: str, db: Path, feed: str) -> subprocess.CompletedProcess[str]:
+    """One more pass over the feed as a user runs it: ``run``, or one round of ``watch``
+    (each round of a long ``watch`` is this same incremental run). No retries within a
+    fetch: each pass asks a down site once, so the passes can be counted."""
+    extra = ["--every", "1s", "--rounds", "1"] if cmd == "watch" else []
+    done = subprocess.run([sys.executable, "-m", "textsieve", cmd, feed, *extra,
+                           "--archive", str(db), "--allow-private", "--host-delay", "0",
+                           "-j", "1", "--fetch-timeout", "20", "--retries", "0"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+@pytest.mark.parametrize("cmd", ["watch", "run"])
+def test_revision_whose_site_was_down_is_fetched_by_a_later_pass(
+        feed_site: FeedSite, tmp_path: Path, cmd: str) -> None:
+    """An entry is revised while its article's site answers 503: that pass keeps the
+    text the item had (its status stays ok); the feed has seen the revision and lists it
+    never again, yet the next pass (a round of ``watch``, or ``run`` again) fetches the
+    article again by itself, and once the site is back the revised text is a new capture,
+    the earlier one kept. Then it is owed nothing: no more fetches."""
+    when = {i: dt.datetime(2026, 4, 1 + i, 6, 0, tzinfo=UTC) for i in range(2)}
+    entries = {i: (f"The tides of week {i}, in short.", when[i]) for i in range(2)}
+    for i in range(2):
+        feed_site.set(f"/tides/{i}.html", _article(f"Tide table {i}",
+                                                  _counted(20 + i, "oystercatchers")))
+    _rss_tides(feed_site, entries)
+    db, feed = tmp_path / "a.db", f"feed:{feed_site.url('/tides.rss')}"
+    key = feed_site.url("/tides/1.html")
+    _again(cmd, db, feed)
+    before = articles(db)[key]
+    assert "counted 21 oystercatchers" in before["text"]
+
+    entries[1] = ("The tides of week 1, corrected: 21 became 210.", when[1])
+    feed_site.set("/tides/1.html", _article("Tide table 1", _counted(210, "oystercatchers")))
+    _rss_tides(feed_site, entries)
+    feed_site.down.add("/tides/1.html")
+    _again(cmd, db, feed)
+    assert [h.status for h in feed_site.requests("/tides/1.html")] == [200, 503]
+    kept = articles(db)[key]
+    assert kept["status"] == "ok" and kept["text"] == before["text"]
+    assert _show(db, kept["id"])["source_state"]["error_kind"] == "http_5xx"
+
+    _again(cmd, db, feed)  # still down: asked again, the text still kept
+    assert [h.status for h in feed_site.requests("/tides/1.html")] == [200, 503, 503]
+    assert articles(db)[key]["text"] == before["text"]
+
+    feed_site.down.clear()
+    _again(cmd, db, feed)
+    assert [h.status for h in feed_site.requests("/tides/1.html")][-1] == 200
+    after = articles(db)[key]
+    assert after["id"] == before["id"] and after["status"] == "ok"
+    assert "counted 210 oystercatchers" in after["text"]
+    assert "counted 21 oystercatchers" not in after["text"]
+    shown = _show(db, after["id"])
+    assert [c["current"] for c in shown["captures"]] == [0, 1]
+    assert shown["source_state"]["error_kind"] is None
+    assert any(b"counted 21 oystercatchers" in p for p in _warc_payloads(db, tmp_path))
+
+    asked = len(feed_site.requests("/tides/1.html"))
+    _again(cmd, db, feed)  # nothing owed any more
+    assert len(feed_site.requests("/tides/1.html")) == asked
+    assert len(feed_site.requests("/tides/0.html")) == 1
+
+
+def test_revision_that_fails_for_good_is_not_fetched_every_round(
+        feed_site: FeedSite, tmp_path: Path) -> None:
+    """Two entries revised: one article is gone (404), the other now serves bytes that
+    cannot be read (a broken PDF). Each keeps its text, each failure is a typed record
+    (``show``, ``search --gone``), and the rounds of ``watch`` that follow do not ask for
+    either again."""
+    when = {i: dt.datetime(2026, 4, 1 + i, 6, 0, tzinfo=UTC) for i in range(3)}
+    entries = {i: (f"The tides of week {i}, in short.", when[i]) for i in range(3)}
+    for i in range(3):
+        feed_site.set(f"/tides/{i}.html", _article(f"Tide table {i}",
+                                                  _counted(20 + i, "oystercatchers")))
+    _rss_tides(feed_site, entries)
+    db, feed = tmp_path / "a.db", f"feed:{feed_site.url('/tides.rss')}"
+    _again("watch", db, feed)
+    before = articles(db)
+    assert len(before) == 3
+
+    for i in (0, 1):
+        entries[i] = (f"The tides of week {i}, corrected.", when[i])
+    with feed_site.lock:
+        del feed_site.pages["/tides/0.html"]
+    feed_site.set("/tides/1.html", b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\ntruncated",
+                  "application/pdf")
+    _rss_tides(feed_site, entries)
+    done = subprocess.run([sys.executable, "-m", "textsieve", "watch", feed, "--every", "1s",
+                           "--rounds", "3", "--archive", str(db), "--allow-private",
+                           "--host-delay", "0", "-j", "1", "--fetch-timeout", "20"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert [h.status for h in feed_site.requests("/tides/0.html")] == [200, 404]
+    assert [h.status for h in feed_site.requests("/tides/1.html")] == [200, 200]
+    assert len(feed_site.requests("/tides/2.html")) == 1
+    after = articles(db)
+    kinds = {}
+    for i in (0, 1):
+        row = after[feed_site.url(f"/tides/{i}.html")]
+        assert row["status"] == "ok" and row["text"] == before[row["key"]]["text"]
+        kinds[i] = _show(db, row["id"])["source_state"]["error_kind"]
+    assert kinds == {0: "http_404", 1: "corrupt"}  # the PDF reader's word, not "degraded"
+    notes = {}
+    for i in (0, 1):
+        shown = subprocess.run([sys.executable, "-m", "textsieve", "show",
+                                str(after[feed_site.url(f"/tides/{i}.html")]["id"]),
+                                "--archive", str(db)],
+                               capture_output=True, text=True, timeout=120, check=True)
+        notes[i] = shown.stderr + shown.stdout
+    assert "source gone since" in notes[0] and "http_404" in notes[0]
+    assert "source sent what cannot be read since" in notes[1] and "corrupt" in notes[1]
+    gone = subprocess.run([sys.executable, "-m", "textsieve", "search", "oystercatchers",
+                           "--gone", "--archive", str(db)],
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "Tide table 0" in gone and "Tide table 1" in gone and "Tide table 2" not in gone
+
+
+def test_revision_moved_to_a_link_that_was_down_stays_its_item(
+        feed_site: FeedSite, tmp_path: Path) -> None:
+    """A revision that moves an entry to another link whose site answers 503: a later
+    round of ``watch`` fetches the new link, and its text becomes a capture of the same
+    item (the one the entry made), not an item of its own."""
+    when = {i: dt.datetime(2026, 4, 1 + i, 6, 0, tzinfo=UTC) for i in range(2)}
+    entries = {i: (f"The tides of week {i}, in short.", when[i]) for i in range(2)}
+    for i in range(2):
+        feed_site.set(f"/tides/{i}.html", _article(f"Tide table {i}",
+                                                  _counted(20 + i, "oystercatchers")))
+    _rss_tides(feed_site, entries)
+    db, feed = tmp_path / "a.db", f"feed:{feed_site.url('/tides.rss')}"
+    _again("watch", db, feed)
+    before = articles(db)
+
+    entries[1] = ("The tides of week 1, corrected and moved.", when[1])
+    feed_site.set("/tides/1-fixed.html", _article("Tide table 1",
+                                                  _counted(211, "oystercatchers")))
+    feed_site.down.add("/tides/1-fixed.html")
+    _rss_tides(feed_site, entries, moved={1: "/tides/1-fixed.html"})
+    _again("watch", db, feed)
+    assert [h.status for h in feed_site.requests("/tides/1-fixed.html")] == [503]
+    feed_site.down.clear()
+    _again("watch", db, feed)
+    assert [h.status for h in feed_site.requests("/tides/1-fixed.html")] == [503, 200]
+    after = articles(db)
+    assert set(after) == set(before)
+    row = after[feed_site.url("/tides/1.html")]
+    assert "counted 211 oystercatchers" in row["text"]
+    assert [c["current"] for c in _show(db, row["id"])["captures"]] == [0, 1]

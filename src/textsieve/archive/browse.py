@@ -54,8 +54,12 @@ def source_note(check: dict[str, Any] | None, captures: list[dict[str, Any]]) ->
     why = check.get("error_kind") or "failed"
     if check.get("http_status"):
         why += f", HTTP {check['http_status']}"
-    what = "source gone" if check.get("error_kind") != "degraded" else \
-        "source shrank to a fraction of its text (a cookie wall, a parked domain?)"
+    if check.get("error_kind") == "degraded":
+        what = "source shrank to a fraction of its text (a cookie wall, a parked domain?)"
+    elif 200 <= (check.get("http_status") or 0) < 400:  # it answered: with what fails
+        what = "source sent what cannot be read"
+    else:
+        what = "source gone"
     line = (f"{what} since {_day(check['gone_since'])} ({why}; last checked "
             f"{_day(check.get('checked_at'))})")
     current = next((c for c in captures if c.get("current")), None)
@@ -165,18 +169,50 @@ def failed_ids(archive: Archive, kind: str | None, site: str | None) -> list[int
         "AND parent_id IS NULL AND error_kind IS ? AND site IS ?", (kind, site))]
 
 
+# A top-level item whose last attempt failed: the item itself (no good capture), or the
+# last fetch of an item that keeps a good capture (its ``checks`` row: a revision whose
+# new bytes could not be had).
+_FAILED = "(i.status = 'error' OR k.gone_since IS NOT NULL)"
+# Where to ask for such an item again: where it failed (the address its check asked: a
+# revision may have moved a feed entry to another link), else where it came from.
+_ASK_AT = ("CASE WHEN i.status = 'error' THEN i.original "
+           "ELSE coalesce(k.url, i.original) END")
+
+
 def retry_targets(archive: Archive, ids: list[int]) -> list[tuple[str, str, str | None]]:
-    """(source spec, key, original) of these failed top-level items, for a re-run: the
-    source each was last seen in."""
+    """(source spec, key, original) of these top-level items whose last attempt failed
+    (``_FAILED``), for a re-run: the source each was last seen in."""
     out = []
     for i in ids:
         row = archive.conn.execute(
-            "SELECT s.spec, i.key, i.original FROM items i JOIN provenance p ON p.item_id = i.id "
-            "JOIN sources s ON s.id = p.source_id WHERE i.id = ? AND i.status = 'error' "
+            f"SELECT s.spec, i.key, {_ASK_AT} FROM items i "
+            "JOIN provenance p ON p.item_id = i.id JOIN sources s ON s.id = p.source_id "
+            f"LEFT JOIN checks k ON k.item_id = i.id WHERE i.id = ? AND {_FAILED} "
             "AND i.parent_id IS NULL ORDER BY p.last_run DESC LIMIT 1", (i,)).fetchone()
         if row is not None:
             out.append((row[0], row[1], row[2]))
     return out
+
+
+def passing_failures(archive: Archive, spec: str, kinds: frozenset[str], limit: int
+                     ) -> list[tuple[str, str | None]]:
+    """(key, original) of the top-level items of one source whose last attempt failed
+    for one of ``kinds`` (reasons that pass: a server error, a timeout), those tried
+    longest ago first, at most ``limit``: an item that failed outright, and an item whose
+    good capture stands while its last fetch failed (a revised feed entry whose article's
+    site was down). The second is the archive's record of a fetch that is still owed, so
+    a source that never lists what it has seen again (a feed, a mailbox) need not
+    remember it too; its original is the address that check asked (a revision may have
+    moved the entry to another link)."""
+    ks = sorted(kinds)
+    marks = ", ".join("?" * len(ks))
+    return [(row[0], row[1]) for row in archive.conn.execute(
+        f"SELECT i.key, {_ASK_AT} FROM items i JOIN provenance p ON p.item_id = i.id "
+        "JOIN sources s ON s.id = p.source_id LEFT JOIN checks k ON k.item_id = i.id "
+        "WHERE s.spec = ? AND i.parent_id IS NULL AND ("
+        f"(i.status = 'error' AND i.error_kind IN ({marks})) OR (i.status != 'error' AND "
+        f"k.gone_since IS NOT NULL AND k.error_kind IN ({marks}))) "
+        "ORDER BY i.last_seen LIMIT ?", (spec, *ks, *ks, limit))]
 
 
 def facets(archive: Archive, limit: int = 50) -> dict[str, list[tuple[Any, int]]]:

@@ -313,9 +313,16 @@ INSERT OR IGNORE INTO item_labels (item_id, source_id, label)
     WHERE l.type = 'text' AND l.value != '';
 """
 
+# Version 10: a check keeps the address it asked. An item's source may move (a feed entry
+# revised to another link stays its item): a fetch that failed there is owed there, not at
+# the address of the item's last good capture (``run.retry.owed``).
+_V10_CHECK_URL = """
+ALTER TABLE checks ADD COLUMN url TEXT;
+"""
+
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     _V1, _V2, _V3, _V4_ENRICH, _V5_UI, scrub_credentials, _V7_ENRICH_SCALE, _V8_CAPTURES,
-    _V9_LABELS]
+    _V9_LABELS, _V10_CHECK_URL]
 VERSION = len(MIGRATIONS)
 
 

@@ -94,6 +94,7 @@ class Check:
     at: float
     http_status: int | None = None
     error: ErrorInfo | None = None
+    url: str | None = None  # the address asked (None: the item's own)
 
 
 @dataclass
@@ -292,7 +293,7 @@ class Archive:
                 self._capture(c, old[0], e, kept, at, current=False, kind="degraded")
             c.execute("UPDATE items SET last_seen = ? WHERE id = ?", (now, old[0]))
             self._provenance(c, [old[0]], sid, run_id)
-            self._checked(c, old[0], e.check, failed=True)
+            self._checked(c, old[0], e.check, failed=True, error=doc.error)
             return
         if old is not None and cur is not None and not same and at < cur[2] \
                 and doc.status != Status.ERROR and e.response is not None:
@@ -320,7 +321,8 @@ class Archive:
             self._capture(c, item_id, e, kept, at, current=True)
         self._children(c, e.item.key, item_id, doc, now)
         self._provenance(c, [item_id], sid, run_id)
-        self._checked(c, item_id, e.check, failed=doc.status == Status.ERROR)
+        self._checked(c, item_id, e.check, failed=doc.status == Status.ERROR,
+                      error=doc.error)
 
     @staticmethod
     def _worse(e: Entry, good_chars: int, same: bool) -> bool:
@@ -365,16 +367,20 @@ class Archive:
 
     @staticmethod
     def _checked(c: sqlite3.Connection, item_id: int, check: Check | None, *,
-                 failed: bool) -> None:
-        """The source's state after this run's fetch (nothing when it was not fetched)."""
+                 failed: bool, error: ErrorInfo | None = None) -> None:
+        """The source's state after this run's fetch (nothing when it was not fetched).
+        ``error``: why what was fetched failed when the fetch itself did not (bytes that
+        cannot be read): kept with its kind, so that a run owing the item a fetch
+        (``retry.owed``) tells a passing failure from one that would repeat."""
         if check is None:
             return
         failed = failed or check.error is not None
-        err = check.error
+        err = check.error or error
         c.execute(
             "INSERT INTO checks (item_id, checked_at, http_status, error_kind, error_message, "
-            "gone_since, alive_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item_id) DO "
-            "UPDATE SET checked_at = excluded.checked_at, http_status = excluded.http_status, "
+            "gone_since, alive_at, url) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item_id) "
+            "DO UPDATE SET checked_at = excluded.checked_at, url = excluded.url, "
+            "http_status = excluded.http_status, "
             "error_kind = excluded.error_kind, error_message = excluded.error_message, "
             "gone_since = CASE WHEN excluded.gone_since IS NULL THEN NULL "
             "ELSE coalesce(checks.gone_since, excluded.gone_since) END, "
@@ -383,7 +389,7 @@ class Archive:
              str(err.kind) if err else ("degraded" if failed else None),
              err.message if err else ("the page shrank to a fraction of its text"
                                       if failed else None),
-             check.at if failed else None, None if failed else check.at))
+             check.at if failed else None, None if failed else check.at, check.url))
 
     def checked(self, checks: list[tuple[int, Check]]) -> None:
         """Sources asked and found unchanged (304, the same bytes): their state only."""
@@ -528,12 +534,12 @@ class Archive:
     def check_of(self, item_id: int) -> dict[str, Any] | None:
         """The state of an item's source: last checked, its outcome, gone since when."""
         row = self.conn.execute(
-            "SELECT checked_at, http_status, error_kind, error_message, gone_since, alive_at "
-            "FROM checks WHERE item_id = ?", (item_id,)).fetchone()
+            "SELECT checked_at, http_status, error_kind, error_message, gone_since, alive_at, "
+            "url FROM checks WHERE item_id = ?", (item_id,)).fetchone()
         if row is None:
             return None
         return dict(zip(("checked_at", "http_status", "error_kind", "error_message",
-                         "gone_since", "alive_at"), row, strict=True))
+                         "gone_since", "alive_at", "url"), row, strict=True))
 
     def _put(self, c: sqlite3.Connection, key: str, original: str | None,
              parent: int | None, doc: Document, item: Item | None, now: float,

@@ -1,9 +1,11 @@
 """The items a "retry these" re-runs, as sources the runner takes: each failed item is
 listed again under the source spec it came from (so its provenance stays), without
-re-reading the whole folder or mailbox."""
+re-reading the whole folder or mailbox. Also what an incremental run of a feed or a
+mailbox owes from before (``owed``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,10 +41,41 @@ def sources_for(archive: Archive, ids: list[int]) -> tuple[list[RetrySource], in
     return list(by_spec.values()), len(ids) - listed
 
 
+# Items of an incremental source whose last attempt failed for a passing reason, listed
+# again per run (those tried longest ago first): a dead site's many links cost a run (a
+# round of ``watch``) this many fetches at most.
+OWED_PER_RUN = 50
+
+
+def owed(archive: Archive, specs: list[str]) -> list[RetrySource]:
+    """The items these incremental sources (a feed, a mailbox's links, a bookmark file)
+    owe from earlier runs: those whose last attempt failed for a reason that passes (a
+    server error, a timeout, a refused connection, ``TRANSIENT_ERRORS``), listed again.
+    Such a source never lists an entry it has seen again, so an article whose site was
+    down when its entry came, or when a revision of the entry came (the item keeps its
+    good text, its fetch is recorded as failed), would otherwise wait for someone to press
+    "retry", or for the entry to change again. The archive holds what is owed (the failed
+    item, or the failed check of a good one), so the source only says what it listed and
+    nothing flows back into it; a failure that would repeat (a 404, bytes that cannot be
+    read) is not listed again: it is a typed record where failures are listed."""
+    from .fresh import TRANSIENT_ERRORS
+
+    out = []
+    for spec in dict.fromkeys(specs):  # listed under the source that owes them
+        src = RetrySource(spec, [item for key, original in browse.passing_failures(
+            archive, spec, TRANSIENT_ERRORS, OWED_PER_RUN)
+            if (item := _item(spec, key, original)) is not None])
+        if src.listed:
+            out.append(src)
+    return out
+
+
 def _item(spec: str, key: str, original: str | None) -> Item | None:
+    """The item to list again, under its own key: a URL item is fetched from ``original``,
+    which may be another address than its key's (a feed entry whose revision moved it to
+    another link stays its item, ``sources.feeds``)."""
     if original and is_url(original):
-        item = url_item(original, spec)
-        return item if item.key == key else None
+        return dataclasses.replace(url_item(original, spec), key=key)
     path = key_path(key)
     if path is None or not os.path.isfile(path):
         return None

@@ -87,6 +87,11 @@ LIST_CHUNK = 256  # items looked up in the archive at once
 def run(sources: Sequence[ItemSource], archive: Archive, options: Options, *,
         mode: Mode = Mode.INCREMENTAL, progress: ProgressFn | None = None,
         run_options: dict[str, object] | None = None) -> RunStats:
+    """Run ``sources`` into ``archive``: list, decide, fetch, extract, write. An
+    incremental run of an incremental source (a feed, a mailbox: one with ``bind_state``,
+    which lists only what it has not seen) also lists the items it owes from earlier runs
+    (``retry.owed``: their last attempt failed for a reason that passes), so running the
+    same command again does what is new, changed, or failed before, as with a folder."""
     stats = RunStats()
     run_id = archive.begin_run([s.spec for s in sources], run_options or {})
     source_ids = {s.spec: archive.source_id(s.spec) for s in sources}
@@ -94,10 +99,15 @@ def run(sources: Sequence[ItemSource], archive: Archive, options: Options, *,
         bind = getattr(s, "bind_state", None)
         if bind is not None:
             bind(archive.source_state(s.spec))
+    listed = list(sources)
+    if mode is Mode.INCREMENTAL:  # and what they owe from before: failed, may not again
+        from .retry import owed
+
+        listed += owed(archive, [s.spec for s in sources if hasattr(s, "bind_state")])
     status = "interrupted"
-    _count_ahead(sources, stats)
+    _count_ahead(listed, stats)
     try:
-        _run(sources, archive, options, mode, stats, run_id, source_ids, progress)
+        _run(listed, archive, options, mode, stats, run_id, source_ids, progress)
         for s in sources:  # only now: every item of this sync is committed
             new_state = getattr(s, "new_state", None)
             if new_state is not None:
@@ -341,7 +351,8 @@ class _Decider:
                               f"{self.policy.options.max_body} bytes")
         else:
             return None
-        entry = self.web.failed(item, Check(r.captured_at or time.time(), r.status, error))
+        entry = self.web.failed(item, Check(r.captured_at or time.time(), r.status, error,
+                                            r.url))
         entry.response = r
         return entry
 
@@ -656,7 +667,7 @@ class _WebStage:
                                    "etag": res.etag, "last_modified": res.last_modified}
         if res.redirects:
             info["redirects"] = list(res.redirects)
-        check = Check(time.time(), res.status or None, res.error)
+        check = Check(time.time(), res.status or None, res.error, item.url)
         redo = self.policy.redo_from_original(known)
         if res.error is not None:
             if redo and known is not None:  # the kept bytes, since the server fails

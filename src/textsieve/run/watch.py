@@ -3,7 +3,8 @@
 Each round is one ordinary incremental run over the sources that are due (what is new
 in a mailbox, a feed, a folder), recorded in the archive like any run; the items of an
 incremental source whose last attempt failed for a passing reason (a server error, a
-timeout) are listed again with it. A source that
+timeout), also the revised feed entry whose article could not be fetched again, are
+listed again with it (the run does that: ``retry.owed``). A source that
 fails as a whole (a mail server down, credentials refused, a folder gone) is skipped by
 the next rounds for longer and longer (doubling from one interval up to ``MAX_BACKOFF``)
 while the others go on; the feeds of a feed or OPML source back off one by one (a
@@ -31,9 +32,6 @@ from ..options import Options
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = 24 * 3600.0  # a source down for days is tried once a day
-# Failed items of an incremental source tried again per round (those tried longest ago
-# first): a dead site's many links cost a round this many fetches at most.
-RETRY_PER_ROUND = 50
 _EVERY = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)", re.I)
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -149,10 +147,8 @@ class Watcher:
             if hasattr(src, "backoff"):
                 src.backoff = True  # a feed source: each failing feed waits its turn
             sources.append(_Guarded(src, lambda s, why: r.failed.__setitem__(s, why)))
-        listed: list[Any] = sources + self._retries(
-            [s.spec for s in sources if hasattr(s, "bind_state")])
-        if listed:
-            stats = run(listed, self.archive, self.options, progress=self.progress,
+        if sources:  # the run lists what they owe from before too (``retry.owed``)
+            stats = run(sources, self.archive, self.options, progress=self.progress,
                         run_options={"mode": "watch", "round": self.rounds})
             r.counts = stats.as_dict()
         for spec in self.specs:
@@ -163,28 +159,6 @@ class Watcher:
                 self.health[spec] = _Health()
         self.report(r)
         return r
-
-    def _retries(self, specs: list[str]) -> list[Any]:
-        """The items of these incremental sources (a feed, a mailbox's links, a bookmark
-        file) whose last attempt failed for a reason that passes (a server error, a
-        timeout, a refused connection), listed again for this round. Such a source never
-        lists an entry it has seen again, so an article whose site was down when its
-        entry came would otherwise wait for someone to press "retry"."""
-        if not specs:
-            return []
-        from .fresh import TRANSIENT_ERRORS
-        from .retry import sources_for
-
-        kinds = sorted(TRANSIENT_ERRORS)
-        ids: list[int] = []
-        for spec in specs:
-            ids += [row[0] for row in self.archive.conn.execute(
-                "SELECT i.id FROM items i JOIN provenance p ON p.item_id = i.id "
-                "JOIN sources s ON s.id = p.source_id WHERE s.spec = ? AND i.status = "
-                f"'error' AND i.parent_id IS NULL AND i.error_kind IN "
-                f"({', '.join('?' * len(kinds))}) ORDER BY i.last_seen LIMIT ?",
-                (spec, *kinds, RETRY_PER_ROUND))]
-        return list(sources_for(self.archive, ids)[0]) if ids else []
 
     def loop(self, wait: Callable[[float], bool], rounds: int | None = None) -> int:
         """Rounds until ``wait(seconds)`` says stop (returns True) or ``rounds`` are done;

@@ -10,6 +10,12 @@ Incremental twice over, with the state kept in the archive's source state (saved
 once a run's items are committed): the feed is asked for with its ETag/Last-Modified
 (a 304 costs nothing), and of what it serves only entries new or revised (by id, and
 by revision: ``feedparse.revised``) become items, a revised one the same item again.
+A revision is remembered as seen once listed, whatever its fetch gives: the state is
+what the feed said, the archive is what came of it. A revised entry's article that
+could not be fetched keeps its good text, and its failed fetch is the item's check in
+the archive; the next run of the feed owes it a fetch while the failure may pass (a
+503, a timeout: ``run.retry.owed``), and a failure that would repeat (a 404, bytes that
+cannot be read) stays a typed record. So nothing flows back from the run into the feed.
 A feed that fails is a typed record keyed ``feed:URL`` (the run goes on with the other
 feeds) and is asked again later and later (back-off, also across the rounds of
 ``textsieve watch``).
