@@ -1382,8 +1382,8 @@ def _drop_repeats(blocks: list[Block], kept: list[int]) -> list[int]:
 
 def _drop_repeated_sections(blocks: list[Block], kept: list[int],
                             text: dict[int, str]) -> list[int]:
-    """``kept`` without a section whose lines (two or more, in order) repeat an earlier
-    section's; a section starts at a heading or a label."""
+    """``kept`` without a section whose lines (two or more, in order, word for word)
+    repeat an earlier section's; a section starts at a heading or a label."""
     sections: list[list[int]] = []
     for i in kept:
         if not sections or _is_heading(blocks[i]):
@@ -1392,7 +1392,9 @@ def _drop_repeated_sections(blocks: list[Block], kept: list[int],
     seen: set[tuple[str, ...]] = set()
     out: list[int] = []
     for sec in sections:
-        lines = tuple(text[i] for i in sec if not _is_heading(blocks[i]))
+        # by their words: the card's copy drops the write-up's commas and brackets
+        lines = tuple(" ".join(_WORD.findall(text[i])) for i in sec
+                      if not _is_heading(blocks[i]))
         if len(lines) >= 2 and lines in seen:
             continue
         seen.add(lines)
