@@ -83,6 +83,7 @@ CASES = [
     ("kikkoman_2", "instructions", 0.8, "each step's paragraph twice"),
     ("americastestkitchen_3", "ingredients", 0.85, "the whole list shown three times"),
     ("thepalatablelife_2", "ingredients", 0.8, "the write-up's list again in the card"),
+    ("donalskehan_1", "ingredients", 0.85, "the list in oz, then again in grams"),
     # A nutrition table ("Koleszterin 103 mg", "9% Fehérje") taken for the ingredients;
     # then the steps, far from the true list, fell under a threshold set by themselves.
     ("nosalty_1", "ingredients", 0.75, "a nutrition table in mg and % taken"),

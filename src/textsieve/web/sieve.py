@@ -121,6 +121,8 @@ LEAD_WORDS = 20  # ...with no line of more words than this in between (a story, 
 REPEAT = 0.8  # a kept block whose text other kept blocks hold this share of is a repeat
 REPEAT_MIN = 20  # characters: shorter pieces ("Salt", "1 egg") prove no repeat
 REPEAT_LONG = 100  # characters: an equal block this long is the same text shown twice
+VARIANT = 0.25  # a section with this share of its lines changed is the same list again
+VARIANT_PART = 0.75  # ...and a run right after a list, this share of its length, its copy
 REPEAT_BLOCKS = 400  # kept blocks above which repeats are not looked for
 
 _WORD = re.compile(r"\w+")
@@ -1389,17 +1391,49 @@ def _drop_repeated_sections(blocks: list[Block], kept: list[int],
         if not sections or _is_heading(blocks[i]):
             sections.append([])
         sections[-1].append(i)
-    seen: set[tuple[str, ...]] = set()
+    seen: list[tuple[str, ...]] = []
     out: list[int] = []
     for sec in sections:
         # by their words: the card's copy drops the write-up's commas and brackets
         lines = tuple(" ".join(_WORD.findall(text[i])) for i in sec
                       if not _is_heading(blocks[i]))
-        if len(lines) >= 2 and lines in seen:
+        if len(lines) >= 2 and any(_variant(lines, old) for old in seen):
             continue
-        seen.add(lines)
+        seen.append(lines)
         out.extend(sec)
-    return out
+    return _drop_second_copy(blocks, out, text)
+
+
+def _drop_second_copy(blocks: list[Block], kept: list[int],
+                      text: dict[int, str]) -> list[int]:
+    """``kept`` without a run of lines that follows a run of the same lines (a
+    ``_variant`` of it, three lines or more) with no heading between: the list in both
+    unit systems, one after the other, where a toggle shows one."""
+    lines = [i for i in kept if not _is_heading(blocks[i])]
+    words = [" ".join(_WORD.findall(text[i])) for i in lines]
+    n = len(words)
+    for start in range(n):
+        for p in range(3, n - start):
+            if words[start] != words[start + p]:
+                continue
+            second = words[start + p:start + 2 * p]  # may end early (the kept region did)
+            if len(second) >= 3 and len(second) >= VARIANT_PART * p and _variant(
+                    tuple(second), tuple(words[start:start + len(second)])):
+                drop = set(lines[start + p:start + p + len(second)])
+                return [i for i in kept if i not in drop]
+    return kept
+
+
+def _variant(lines: tuple[str, ...], old: tuple[str, ...]) -> bool:
+    """The same section again: word for word, or (three lines or more) the same number of
+    lines, in order, all but VARIANT of them equal: the list in the other units
+    ("250g plain flour" / "8.8oz plain flour") a toggle switches to."""
+    if lines == old:
+        return True
+    if len(lines) < 3 or len(lines) != len(old):
+        return False
+    differ = sum(a != b for a, b in zip(lines, old, strict=True))
+    return differ <= VARIANT * len(lines)
 
 
 def _sieve_page(root: etree._Element, topic: Topic) -> tuple[list[Block], SieveResult]:
