@@ -11,6 +11,7 @@ exports, the reading room, ``reextract``/``topics --label``) filters with ``LABE
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
@@ -22,8 +23,11 @@ from ..model.items import Listing
 LABEL_SQL = ("EXISTS (SELECT 1 FROM item_labels lb WHERE lb.item_id IN (i.id, i.parent_id) "
              "AND lb.label = ? COLLATE NOCASE)")
 
-# (item key, source spec, labels, listing): what one source said of one item in this run.
-Pending = tuple[str, str, tuple[str, ...], Listing | None]
+# (item key, source spec, labels, listing, facts): what one source said of one item in this
+# run; the facts (``Item.facts``: a feed entry's id, its feed) are kept with the listing, so
+# a capture made later without the source (a retry, ``reextract``) says them too
+# (``source_facts``).
+Pending = tuple[str, str, tuple[str, ...], Listing | None, tuple[tuple[str, object], ...]]
 
 
 def record(c: sqlite3.Connection, pending: Iterable[Pending], run_id: int,
@@ -31,10 +35,10 @@ def record(c: sqlite3.Connection, pending: Iterable[Pending], run_id: int,
     """Record labels and listings of items that exist by now, in the caller's transaction;
     returns those whose item is not written yet, to try again after the next batch."""
     later: list[Pending] = []
-    for key, spec, labels, listing in pending:
+    for key, spec, labels, listing, facts in pending:
         row = c.execute("SELECT id FROM items WHERE key = ?", (key,)).fetchone()
         if row is None:
-            later.append((key, spec, labels, listing))
+            later.append((key, spec, labels, listing, facts))
             continue
         item_id = row[0]
         sid = source_ids.get(spec) or source_id_in(c, spec)
@@ -48,7 +52,27 @@ def record(c: sqlite3.Connection, pending: Iterable[Pending], run_id: int,
                       "listed = excluded.listed",
                       (item_id, sid, run_id, run_id, listing.title, listing.note,
                        listing.date))
+        if facts:
+            c.execute("INSERT INTO provenance (item_id, source_id, first_run, last_run, facts) "
+                      "VALUES (?,?,?,?,?) ON CONFLICT (item_id, source_id) "
+                      "DO UPDATE SET facts = excluded.facts",
+                      (item_id, sid, run_id, run_id, json.dumps(dict(facts), default=str)))
     return later
+
+
+def source_facts(c: sqlite3.Connection, item_id: int, source_id: int) -> dict[str, Any]:
+    """What a source told of an item beyond its listing (``Item.facts``), for a capture
+    made without it (a retry lists a bare link, ``reextract`` reads the kept original):
+    those of the source the capture is made under, else of the source that said them
+    last. Empty when no source said any."""
+    row = c.execute("SELECT facts FROM provenance WHERE item_id = ? AND facts IS NOT NULL "
+                    "ORDER BY source_id = ? DESC, last_run DESC LIMIT 1",
+                    (item_id, source_id)).fetchone()
+    try:
+        facts = json.loads(row[0]) if row else {}
+    except ValueError:
+        return {}
+    return facts if isinstance(facts, dict) else {}
 
 
 def add_mail_labels(c: sqlite3.Connection, item_id: int, source_id: int,
