@@ -1,5 +1,7 @@
 """Labels and listings: one kind of label whatever gave it (a Gmail label, an IMAP folder,
-a bookmark folder or tag, a feed's name), and what a list of links said about an item.
+a bookmark folder or tag, a feed's name), and what a list of links said about an item:
+its listing (title, note, date) and the source's facts (``Item.facts``: a feed entry's id,
+its feed), which the archive writer puts in every capture of the item (``source_facts``).
 
 Sources attach them to the items they yield (``Item.labels``, ``Item.listing``; mails
 through ``MailRef.labels``); the run's writer records them here for every item listed,
