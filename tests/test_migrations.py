@@ -348,3 +348,38 @@ def test_a_version_8_archive_keeps_its_mail_labels_as_labels(tmp_path: Path) -> 
                            timeout=120)
         labels[label] = p.stdout.count("https://example.org/")
     assert labels == {"reading list": 1, "INBOX": 1, "Later": 1}
+
+
+def test_a_version_10_archive_keeps_the_feed_details_of_its_items(tmp_path: Path) -> None:
+    """Version 11 keeps what a source told of an item (a feed entry's id, its feed) with
+    provenance: an archive from before takes it from its items' metadata, for the feed
+    named there (or the OPML list that gave the item), so a later capture made without
+    the feed says it too; an item whose metadata is not JSON is left as it was."""
+    db = tmp_path / "v10.db"
+    conn = _connect(db)
+    schema.migrate(conn, target=10)
+    now = time.time()
+    feed = {"feed": "https://example.org/feed.xml", "feed_entry": "tag:x,2026:1",
+            "feed_content": "article", "feed_problems": ["a date that is no date"]}
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO runs (started, ended, status) VALUES (?, ?, 'completed')",
+                 (now, now))
+    conn.executemany("INSERT INTO sources (spec) VALUES (?)",
+                     [("feed:https://example.org/feed.xml",), ("https://example.org/a",),
+                      ("opml:/subs.opml",)])
+    metas = [json.dumps({"extra": {**feed, "final_url": "https://example.org/a"}}),
+             json.dumps({"extra": {**feed, "feed_entry": "tag:x,2026:2"}}), "{not json"]
+    for n, meta in enumerate(metas, 1):
+        conn.execute("INSERT INTO items (key, original, status, metadata, first_seen, "
+                     "last_seen) VALUES (?, ?, 'ok', ?, ?, ?)",
+                     (f"https://example.org/{n}", f"https://example.org/{n}", meta, now, now))
+    conn.executemany("INSERT INTO provenance (item_id, source_id, first_run, last_run) "
+                     "VALUES (?, ?, 1, 1)", [(1, 1), (1, 2), (2, 3), (3, 1)])
+    conn.execute("COMMIT")
+    conn.close()
+    with Archive(db) as a:  # migrated when opened for writing
+        assert a.conn.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION
+        facts = {(i, s): json.loads(f) if f else None for i, s, f in a.conn.execute(
+            "SELECT item_id, source_id, facts FROM provenance")}
+    assert facts == {(1, 1): feed, (1, 2): None,
+                     (2, 3): {**feed, "feed_entry": "tag:x,2026:2"}, (3, 1): None}

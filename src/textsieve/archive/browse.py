@@ -194,8 +194,8 @@ def retry_targets(archive: Archive, ids: list[int]) -> list[tuple[str, str, str 
     return out
 
 
-def passing_failures(archive: Archive, spec: str, kinds: frozenset[str], limit: int
-                     ) -> list[tuple[str, str | None]]:
+def passing_failures(archive: Archive, spec: str, kinds: frozenset[str], limit: int | None,
+                     *, any_error: bool = False) -> list[tuple[str, str | None]]:
     """(key, original) of the top-level items of one source whose last attempt failed
     for one of ``kinds`` (reasons that pass: a server error, a timeout), those tried
     longest ago first, at most ``limit``: an item that failed outright, and an item whose
@@ -203,16 +203,18 @@ def passing_failures(archive: Archive, spec: str, kinds: frozenset[str], limit: 
     site was down). The second is the archive's record of a fetch that is still owed, so
     a source that never lists what it has seen again (a feed, a mailbox) need not
     remember it too; its original is the address that check asked (a revision may have
-    moved the entry to another link)."""
+    moved the entry to another link). ``any_error``: items that failed outright for any
+    reason (``--retry-errors``); ``limit`` None: all of them."""
     ks = sorted(kinds)
     marks = ", ".join("?" * len(ks))
     return [(row[0], row[1]) for row in archive.conn.execute(
         f"SELECT i.key, {_ASK_AT} FROM items i JOIN provenance p ON p.item_id = i.id "
         "JOIN sources s ON s.id = p.source_id LEFT JOIN checks k ON k.item_id = i.id "
         "WHERE s.spec = ? AND i.parent_id IS NULL AND ("
-        f"(i.status = 'error' AND i.error_kind IN ({marks})) OR (i.status != 'error' AND "
-        f"k.gone_since IS NOT NULL AND k.error_kind IN ({marks}))) "
-        "ORDER BY i.last_seen LIMIT ?", (spec, *ks, *ks, limit))]
+        f"(i.status = 'error' AND (? OR i.error_kind IN ({marks}))) OR (i.status != 'error' "
+        f"AND k.gone_since IS NOT NULL AND k.error_kind IN ({marks}))) "
+        "ORDER BY i.last_seen LIMIT ?",
+        (spec, any_error, *ks, *ks, -1 if limit is None else limit))]
 
 
 def facets(archive: Archive, limit: int = 50) -> dict[str, list[tuple[Any, int]]]:

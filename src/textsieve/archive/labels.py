@@ -1,5 +1,7 @@
 """Labels and listings: one kind of label whatever gave it (a Gmail label, an IMAP folder,
-a bookmark folder or tag, a feed's name), and what a list of links said about an item.
+a bookmark folder or tag, a feed's name), and what a list of links said about an item:
+its listing (title, note, date) and the source's facts (``Item.facts``: a feed entry's id,
+its feed), which the archive writer puts in every capture of the item (``source_facts``).
 
 Sources attach them to the items they yield (``Item.labels``, ``Item.listing``; mails
 through ``MailRef.labels``); the run's writer records them here for every item listed,
@@ -11,6 +13,7 @@ exports, the reading room, ``reextract``/``topics --label``) filters with ``LABE
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from typing import Any
@@ -22,8 +25,11 @@ from ..model.items import Listing
 LABEL_SQL = ("EXISTS (SELECT 1 FROM item_labels lb WHERE lb.item_id IN (i.id, i.parent_id) "
              "AND lb.label = ? COLLATE NOCASE)")
 
-# (item key, source spec, labels, listing): what one source said of one item in this run.
-Pending = tuple[str, str, tuple[str, ...], Listing | None]
+# (item key, source spec, labels, listing, facts): what one source said of one item in this
+# run; the facts (``Item.facts``: a feed entry's id, its feed) are kept with the listing, so
+# a capture made later without the source (a retry, ``reextract``) says them too
+# (``source_facts``).
+Pending = tuple[str, str, tuple[str, ...], Listing | None, tuple[tuple[str, object], ...]]
 
 
 def record(c: sqlite3.Connection, pending: Iterable[Pending], run_id: int,
@@ -31,10 +37,10 @@ def record(c: sqlite3.Connection, pending: Iterable[Pending], run_id: int,
     """Record labels and listings of items that exist by now, in the caller's transaction;
     returns those whose item is not written yet, to try again after the next batch."""
     later: list[Pending] = []
-    for key, spec, labels, listing in pending:
+    for key, spec, labels, listing, facts in pending:
         row = c.execute("SELECT id FROM items WHERE key = ?", (key,)).fetchone()
         if row is None:
-            later.append((key, spec, labels, listing))
+            later.append((key, spec, labels, listing, facts))
             continue
         item_id = row[0]
         sid = source_ids.get(spec) or source_id_in(c, spec)
@@ -48,7 +54,27 @@ def record(c: sqlite3.Connection, pending: Iterable[Pending], run_id: int,
                       "listed = excluded.listed",
                       (item_id, sid, run_id, run_id, listing.title, listing.note,
                        listing.date))
+        if facts:
+            c.execute("INSERT INTO provenance (item_id, source_id, first_run, last_run, facts) "
+                      "VALUES (?,?,?,?,?) ON CONFLICT (item_id, source_id) "
+                      "DO UPDATE SET facts = excluded.facts",
+                      (item_id, sid, run_id, run_id, json.dumps(dict(facts), default=str)))
     return later
+
+
+def source_facts(c: sqlite3.Connection, item_id: int, source_id: int) -> dict[str, Any]:
+    """What a source told of an item beyond its listing (``Item.facts``), for a capture
+    made without it (a retry lists a bare link, ``reextract`` reads the kept original):
+    those of the source the capture is made under, else of the source that said them
+    last. Empty when no source said any."""
+    row = c.execute("SELECT facts FROM provenance WHERE item_id = ? AND facts IS NOT NULL "
+                    "ORDER BY source_id = ? DESC, last_run DESC LIMIT 1",
+                    (item_id, source_id)).fetchone()
+    try:
+        facts = json.loads(row[0]) if row else {}
+    except ValueError:
+        return {}
+    return facts if isinstance(facts, dict) else {}
 
 
 def add_mail_labels(c: sqlite3.Connection, item_id: int, source_id: int,

@@ -320,9 +320,29 @@ _V10_CHECK_URL = """
 ALTER TABLE checks ADD COLUMN url TEXT;
 """
 
+# Version 11: what a source told of an item beyond its listing (a feed entry's id, its feed,
+# whether the feed's own content was kept: ``Item.facts``) is provenance too, kept per item
+# and source, so every later capture of the item says it (a retry, ``reextract``, a fetch
+# of the bare link), not only the one made while the source listed it. Archived items take
+# theirs from the current capture's ``metadata.extra`` (the feed's keys), for the rows of
+# the feed named there (``feed:`` and its ``feed``) or of the OPML list that gave it.
+_V11_FACTS = """
+ALTER TABLE provenance ADD COLUMN facts TEXT;
+UPDATE provenance SET facts = (
+    SELECT json_group_object(e.key, CASE WHEN e.type IN ('object', 'array')
+                                         THEN json(e.value) ELSE e.value END)
+    FROM items i, json_each(i.metadata, '$.extra') e
+    WHERE i.id = provenance.item_id AND (e.key = 'feed' OR e.key LIKE 'feed\\_%' ESCAPE '\\'))
+WHERE item_id IN (SELECT id FROM items WHERE json_valid(metadata)
+                  AND json_extract(metadata, '$.extra.feed') IS NOT NULL)
+  AND source_id IN (SELECT s.id FROM sources s, items i WHERE i.id = provenance.item_id
+                    AND json_valid(i.metadata) AND (s.spec LIKE 'opml:%'
+                    OR s.spec = 'feed:' || json_extract(i.metadata, '$.extra.feed')));
+"""
+
 MIGRATIONS: list[str | Callable[[sqlite3.Connection], None]] = [
     _V1, _V2, _V3, _V4_ENRICH, _V5_UI, scrub_credentials, _V7_ENRICH_SCALE, _V8_CAPTURES,
-    _V9_LABELS, _V10_CHECK_URL]
+    _V9_LABELS, _V10_CHECK_URL, _V11_FACTS]
 VERSION = len(MIGRATIONS)
 
 

@@ -70,6 +70,9 @@ class Known:
     etag: str | None = None
     last_modified: str | None = None
     original: str | None = None  # SHA-256 of the current capture's kept original
+    # Why the last fetch of a good item failed, while its capture stands (``checks``:
+    # gone since then): ``--retry-errors`` asks again for one that may pass.
+    failing: str | None = None
 
 
 @dataclass(frozen=True)
@@ -233,8 +236,10 @@ class Archive:
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
             q = ("SELECT key, i.id, i.sha256, size, mtime_ns, i.status, i.extractor_version, "
-                 "error_kind, i.etag, i.last_modified, c.original FROM items i "
+                 "i.error_kind, i.etag, i.last_modified, c.original, "
+                 "CASE WHEN k.gone_since IS NOT NULL THEN k.error_kind END FROM items i "
                  "LEFT JOIN captures c ON c.item_id = i.id AND c.current "
+                 "LEFT JOIN checks k ON k.item_id = i.id "
                  f"WHERE key IN ({','.join('?' * len(chunk))})")
             for row in self.conn.execute(q, chunk):
                 out[row[0]] = Known(*row[1:])
@@ -311,6 +316,11 @@ class Archive:
                           "text = (SELECT text FROM items WHERE id = ?), "
                           "markdown = (SELECT markdown FROM items WHERE id = ?) WHERE id = ?",
                           (old[0], old[0], cur[0]))
+        # What the source told of the item (a feed entry's id, its feed): from the item
+        # as listed now, else as its provenance keeps it (a retry, ``reextract``), so no
+        # capture of the item loses it.
+        facts = dict(e.item.facts) or (labels.source_facts(c, old[0], sid) if old else {})
+        doc.metadata.extra.update(facts)
         item_id = self._put(c, e.item.key, e.item.original, None, doc, e.item, now, old)
         if e.validators is not None:
             c.execute("UPDATE items SET etag = ?, last_modified = ? WHERE id = ?",

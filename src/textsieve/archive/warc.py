@@ -13,6 +13,7 @@ the bytes as they were received.
 from __future__ import annotations
 
 import io
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -78,9 +79,9 @@ def write_warc(archive: Archive, fh: IO[bytes], counts: Counter[str],
                 warc_headers_dict={"WARC-Date": when})
         writer.write_record(record)
         counts["records"] += 1
-        sources = [s for (s,) in c.execute(
-            "SELECT s.spec FROM provenance p JOIN sources s ON s.id = p.source_id "
-            "WHERE p.item_id = ? ORDER BY s.id", (item_id,))]
+        provenance = c.execute(
+            "SELECT s.spec, p.facts FROM provenance p JOIN sources s ON s.id = p.source_id "
+            "WHERE p.item_id = ? ORDER BY s.id", (item_id,)).fetchall()
         fields = [("textsieve-item", str(item_id)), ("textsieve-key", key),
                   ("textsieve-capture", str(cid)), ("capture-kind", kind),
                   ("current", "yes" if current else "no"), ("original-sha256", sha),
@@ -88,7 +89,9 @@ def write_warc(archive: Archive, fh: IO[bytes], counts: Counter[str],
                   ("extractor", version or "")]
         fields += [("title", title)] if title else []
         fields += [("recorded-in", via)] if via else []
-        fields += [("source", s) for s in sources]
+        for spec, facts in provenance:  # each source, and what it told of the item
+            fields.append(("source", spec))
+            fields += _facts_fields(facts)
         fields += [("mail", f"{m['message_id']} {m['date'] or ''} {m['subject'] or ''}")
                    for m in archive.mails_of(item_id)]
         payload = "".join(f"{k}: {' '.join(str(v).split())}\r\n" for k, v in fields)
@@ -100,3 +103,17 @@ def write_warc(archive: Archive, fh: IO[bytes], counts: Counter[str],
         writer.write_record(meta)
         if current:
             counts["items"] += 1
+
+
+def _facts_fields(facts: str | None) -> list[tuple[str, str]]:
+    """A source's facts about an item (a feed entry's id, its feed: ``Item.facts``, kept
+    with its provenance) as WARC fields, ``feed_entry`` as ``feed-entry``: whichever
+    capture a record holds, it says where the item came from."""
+    try:
+        got = json.loads(facts) if facts else {}
+    except ValueError:
+        return []
+    if not isinstance(got, dict):
+        return []
+    return [(k.replace("_", "-"), v if isinstance(v, str) else json.dumps(v))
+            for k, v in got.items()]

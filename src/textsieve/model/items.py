@@ -46,8 +46,10 @@ class Item:
     # What a list of links says about it (a bookmark's title, note and date), kept as
     # provenance and shown until the link is fetched.
     listing: Listing | None = None
-    # What the source knows of the item beyond its provenance (a feed entry's id, whether
-    # the feed's own content was kept): added to the document's ``metadata.extra``.
+    # What the source knows of the item beyond its listing (a feed entry's id, whether
+    # the feed's own content was kept): kept with its provenance, and added by the archive
+    # to the ``metadata.extra`` of every capture of the item (one made later without the
+    # source too: a retry, ``reextract``).
     facts: tuple[tuple[str, object], ...] = ()
 
 

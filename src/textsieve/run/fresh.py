@@ -23,7 +23,9 @@ from ..options import Options
 class Mode(StrEnum):
     INCREMENTAL = "incremental"  # new, changed, failed, outdated
     FORCE = "force"  # everything again
-    RETRY_ERRORS = "retry-errors"  # only items that failed before
+    # only items that failed before: failed items, and good items whose last fetch failed
+    # for a reason that passes (their text stands, their source was down)
+    RETRY_ERRORS = "retry-errors"
 
 
 class Why(StrEnum):
@@ -96,11 +98,14 @@ class Freshness:
         return (None if sha == known.sha256 else Why.CHANGED), sha
 
     def fetch_wanted(self, known: Known | None) -> bool:
-        """A URL item is fetched at all? Not with --retry-errors unless it failed, nor
-        for a failure that would repeat (a 404, a redirect loop) on a plain re-run, like a
-        corrupt file: --retry-errors or a new extractor version retries that."""
+        """A URL item is fetched at all? Not with --retry-errors unless it failed (or its
+        good text stands while its last fetch failed for a reason that passes: a site that
+        was down), nor for a failure that would repeat (a 404, a redirect loop) on a plain
+        re-run, like a corrupt file: --retry-errors or a new extractor version retries
+        that."""
         if self.mode is Mode.RETRY_ERRORS:
-            return known is not None and known.status == Status.ERROR
+            return known is not None and (known.status == Status.ERROR
+                                          or known.failing in TRANSIENT_ERRORS)
         settled = known is not None and self.mode is Mode.INCREMENTAL and \
             known.status == Status.ERROR and known.error_kind not in TRANSIENT_ERRORS and \
             self.made_now(known.extractor_version)

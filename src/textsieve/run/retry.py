@@ -47,7 +47,8 @@ def sources_for(archive: Archive, ids: list[int]) -> tuple[list[RetrySource], in
 OWED_PER_RUN = 50
 
 
-def owed(archive: Archive, specs: list[str]) -> list[RetrySource]:
+def owed(archive: Archive, specs: list[str], *, all_failures: bool = False
+         ) -> list[RetrySource]:
     """The items these incremental sources (a feed, a mailbox's links, a bookmark file)
     owe from earlier runs: those whose last attempt failed for a reason that passes (a
     server error, a timeout, a refused connection, ``TRANSIENT_ERRORS``), listed again.
@@ -57,13 +58,19 @@ def owed(archive: Archive, specs: list[str]) -> list[RetrySource]:
     "retry", or for the entry to change again. The archive holds what is owed (the failed
     item, or the failed check of a good one), so the source only says what it listed and
     nothing flows back into it; a failure that would repeat (a 404, bytes that cannot be
-    read) is not listed again: it is a typed record where failures are listed."""
+    read) is not listed again: it is a typed record where failures are listed.
+
+    ``all_failures`` (``run --retry-errors``, which such a source would otherwise give
+    nothing to: it lists only what is new): every item of theirs that failed, for any
+    reason, and the good ones whose last fetch failed for a reason that passes, all of
+    them."""
     from .fresh import TRANSIENT_ERRORS
 
     out = []
     for spec in dict.fromkeys(specs):  # listed under the source that owes them
         src = RetrySource(spec, [item for key, original in browse.passing_failures(
-            archive, spec, TRANSIENT_ERRORS, OWED_PER_RUN)
+            archive, spec, TRANSIENT_ERRORS, None if all_failures else OWED_PER_RUN,
+            any_error=all_failures)
             if (item := _item(spec, key, original)) is not None])
         if src.listed:
             out.append(src)

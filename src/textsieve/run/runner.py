@@ -91,7 +91,8 @@ def run(sources: Sequence[ItemSource], archive: Archive, options: Options, *,
     incremental run of an incremental source (a feed, a mailbox: one with ``bind_state``,
     which lists only what it has not seen) also lists the items it owes from earlier runs
     (``retry.owed``: their last attempt failed for a reason that passes), so running the
-    same command again does what is new, changed, or failed before, as with a folder."""
+    same command again does what is new, changed, or failed before, as with a folder; with
+    ``--retry-errors`` every item of it that failed, and its state stays as it was."""
     stats = RunStats()
     run_id = archive.begin_run([s.spec for s in sources], run_options or {})
     source_ids = {s.spec: archive.source_id(s.spec) for s in sources}
@@ -100,17 +101,22 @@ def run(sources: Sequence[ItemSource], archive: Archive, options: Options, *,
         if bind is not None:
             bind(archive.source_state(s.spec))
     listed = list(sources)
-    if mode is Mode.INCREMENTAL:  # and what they owe from before: failed, may not again
+    if mode in (Mode.INCREMENTAL, Mode.RETRY_ERRORS):
+        # and what they owe from before: failed, may not again (--retry-errors: every
+        # failure of theirs, as a folder's run lists every file and retries the failed)
         from .retry import owed
 
-        listed += owed(archive, [s.spec for s in sources if hasattr(s, "bind_state")])
+        listed += owed(archive, [s.spec for s in sources if hasattr(s, "bind_state")],
+                       all_failures=mode is Mode.RETRY_ERRORS)
     status = "interrupted"
     _count_ahead(listed, stats)
     try:
         _run(listed, archive, options, mode, stats, run_id, source_ids, progress)
         for s in sources:  # only now: every item of this sync is committed
             new_state = getattr(s, "new_state", None)
-            if new_state is not None:
+            # --retry-errors reads nothing new: what the source lists now and was not
+            # read stays to list again, for the next run that reads it.
+            if new_state is not None and mode is not Mode.RETRY_ERRORS:
                 archive.save_source_state(s.spec, new_state())
         status = "completed"
     finally:
@@ -401,8 +407,9 @@ class _Decider:
         """Its mail provenance is recorded either way; an item named again (another
         mail) is only counted. Records of a WARC are one per capture date."""
         self.writer.mail_links.extend((item.key, ref) for ref in item.mails)
-        if item.labels or item.listing is not None:
-            self.writer.listings.append((item.key, item.source, item.labels, item.listing))
+        if item.labels or item.listing is not None or item.facts:
+            self.writer.listings.append((item.key, item.source, item.labels, item.listing,
+                                         item.facts))
         seen = item.key if item.response is None else \
             f"{item.key} {item.response.captured_at}"
         if seen in self.seen:
@@ -474,8 +481,6 @@ def _finished(job: _Job, doc: Document) -> Entry:
     if job.fetched:
         doc.metadata.extra.update({k: v for k, v in job.fetched.items()
                                    if k not in ("etag", "last_modified")})
-    if job.item.facts:
-        doc.metadata.extra.update(dict(job.item.facts))
     original = job.original
     if original is not None and original.path is not None:  # a file: its hash is known now
         original = Original(doc.sha256, original.size, path=original.path) \
