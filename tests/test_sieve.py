@@ -353,3 +353,34 @@ def test_a_users_own_shaped_topic_in_two_languages(tmp_path: Path, lang: str) ->
         assert step in r.stdout
     assert story[:30] not in r.stdout and parts[0] not in r.stdout
     assert "Thanks, this helped" not in r.stdout
+
+
+_POST = """<html lang="en"><body><article><h1>Lemon loaf</h1>
+<div class="ingredients"><h2>Ingredients</h2><ul><li>200 g flour</li><li>150 g sugar</li>
+<li>2 eggs</li><li>1 lemon, zested</li><li>100 g butter, melted</li></ul></div>
+<div class="post-body"><p><strong>Preparation.</strong></p>
+{steps}
+<p>{tail}</p></div>
+<div class="related"><h3>More cakes</h3><p><a href="/a">Apple cake</a></p></div>
+</article></body></html>"""
+_STEPS = ["Heat the oven to 180 °C and butter a loaf tin.",
+          "Whisk the eggs and the sugar until pale, then fold in the flour and the zest.",
+          "Stir in the melted butter, pour into the tin and bake for 45 minutes."]
+
+
+@pytest.mark.parametrize("as_list", [False, True])
+def test_a_posts_closing_line_goes_with_paragraph_steps_not_with_a_list(
+        tmp_path: Path, as_list: bool) -> None:
+    """Steps written as a post's paragraphs run to the end of the post's body when what
+    is left is a short closing (a scraper of such a post reads it, and the author's last
+    word belongs to the method); a list's steps end with the list."""
+    steps = ("<ol>" + "".join(f"<li>{s}</li>" for s in _STEPS) + "</ol>" if as_list
+             else "".join(f"<p>{s}</p>" for s in _STEPS))
+    path = tmp_path / "loaf.html"
+    path.write_text(_POST.format(steps=steps, tail="Thanks for reading. Greetings, Anna."),
+                    encoding="utf-8")
+    r = _cli("extract", "--html", "sieve", "--topic", "recipe-directions", str(path))
+    assert r.returncode == 0, r.stderr
+    assert "bake for 45 minutes" in r.stdout and "Heat the oven" in r.stdout, r.stdout
+    assert ("Greetings, Anna." in r.stdout) is not as_list, r.stdout
+    assert "Apple cake" not in r.stdout

@@ -57,7 +57,8 @@ CASES = [
     # The steps' own section name crossed: a sub-recipe under "Preparación." taken for
     # ingredients, and the page's language guessed from its style sheet.
     ("thermomixsantander", "ingredients", 0.92, "sub-recipe of the steps taken"),
-    ("thermomixsantander", "instructions", 0.88, "sub-recipe under the steps' name"),
+    ("thermomixsantander", "instructions", 0.95, "sub-recipe under the steps' name; "
+     "the post's closing lines after its paragraph steps"),
     # Steps numbered on lines of their own: "1" above each step, "Step 2: Brown it".
     ("chefkoch", "instructions", 0.95, "a bare number above each step"),
     ("flavorsbylinbie", "instructions", 0.85, "a numbered title above each step"),

@@ -123,6 +123,8 @@ REPEAT_MIN = 20  # characters: shorter pieces ("Salt", "1 egg") prove no repeat
 REPEAT_LONG = 100  # characters: an equal block this long is the same text shown twice
 VARIANT = 0.25  # a section with this share of its lines changed is the same list again
 VARIANT_PART = 0.75  # ...and a run right after a list, this share of its length, its copy
+TAIL_BLOCKS = 4  # paragraphs after a post's last step that still close its method...
+TAIL_WORDS = 60  # ...and their words, at most
 REPEAT_BLOCKS = 400  # kept blocks above which repeats are not looked for
 
 _WORD = re.compile(r"\w+")
@@ -140,6 +142,8 @@ _COMMENTS_ATTR = re.compile(
     r"(?:^|[\s_-])(?:comments?|commentlist|comment-list|respond|disqus|reviews)(?:$|[\s_-])",
     re.I)
 _NO_ATTR_CHECK = frozenset({"html", "body", "main", "article"})
+# Elements whose blocks are one box: a post's body, a card's section.
+_BOXES = frozenset({"div", "section", "article", "main", "td", "body", "aside"})
 _VOWEL = re.compile(r"[aeiouy]")
 
 
@@ -458,6 +462,7 @@ class Block:
     density: float = 0.0
     containers: tuple[int, ...] = ()  # the boilerplate-looking containers it sits in
     kinds: tuple[str, ...] = ()  # ...and the word that made each look so ("widget", "nav")
+    box: int = 0  # the innermost box (div, section, article...) it sits in
     hard: bool = False  # one of them is a nav or footer element or comments, not a class name
     part: int = 0  # for list items: the innermost list (<ul>/<ol>) it is an item of
 
@@ -473,6 +478,8 @@ class _Recorder(Builder):
         self.hard: set[int] = set()  # those that are nav or footer elements or comments
         self.containers = 0
         self.kinds: dict[int, str] = {}  # container: what made it look like boilerplate
+        self.boxes = 0  # boxes (div, section, article...) seen
+        self.box: list[int] = []  # the boxes open, innermost last
         self.list_id = 0
         self.parts = 0  # lists seen, at any depth
         self.part = 0  # the list being read
@@ -488,7 +495,8 @@ class _Recorder(Builder):
         self.blocks.append(Block(kind, args or (text, *rest), text, group, bool(self.noise),
                                  min(1.0, linked / len(text.strip())),
                                  containers=tuple(self.noise), part=part,
-                                 kinds=tuple(self.kinds[c] for c in self.noise)))
+                                 kinds=tuple(self.kinds[c] for c in self.noise),
+                                 box=self.box[-1] if self.box else 0))
 
     def heading(self, text: str, level: int = 1) -> None:
         self._rec("heading", text, (level,))
@@ -529,6 +537,19 @@ class _Walker(HtmlWalker):
 
     def node(self, el: etree._Element) -> None:
         tag = tag_name(el)
+        if tag not in _BOXES:
+            self._node(el, tag)
+            return
+        self.flush()  # what came before belongs to the outer box
+        self.out.boxes += 1
+        self.out.box.append(self.out.boxes)
+        try:
+            self._node(el, tag)
+            self.flush()
+        finally:
+            self.out.box.pop()
+
+    def _node(self, el: etree._Element, tag: str) -> None:
         match = None
         if tag in BLOCK and tag not in _NO_ATTR_CHECK and tag not in _NOISE_TAGS:
             match = _NOISE_ATTR.search(f"{el.get('class') or ''} {el.get('id') or ''}")
@@ -919,7 +940,7 @@ def split_lines(blocks: list[Block]) -> list[Block]:
             out.append(b)
             continue
         out.extend(Block("paragraph", (x,), x, 0, b.noisy, b.link, containers=b.containers,
-                         kinds=b.kinds)
+                         kinds=b.kinds, box=b.box)
                    for x in lines)
     return out
 
@@ -1180,6 +1201,32 @@ def _is_head(b: Block) -> bool:
     return b.kind == "heading"
 
 
+def _post_tail(blocks: list[Block], hi: int, own: list[bool]) -> int:
+    """Steps written as a post's paragraphs (not a list) run to the end of their box when
+    what is left of it is a short closing (TAIL_BLOCKS paragraphs, TAIL_WORDS words at
+    most, no heading, no links): "Let it rest five minutes." and the author's "Enjoy!"
+    close the method the post is. A list's steps end with the list."""
+    last = blocks[hi]
+    if last.kind != "paragraph" or not last.box or _is_heading(last):
+        return hi
+    j, words = hi + 1, 0
+    while j < len(blocks) and blocks[j].box == last.box:
+        b = blocks[j]
+        if (b.kind != "paragraph" or _is_heading(b) or b.link >= 0.5 or b.noisy
+                or own[j] or j - hi > TAIL_BLOCKS):
+            return hi
+        words += b.words
+        j += 1
+    if j == hi + 1 or words > TAIL_WORDS or (j < len(blocks) and _inside(blocks, j, last.box)):
+        return hi
+    return j - 1
+
+
+def _inside(blocks: list[Block], j: int, box: int) -> bool:
+    """Whether block ``j`` still belongs to ``box`` (it is a later, nested part of it)."""
+    return blocks[j].box > box and any(b.box == box for b in blocks[j:j + 50])
+
+
 def _counters(blocks: list[Block], own: list[bool]) -> None:
     """A bare number between two links the sieve looks through is one of those links'
     counters (comments, ratings, a rank in "most read"), looked through with them. Not a
@@ -1285,6 +1332,8 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
                and blocks[lo - 1].args[1] < blocks[lo].args[1] and not own[lo - 1]
                and scores[lo - 1] >= 0):
             lo -= 1
+        if topic.shape == "steps":
+            hi = _post_tail(blocks, hi, own)
         mass = sum(max(scores[i], 0.0) for i in range(lo, hi + 1) if not own[i])
         nwords = sum(max(blocks[i].words, 1) for i in range(lo, hi + 1)) or 1
         chosen.append(Region(lo, hi, lo, mass, mass / nwords, value))
