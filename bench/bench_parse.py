@@ -213,6 +213,12 @@ def main() -> int:
     ap.add_argument("--full", action="store_true", help="also --html full, dev corpus")
     ap.add_argument("--save", type=Path, help="every page's texts and scores (JSON)")
     args = ap.parse_args()
+    from selectolax.lexbor import LexborHTMLParser
+
+    try:  # the scripting flag is selectolax 1.0's; without it every page would stay libxml2's
+        LexborHTMLParser("<p>", scripting=True)
+    except TypeError:
+        sys.exit("bench_parse needs selectolax >= 1.0 (LexborHTMLParser(scripting=...))")
     html5 = html5_parser(**_LEXBOR[args.lexbor])
     print(f"html5 = Lexbor ({args.lexbor}) then libxml2")
     saved = {}
