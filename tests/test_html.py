@@ -396,3 +396,34 @@ def test_page_after_an_unclosed_tag_inside_a_button(tmp_path: Path, mode: str) -
         assert "Jerk Shrimp with Lime Butter" in r.stdout
         assert "5 large garlic cloves" in r.stdout
         assert "2 tablespoons crème fraîche" in r.stdout  # UTF-8 without a declaration
+
+
+# A theme that closed the page early: the article comes after the first </html>.
+AFTER_END = b"""<!DOCTYPE html><html lang="en"><head><title>Payroll in India</title></head>
+<body><noscript><iframe src="https://tags.example/ns.html"></noscript>
+<header><nav><a href="/">Home</a> <a href="/blog">Blog</a></nav></header></body></html>
+<div class="blog-detail-page"><section><h1>Payroll compliance in India, explained</h1>
+<p>Every employer in India must register for the provident fund once it has twenty
+employees, and deduct twelve per cent of the basic wage every month.</p>
+<embed src="/chart.svg" type="image/svg+xml">
+<p>The employees' state insurance applies to wages up to twenty-one thousand rupees a
+month, with contributions from both the employer and the employee.</p>
+</section></div>
+<footer><p>Copyright the consultancy</p></footer></body></html>
+"""
+
+
+@pytest.mark.parametrize("mode", ["full", "main"])
+def test_article_after_an_early_end_of_page(tmp_path: Path, mode: str) -> None:
+    """Markup after the first </html> is part of the page in a browser (it goes to the
+    body); libxml2 dropped it, and with it the whole article. Read as a browser that runs
+    scripts does, the tag manager's <noscript><iframe> does not open an iframe that takes
+    the rest of the page as its text, and the paragraph after an <embed> survives
+    (written back self-closed for libxml2)."""
+    page = tmp_path / "payroll.html"
+    page.write_bytes(AFTER_END)
+    r = subprocess.run([sys.executable, "-m", "textsieve", "extract", "--html", mode,
+                        str(page)], capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert "register for the provident fund" in r.stdout, r.stdout
+    assert "employees' state insurance applies" in r.stdout, r.stdout

@@ -359,26 +359,60 @@ def _parse_lxml(text: str) -> etree._Element:
     return root
 
 
+# Void elements libxml2 does not know as such: Lexbor writes them as ``<embed src=x>``,
+# which libxml2 keeps open, swallowing the paragraph after it.
+_VOID_UNKNOWN = re.compile(r"<(embed|source|track|wbr|keygen|bgsound)\b((?:\"[^\"]*\"|[^>\"])*)>",
+                           re.IGNORECASE)
+# <noscript> as a browser that runs scripts reads it: raw text, which written out is
+# markup again. Its content may be the page for readers without scripts (a forum's
+# posts), so it stays, but an <iframe> left open in it (a tag manager's) is closed:
+# libxml2 would take the rest of the page as the iframe's text.
+_NOSCRIPT = re.compile(r"<noscript\b[^>]*>.*?</noscript\s*>", re.IGNORECASE | re.DOTALL)
+_OPEN_IFRAME = re.compile(r"(<iframe\b(?:\"[^\"]*\"|'[^']*'|[^>\"'])*>)(?!\s*</iframe)",
+                          re.IGNORECASE)
+
+
+def _close_iframes(m: re.Match[str]) -> str:
+    return _OPEN_IFRAME.sub(r"\1</iframe>", m.group(0))
+# Markup after the first </html> (a template that closed the page early, the article
+# after it): browsers put it in the body, libxml2 drops it. Scripts and tracking pixels
+# there are common and carry no text, so they do not count.
+_HTML_END = re.compile(r"</html\s*>", re.IGNORECASE)
+_AFTER_END = re.compile(r"<(?!(?:script|style|noscript|link|meta|iframe|img)\b)[a-z]",
+                        re.IGNORECASE)
+
+
+def _after_end(text: str) -> bool:
+    end = _HTML_END.search(text)
+    return end is not None and _AFTER_END.search(text, end.end()) is not None
+
+
 def _html5(text: str) -> str | None:
-    """The page as an HTML5 parser (Lexbor, as browsers parse) builds it, written out
-    with every element closed where it ends, so libxml2 reads the same tree; None if
-    Lexbor cannot read it (the libxml2 tree is kept then)."""
+    """The page as a browser's HTML5 parser (Lexbor) builds it, written out with every
+    element closed where it ends, so libxml2 reads the same tree; None if Lexbor cannot
+    read it (the libxml2 tree is kept then). As a browser that runs scripts: <noscript>
+    is raw text (parsed as markup, a tag manager's ``<iframe>`` in it opens and takes the
+    rest of the page as its text), written out with its iframes closed; the void elements
+    libxml2 does not know are written self-closed."""
     from selectolax.lexbor import LexborHTMLParser  # only for the rare mis-nested page
 
     try:
-        # A str, not bytes: given bytes, Lexbor guesses their encoding (windows-1252
-        # for a page that does not declare one) and a UTF-8 page comes back mojibake.
+        # A str: the page was decoded once (decode_html); bytes Lexbor would sniff again.
         clean = text.encode("utf-8", "replace").decode("utf-8")  # no lone surrogates
-        out = LexborHTMLParser(clean).html
+        out = LexborHTMLParser(clean, scripting=True).html
     except Exception:  # a second opinion: its failure changes nothing
         logger.debug("lexbor could not parse the page", exc_info=True)
         return None
-    return out or None
+    if not out:
+        return None
+    out = _NOSCRIPT.sub(_close_iframes, out)  # its raw text is markup to libxml2
+    return _VOID_UNKNOWN.sub(lambda m: f"<{m.group(1)}{m.group(2).rstrip('/')}/>", out)
 
 
 def parse_html(text: str) -> etree._Element:
-    """The page's tree: libxml2's (fast, hardened), or where libxml2 left the page
-    inside an element no reader renders, the tree an HTML5 parser builds."""
+    """The page's tree: libxml2's (fast, hardened), or, where libxml2 would lose part of
+    the page (left inside an element no reader renders, or after an early </html>), the
+    tree a browser's HTML5 parser builds."""
     if text[:1] != "<":
         lead = text.lstrip()
         stray = _STRAY_LEAD.match(lead)
@@ -387,7 +421,7 @@ def parse_html(text: str) -> etree._Element:
     if "/>" in text:
         text = _SELF_CLOSED_RAW.sub(_open_self_closed, text)
     root = _parse_lxml(text)
-    if _misnested(root):
+    if _misnested(root) or _after_end(text):
         fixed = _html5(text)
         if fixed is not None:
             try:
