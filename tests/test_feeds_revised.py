@@ -156,14 +156,8 @@ def test_revised_rss_item_is_fetched_again_and_a_failure_keeps_the_text(
     again and the new page becomes its text; unchanged items are not fetched; a build
     that re-stamps every pubDate fetches nothing; a revision whose article is gone (404)
     keeps the text the item had and the run says it failed."""
-    when = {i: dt.datetime(2026, 4, 1 + i, 6, 0, tzinfo=UTC) for i in range(3)}
-    entries = {i: (f"The tides of week {i}, in short.", when[i]) for i in range(3)}
-    for i in range(3):
-        feed_site.set(f"/tides/{i}.html", _article(f"Tide table {i}",
-                                                  _counted(20 + i, "oystercatchers")))
-    _rss_tides(feed_site, entries)
+    when, entries, feed = _tides(feed_site, 3)
     db = tmp_path / "a.db"
-    feed = f"feed:{feed_site.url('/tides.rss')}"
     assert run(db, feed).returncode == 0
     before = articles(db)
     assert len(before) == 3
@@ -237,6 +231,19 @@ def test_revised_rss_item_is_fetched_again_and_a_failure_keeps_the_text(
     assert len(_show(db, row["id"])["captures"]) == 3
 
 
+def _tides(site: FeedSite, n: int) -> tuple[dict[int, dt.datetime],
+                                             dict[int, tuple[str, dt.datetime]], str]:
+    """``n`` weekly tide articles (week i counts 20 + i oystercatchers) and the feed of
+    their teasers: (dates, entries, the feed's source spec), for a test to revise."""
+    when = {i: dt.datetime(2026, 4, 1 + i, 6, 0, tzinfo=UTC) for i in range(n)}
+    entries = {i: (f"The tides of week {i}, in short.", when[i]) for i in range(n)}
+    for i in range(n):
+        site.set(f"/tides/{i}.html", _article(f"Tide table {i}",
+                                              _counted(20 + i, "oystercatchers")))
+    _rss_tides(site, entries)
+    return when, entries, f"feed:{site.url('/tides.rss')}"
+
+
 def _again(cmd: str, db: Path, feed: str) -> subprocess.CompletedProcess[str]:
     """One more pass over the feed as a user runs it: ``run``, or one round of ``watch``
     (each round of a long ``watch`` is this same incremental run). No retries within a
@@ -258,13 +265,8 @@ def test_revision_whose_site_was_down_is_fetched_by_a_later_pass(
     never again, yet the next pass (a round of ``watch``, or ``run`` again) fetches the
     article again by itself, and once the site is back the revised text is a new capture,
     the earlier one kept. Then it is owed nothing: no more fetches."""
-    when = {i: dt.datetime(2026, 4, 1 + i, 6, 0, tzinfo=UTC) for i in range(2)}
-    entries = {i: (f"The tides of week {i}, in short.", when[i]) for i in range(2)}
-    for i in range(2):
-        feed_site.set(f"/tides/{i}.html", _article(f"Tide table {i}",
-                                                  _counted(20 + i, "oystercatchers")))
-    _rss_tides(feed_site, entries)
-    db, feed = tmp_path / "a.db", f"feed:{feed_site.url('/tides.rss')}"
+    when, entries, feed = _tides(feed_site, 2)
+    db = tmp_path / "a.db"
     key = feed_site.url("/tides/1.html")
     _again(cmd, db, feed)
     before = articles(db)[key]
@@ -308,13 +310,8 @@ def test_revision_that_fails_for_good_is_not_fetched_every_round(
     cannot be read (a broken PDF). Each keeps its text, each failure is a typed record
     (``show``, ``search --gone``), and the rounds of ``watch`` that follow do not ask for
     either again."""
-    when = {i: dt.datetime(2026, 4, 1 + i, 6, 0, tzinfo=UTC) for i in range(3)}
-    entries = {i: (f"The tides of week {i}, in short.", when[i]) for i in range(3)}
-    for i in range(3):
-        feed_site.set(f"/tides/{i}.html", _article(f"Tide table {i}",
-                                                  _counted(20 + i, "oystercatchers")))
-    _rss_tides(feed_site, entries)
-    db, feed = tmp_path / "a.db", f"feed:{feed_site.url('/tides.rss')}"
+    when, entries, feed = _tides(feed_site, 3)
+    db = tmp_path / "a.db"
     _again("watch", db, feed)
     before = articles(db)
     assert len(before) == 3
@@ -361,13 +358,8 @@ def test_revision_moved_to_a_link_that_was_down_stays_its_item(
     """A revision that moves an entry to another link whose site answers 503: a later
     round of ``watch`` fetches the new link, and its text becomes a capture of the same
     item (the one the entry made), not an item of its own."""
-    when = {i: dt.datetime(2026, 4, 1 + i, 6, 0, tzinfo=UTC) for i in range(2)}
-    entries = {i: (f"The tides of week {i}, in short.", when[i]) for i in range(2)}
-    for i in range(2):
-        feed_site.set(f"/tides/{i}.html", _article(f"Tide table {i}",
-                                                  _counted(20 + i, "oystercatchers")))
-    _rss_tides(feed_site, entries)
-    db, feed = tmp_path / "a.db", f"feed:{feed_site.url('/tides.rss')}"
+    when, entries, feed = _tides(feed_site, 2)
+    db = tmp_path / "a.db"
     _again("watch", db, feed)
     before = articles(db)
 

@@ -462,7 +462,7 @@ class Block:
     density: float = 0.0
     containers: tuple[int, ...] = ()  # the boilerplate-looking containers it sits in
     kinds: tuple[str, ...] = ()  # ...and the word that made each look so ("widget", "nav")
-    box: int = 0  # the innermost box (div, section, article...) it sits in
+    boxes: tuple[int, ...] = ()  # the boxes (div, section...) it sits in, innermost last
     hard: bool = False  # one of them is a nav or footer element or comments, not a class name
     part: int = 0  # for list items: the innermost list (<ul>/<ol>) it is an item of
 
@@ -496,7 +496,7 @@ class _Recorder(Builder):
                                  min(1.0, linked / len(text.strip())),
                                  containers=tuple(self.noise), part=part,
                                  kinds=tuple(self.kinds[c] for c in self.noise),
-                                 box=self.box[-1] if self.box else 0))
+                                 boxes=tuple(self.box)))
 
     def heading(self, text: str, level: int = 1) -> None:
         self._rec("heading", text, (level,))
@@ -940,7 +940,7 @@ def split_lines(blocks: list[Block]) -> list[Block]:
             out.append(b)
             continue
         out.extend(Block("paragraph", (x,), x, 0, b.noisy, b.link, containers=b.containers,
-                         kinds=b.kinds, box=b.box)
+                         kinds=b.kinds, boxes=b.boxes)
                    for x in lines)
     return out
 
@@ -965,11 +965,14 @@ def step_marks(blocks: list[Block]) -> dict[int, int]:
     return found
 
 
-def shape_scores(blocks: list[Block], topic: Topic) -> list[float]:
+def shape_scores(blocks: list[Block], topic: Topic,
+                 card: frozenset[str] = frozenset()) -> list[float]:
     """Each block's evidence for a shaped topic: its shape (shape.py) plus its topic
     words, damped by links and boilerplate containers. Headings and labels ("For the
     sauce:") score by their topic words alone: "Ingredients" pulls a region in, "Notes"
-    (a negative weight) stops it, any other costs a little to cross."""
+    (a negative weight) stops it, any other costs a little to cross. ``card``: the kinds
+    of box the @near topic's region sits in (``_card_kinds``), not damped as boilerplate
+    on this page."""
     out: list[float] = []
     items = topic.shape == "items"
     heading = THRESHOLD[topic.shape or "items"] - HEADING_COST
@@ -988,7 +991,8 @@ def shape_scores(blocks: list[Block], topic: Topic) -> list[float]:
         # A link is a menu or a related post, unless the line starts with a quantity
         # (the ingredient is a link to a shop or a glossary, the quantity is not).
         link = 1.0 - 0.5 * b.link if line.qty_start else (1.0 - b.link) ** 2
-        noise = NOISE_PENALTY if b.hard else SOFT_NOISE if b.noisy else 1.0
+        soft = b.noisy and not (b.kinds and set(b.kinds) <= card)
+        noise = NOISE_PENALTY if b.hard else SOFT_NOISE if soft else 1.0
         out.append(score * link * noise)
     return out
 
@@ -1063,6 +1067,19 @@ def _best_run_from(values: list[float], free: list[bool],
             if acc > best[2]:
                 best = (s, i, acc)
     return best
+
+
+def _units_after(end: int, units: list[tuple[int, int]], index: list[int],
+                 free: list[bool]) -> list[int]:
+    """The units that start within ADJACENT_BLOCKS blocks after block ``end``, up to a
+    wall ("Notes", "Tips")."""
+    out = []
+    for u, (a, _) in enumerate(units):
+        if index[a] > end + ADJACENT_BLOCKS or (index[a] > end and not free[u]):
+            break
+        if index[a] > end:
+            out.append(u)
+    return out
 
 
 def _is_heading(b: Block) -> bool:
@@ -1181,24 +1198,22 @@ def _after_stub(first: int, last: int, units: list[tuple[int, int]], index: list
     a section name made of the topic's words ("Instructions") is such a heading too, and
     goes first: "Before you begin" and its tip above "Instructions" are no step."""
     total = sum(values[first:last + 1])
-    cut = None
-    for wanted in ((_names_section,) if names else ()) + (_is_head,):
+
+    def cut_at(stop: Callable[[Block], bool]) -> int | None:
+        """The first unit past ``first`` that ``stop`` takes, if little comes before it."""
         before = 0.0
-        for u in range(first, last + 1):
+        for u in range(first + 1, last + 1):
+            before += values[u - 1]
             a, b = units[u]
-            if u > first and a == b and (wanted(blocks[index[a]])
-                                         or (names and _names_section(blocks[index[a]]))):
-                if before < STUB * total:
-                    cut = u
-                break
-            before += values[u]
-        if cut is not None:
-            return cut
-    return first
+            if a == b and stop(blocks[index[a]]):
+                return u if before < STUB * total else None
+        return None
 
-
-def _is_head(b: Block) -> bool:
-    return b.kind == "heading"
+    named = cut_at(_names_section) if names else None
+    if named is not None:
+        return named
+    cut = cut_at(lambda b: b.kind == "heading" or (names and _names_section(b)))
+    return first if cut is None else cut
 
 
 def _post_tail(blocks: list[Block], hi: int, own: list[bool]) -> int:
@@ -1207,24 +1222,18 @@ def _post_tail(blocks: list[Block], hi: int, own: list[bool]) -> int:
     most, no heading, no links): "Let it rest five minutes." and the author's "Enjoy!"
     close the method the post is. A list's steps end with the list."""
     last = blocks[hi]
-    if last.kind != "paragraph" or not last.box or _is_heading(last):
+    if last.kind != "paragraph" or not last.boxes or _is_heading(last):
         return hi
+    box = last.boxes[-1]
     j, words = hi + 1, 0
-    while j < len(blocks) and blocks[j].box == last.box:
+    while j < len(blocks) and box in blocks[j].boxes:
         b = blocks[j]
-        if (b.kind != "paragraph" or _is_heading(b) or b.link >= 0.5 or b.noisy
-                or own[j] or j - hi > TAIL_BLOCKS):
-            return hi
+        if (b.boxes[-1] != box or b.kind != "paragraph" or _is_heading(b) or b.link >= 0.5
+                or b.noisy or own[j] or j - hi > TAIL_BLOCKS):
+            return hi  # a nested box, a list, a heading, a link: more than a closing
         words += b.words
         j += 1
-    if j == hi + 1 or words > TAIL_WORDS or (j < len(blocks) and _inside(blocks, j, last.box)):
-        return hi
-    return j - 1
-
-
-def _inside(blocks: list[Block], j: int, box: int) -> bool:
-    """Whether block ``j`` still belongs to ``box`` (it is a later, nested part of it)."""
-    return blocks[j].box > box and any(b.box == box for b in blocks[j:j + 50])
+    return hi if j == hi + 1 or words > TAIL_WORDS else j - 1
 
 
 def _counters(blocks: list[Block], own: list[bool]) -> None:
@@ -1238,17 +1247,15 @@ def _counters(blocks: list[Block], own: list[bool]) -> None:
             own[i] = True
 
 
-def _trust_card(blocks: list[Block], scores: list[float], near: tuple[int, int]) -> None:
-    """The @near topic's region sits in boxes whose class only sounds like boilerplate
-    ("recipe-widget"): on this page that kind of box is the card, so the blocks in boxes
-    of no other kind score without the SOFT_NOISE damping (the steps' own "widget"
+def _card_kinds(blocks: list[Block], near: tuple[int, int] | None) -> frozenset[str]:
+    """The @near topic's region may sit in boxes whose class only sounds like
+    boilerplate ("recipe-widget"): on this page that kind of box is the card, so blocks
+    in boxes of no other kind are not damped as boilerplate (the steps' own "widget"
     beside the ingredients'). Hard boilerplate (nav, footer, comments) stays damped."""
-    card = {k for b in blocks[near[0]:near[1] + 1] if b.noisy and not b.hard for k in b.kinds}
-    if not card:
-        return
-    for i, b in enumerate(blocks):
-        if b.noisy and not b.hard and b.kinds and set(b.kinds) <= card:
-            scores[i] /= SOFT_NOISE
+    if near is None:
+        return frozenset()
+    return frozenset(k for b in blocks[near[0]:near[1] + 1] if b.noisy and not b.hard
+                     for k in b.kinds)
 
 
 def sieve_shaped(blocks: list[Block], topic: Topic,
@@ -1260,9 +1267,7 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     dough:" / "For the filling:" comes whole; a story paragraph, a step among
     ingredients or an ingredient line among steps costs a lot, so the region ends there.
     ``near``: the page blocks of the @near topic's region."""
-    scores = shape_scores(blocks, topic)
-    if near is not None:
-        _trust_card(blocks, scores, near)
+    scores = shape_scores(blocks, topic, _card_kinds(blocks, near))
     threshold = _threshold(blocks, scores, topic)
     shift = threshold - THRESHOLD[topic.shape or "items"]
     if shift:  # headings cost the same to cross whatever the threshold
@@ -1308,15 +1313,7 @@ def sieve_shaped(blocks: list[Block], topic: Topic,
     while len(chosen) < topic.max_regions:
         first, last, value = _best_run(values, free)
         if near is not None and not chosen:
-            after = []  # units starting just after it, up to a wall ("Notes", "Tips")
-            for u, (a, _) in enumerate(units):
-                if index[a] > near[1] + ADJACENT_BLOCKS:
-                    break
-                if index[a] > near[1]:
-                    if not free[u]:
-                        break
-                    after.append(u)
-            run = _best_run_from(values, free, after)
+            run = _best_run_from(values, free, _units_after(near[1], units, index, free))
             if run[0] >= 0 and run[2] >= ADJACENT * value:
                 first, last, value = run
         if first < 0 or value < MIN_VALUE or (chosen and value < RELATIVE * chosen[0].score):
@@ -1406,12 +1403,12 @@ def _sieve_near(blocks: list[Block], topic: Topic) -> SieveResult:
 def _drop_repeats(blocks: list[Block], kept: list[int]) -> list[int]:
     """The kept blocks without the page's second showing of the same text: all of a
     recipe's steps in one paragraph and then each on its own (a layout for each screen
-    size, one hidden by a style sheet we do not read). The
-    finer cut stays: a block whose text other kept blocks hold (REPEAT of it, in two or
-    more pieces of REPEAT_MIN characters or more) goes, and so does a later copy of a long
-    one. Equal short lines stay: two versions of a recipe share "1 egg, beaten"; but a
-    whole section (the blocks from one heading to the next) equal to an earlier one, the
-    list shown again for another screen, goes with its heading."""
+    size, one hidden by a style sheet we do not read). The finer cut stays: a block
+    whose text other kept blocks hold (REPEAT of it, in two or more pieces of REPEAT_MIN
+    characters or more) goes, and so does a later copy of a long one. Equal short lines
+    stay: two versions of a recipe share "1 egg, beaten"; but a whole section (the
+    blocks from one heading to the next) equal to an earlier one, the list shown again
+    for another screen, goes with its heading."""
     if len(kept) > REPEAT_BLOCKS:  # quadratic; a region this large is no card
         return kept
     text = {i: " ".join(blocks[i].text.split()).casefold() for i in kept}
