@@ -47,18 +47,17 @@ def record(c: sqlite3.Connection, pending: Iterable[Pending], run_id: int,
         c.execute("DELETE FROM item_labels WHERE item_id = ? AND source_id = ?", (item_id, sid))
         c.executemany("INSERT OR IGNORE INTO item_labels (item_id, source_id, label) "
                       "VALUES (?,?,?)", [(item_id, sid, lab) for lab in labels])
+        said: dict[str, object] = {}  # provenance columns this source's word sets
         if listing is not None:
-            c.execute("INSERT INTO provenance (item_id, source_id, first_run, last_run, title, "
-                      "note, listed) VALUES (?,?,?,?,?,?,?) ON CONFLICT (item_id, source_id) "
-                      "DO UPDATE SET title = excluded.title, note = excluded.note, "
-                      "listed = excluded.listed",
-                      (item_id, sid, run_id, run_id, listing.title, listing.note,
-                       listing.date))
+            said.update(title=listing.title, note=listing.note, listed=listing.date)
         if facts:
-            c.execute("INSERT INTO provenance (item_id, source_id, first_run, last_run, facts) "
-                      "VALUES (?,?,?,?,?) ON CONFLICT (item_id, source_id) "
-                      "DO UPDATE SET facts = excluded.facts",
-                      (item_id, sid, run_id, run_id, json.dumps(dict(facts), default=str)))
+            said["facts"] = json.dumps(dict(facts), default=str)
+        if said:  # one upsert: the column names are the fixed ones above
+            c.execute(f"INSERT INTO provenance (item_id, source_id, first_run, last_run, "
+                      f"{', '.join(said)}) VALUES (?,?,?,?{',?' * len(said)}) "
+                      "ON CONFLICT (item_id, source_id) DO UPDATE SET "
+                      + ", ".join(f"{k} = excluded.{k}" for k in said),
+                      (item_id, sid, run_id, run_id, *said.values()))
     return later
 
 
